@@ -1,0 +1,302 @@
+//===- ElementwiseFolding.cpp - Type inference and folders ---------------===//
+//
+// Shared by every op of the elementwise table: broadcast result types,
+// constant folding through the table's reference implementation, and the
+// obvious identities.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/ElementwiseOps.h"
+#include "ir/FuseDialect.h"
+#include "ir/TypeUtils.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace fuse;
+using fusec::DType;
+
+/// Folding materializes every element: stay away from large tensors.
+static constexpr int64_t kMaxFoldedElements = 1 << 16;
+
+static std::string typeString(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << type;
+  return text;
+}
+
+/// Broadcast result shape of several operands, or an error naming the pair.
+static LogicalResult broadcastOperandShapes(std::optional<Location> loc,
+                                            ValueRange operands,
+                                            fusec::Shape &shape) {
+  shape.clear();
+  for (Value operand : operands) {
+    auto type = dyn_cast<RankedTensorType>(operand.getType());
+    if (!type || !type.hasStaticShape())
+      return emitOptionalError(loc, "operand of type ",
+                               typeString(operand.getType()),
+                               " is not a statically shaped tensor");
+  }
+  shape = toShape(cast<RankedTensorType>(operands[0].getType()));
+  for (Value operand : operands.drop_front()) {
+    fusec::Shape next = toShape(cast<RankedTensorType>(operand.getType()));
+    std::optional<fusec::Shape> joined = fusec::broadcastShapes(shape, next);
+    if (!joined)
+      return emitOptionalError(
+          loc, "operand shapes ", fusec::formatShape(shape), " and ",
+          fusec::formatShape(next),
+          " are not broadcast-compatible (aligned from the right, each dim "
+          "pair must be equal or contain a 1)");
+    shape = *joined;
+  }
+  return success();
+}
+
+LogicalResult fuse::inferElementwiseResultType(
+    StringRef opName, MLIRContext *context, std::optional<Location> loc,
+    ValueRange operands, SmallVectorImpl<Type> &inferred) {
+  const ElementwiseOpInfo *info =
+      lookupElementwiseOp(opName.drop_front(strlen("fuse.")));
+  if (!info)
+    return emitOptionalError(loc, "'", opName, "' is not in the op table");
+  if (operands.size() != info->arity)
+    return emitOptionalError(loc, "'", opName, "' takes ", info->arity,
+                             " operands but got ", operands.size());
+  fusec::Shape shape;
+  if (failed(broadcastOperandShapes(loc, operands, shape)))
+    return failure();
+  Type element = cast<RankedTensorType>(operands[0].getType()).getElementType();
+  for (Value operand : operands.drop_front()) {
+    Type other = cast<RankedTensorType>(operand.getType()).getElementType();
+    if (other != element)
+      return emitOptionalError(loc, "'", opName,
+                               "' operands have different dtypes: ",
+                               typeString(element), " and ",
+                               typeString(other));
+  }
+  std::optional<DType> dtype = toDType(element);
+  if (!dtype || !info->accepts(*dtype))
+    return emitOptionalError(loc, "'", opName, "' does not accept dtype ",
+                             typeString(element));
+  inferred.push_back(RankedTensorType::get(
+      shape, toElementType(context, info->resultDType(*dtype))));
+  return success();
+}
+
+LogicalResult SelectOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location> loc, ValueRange operands,
+    DictionaryAttr, OpaqueProperties, RegionRange,
+    SmallVectorImpl<Type> &inferred) {
+  fusec::Shape shape;
+  if (failed(broadcastOperandShapes(loc, operands, shape)))
+    return failure();
+  Type trueElement =
+      cast<RankedTensorType>(operands[1].getType()).getElementType();
+  Type falseElement =
+      cast<RankedTensorType>(operands[2].getType()).getElementType();
+  if (trueElement != falseElement)
+    return emitOptionalError(
+        loc, "'fuse.select' true and false values have different dtypes: ",
+        typeString(trueElement), " and ", typeString(falseElement));
+  inferred.push_back(RankedTensorType::get(shape, trueElement));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Scalars of constant attributes
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Reads elements of a constant as doubles (ints exactly up to 2^53, which
+/// covers every value folding may produce from i8/i32 and typical i64).
+class ConstantReader {
+public:
+  explicit ConstantReader(DenseElementsAttr attr) : attr(attr) {
+    isFloatElement = isa<FloatType>(attr.getElementType());
+    isBoolElement = attr.getElementType().isInteger(1);
+  }
+  double operator[](int64_t index) const {
+    int64_t i = attr.isSplat() ? 0 : index;
+    if (isFloatElement)
+      return (*(attr.value_begin<APFloat>() + i)).convertToDouble();
+    APInt value = *(attr.value_begin<APInt>() + i);
+    return isBoolElement ? static_cast<double>(value.getZExtValue())
+                         : static_cast<double>(value.getSExtValue());
+  }
+
+private:
+  DenseElementsAttr attr;
+  bool isFloatElement, isBoolElement;
+};
+} // namespace
+
+/// A double as an element of `elementType`: rounded for floats, wrapped for
+/// ints, `!= 0` for i1. Fails for float->int conversions that are undefined.
+static FailureOr<Attribute> scalarAttr(Type elementType, double value,
+                                       bool fromFloat) {
+  if (auto floatType = dyn_cast<FloatType>(elementType)) {
+    APFloat result(value);
+    bool losesInfo;
+    result.convert(floatType.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                   &losesInfo);
+    return Attribute(FloatAttr::get(elementType, result));
+  }
+  unsigned width = elementType.getIntOrFloatBitWidth();
+  if (width == 1)
+    return Attribute(IntegerAttr::get(elementType, value != 0 ? 1 : 0));
+  if (fromFloat && !(std::fabs(value) < 9.2e18))
+    return failure();
+  APInt bits(width, static_cast<uint64_t>(static_cast<int64_t>(value)),
+             /*isSigned=*/false, /*implicitTrunc=*/true);
+  return Attribute(IntegerAttr::get(elementType, bits));
+}
+
+/// Builds a constant of `type` whose element i is `compute(i)`.
+template <typename ComputeFn>
+static Attribute buildConstant(RankedTensorType type, bool allSplat,
+                               bool fromFloat, ComputeFn compute) {
+  int64_t count = allSplat ? 1 : type.getNumElements();
+  if (count > kMaxFoldedElements)
+    return {};
+  SmallVector<Attribute> elements;
+  elements.reserve(count);
+  for (int64_t i = 0; i < count; ++i) {
+    FailureOr<Attribute> element =
+        scalarAttr(type.getElementType(), compute(i), fromFloat);
+    if (failed(element))
+      return {};
+    elements.push_back(*element);
+  }
+  if (allSplat)
+    return SplatElementsAttr::get(type, elements.front());
+  return DenseElementsAttr::get(type, elements);
+}
+
+static bool isSplatOf(Attribute attr, double value) {
+  auto splat = dyn_cast_or_null<SplatElementsAttr>(attr);
+  return splat && ConstantReader(splat)[0] == value;
+}
+
+//===----------------------------------------------------------------------===//
+// Folders
+//===----------------------------------------------------------------------===//
+
+OpFoldResult fuse::foldElementwise(Operation *op, ArrayRef<Attribute> operands) {
+  const ElementwiseOpInfo *info =
+      lookupElementwiseOp(op->getName().stripDialect());
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  Value lhs = op->getOperand(0);
+  std::string_view name = info->mnemonic;
+
+  // Identities that keep a value whose type is already the result's.
+  auto keep = [&](unsigned index) -> OpFoldResult {
+    Value kept = op->getOperand(index);
+    return kept.getType() == resultType ? OpFoldResult(kept) : OpFoldResult();
+  };
+  if (info->arity == 2) {
+    Attribute lhsAttr = operands[0], rhsAttr = operands[1];
+    if ((name == "add" || name == "sub") && isSplatOf(rhsAttr, 0))
+      if (OpFoldResult kept = keep(0))
+        return kept;
+    if (name == "add" && isSplatOf(lhsAttr, 0))
+      if (OpFoldResult kept = keep(1))
+        return kept;
+    if ((name == "mul" || name == "div") && isSplatOf(rhsAttr, 1))
+      if (OpFoldResult kept = keep(0))
+        return kept;
+    if (name == "mul" && isSplatOf(lhsAttr, 1))
+      if (OpFoldResult kept = keep(1))
+        return kept;
+    if ((name == "and" && isSplatOf(rhsAttr, 1)) ||
+        (name == "or" && isSplatOf(rhsAttr, 0)))
+      if (OpFoldResult kept = keep(0))
+        return kept;
+  } else if (name == "neg" || name == "not") {
+    // neg(neg(x)) and not(not(x)).
+    if (Operation *producer = lhs.getDefiningOp())
+      if (producer->getName() == op->getName())
+        return producer->getOperand(0);
+  }
+
+  // Constant folding through the reference implementation.
+  SmallVector<DenseElementsAttr> constants;
+  for (Attribute attr : operands) {
+    auto dense = dyn_cast_or_null<DenseElementsAttr>(attr);
+    if (!dense)
+      return {};
+    constants.push_back(dense);
+  }
+  DType operandDType = dtypeOf(lhs.getType());
+  bool allSplat = llvm::all_of(
+      constants, [](DenseElementsAttr attr) { return attr.isSplat(); });
+  fusec::Shape resultShape = toShape(resultType);
+  SmallVector<fusec::BroadcastIndexer> indexers;
+  for (Value operand : op->getOperands())
+    indexers.emplace_back(toShape(cast<RankedTensorType>(operand.getType())),
+                          resultShape);
+  return buildConstant(
+      resultType, allSplat, fusec::isFloat(operandDType), [&](int64_t i) {
+        double a = ConstantReader(constants[0])[indexers[0](i)];
+        double b = info->arity == 2
+                       ? ConstantReader(constants[1])[indexers[1](i)]
+                       : 0.0;
+        return info->reference(operandDType, a, b);
+      });
+}
+
+OpFoldResult SelectOp::fold(FoldAdaptor adaptor) {
+  auto cond = dyn_cast_or_null<SplatElementsAttr>(adaptor.getCond());
+  if (!cond)
+    return {};
+  Value chosen = ConstantReader(cond)[0] != 0 ? getTrueValue() : getFalseValue();
+  return chosen.getType() == getType() ? OpFoldResult(chosen) : OpFoldResult();
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
+  if (getOperand().getType() == getType())
+    return getOperand();
+  auto input = dyn_cast_or_null<DenseElementsAttr>(adaptor.getOperand());
+  if (!input)
+    return {};
+  auto resultType = cast<RankedTensorType>(getType());
+  bool fromFloat = isa<FloatType>(input.getElementType());
+  ConstantReader reader(input);
+  return buildConstant(resultType, input.isSplat(), fromFloat,
+                       [&](int64_t i) {
+                         double value = reader[i];
+                         // Float to integer truncates toward zero.
+                         return fromFloat && !resultType.getElementType()
+                                                  .isInteger(1)
+                                    ? std::trunc(value)
+                                    : value;
+                       });
+}
+
+OpFoldResult BroadcastToOp::fold(FoldAdaptor adaptor) {
+  if (getOperand().getType() == getType())
+    return getOperand();
+  if (auto splat = dyn_cast_or_null<SplatElementsAttr>(adaptor.getOperand()))
+    return SplatElementsAttr::get(cast<ShapedType>(getType()),
+                                  splat.getSplatValue<Attribute>());
+  return {};
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getOperand().getType() == getType())
+    return getOperand();
+  if (auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getOperand()))
+    return dense.reshape(cast<ShapedType>(getType()));
+  // reshape(reshape(x)) is one reshape.
+  if (auto inner = getOperand().getDefiningOp<ReshapeOp>()) {
+    getOperandMutable().assign(inner.getOperand());
+    return getResult();
+  }
+  return {};
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }

@@ -1,0 +1,171 @@
+//===- FuseDialect.cpp - The fuse dialect, its ops and verifiers ---------===//
+
+#include "ir/FuseDialect.h"
+#include "ir/TypeUtils.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+
+using namespace mlir;
+using namespace fuse;
+
+#include "ir/FuseDialect.cpp.inc"
+
+void FuseDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "ir/FuseOps.cpp.inc"
+      >();
+}
+
+Operation *FuseDialect::materializeConstant(OpBuilder &builder,
+                                            Attribute value, Type type,
+                                            Location loc) {
+  auto elements = dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return ConstantOp::create(builder, loc, type, elements);
+}
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+std::optional<fusec::DType> fuse::toDType(Type type) {
+  if (type.isF64())
+    return fusec::DType::F64;
+  if (type.isF32())
+    return fusec::DType::F32;
+  if (type.isF16())
+    return fusec::DType::F16;
+  if (type.isBF16())
+    return fusec::DType::BF16;
+  if (type.isSignlessInteger(1))
+    return fusec::DType::I1;
+  if (type.isSignlessInteger(8))
+    return fusec::DType::I8;
+  if (type.isSignlessInteger(32))
+    return fusec::DType::I32;
+  if (type.isSignlessInteger(64))
+    return fusec::DType::I64;
+  return std::nullopt;
+}
+
+Type fuse::toElementType(MLIRContext *context, fusec::DType dtype) {
+  Builder b(context);
+  switch (dtype) {
+  case fusec::DType::F64:
+    return b.getF64Type();
+  case fusec::DType::F32:
+    return b.getF32Type();
+  case fusec::DType::F16:
+    return b.getF16Type();
+  case fusec::DType::BF16:
+    return b.getBF16Type();
+  case fusec::DType::I8:
+    return b.getI8Type();
+  case fusec::DType::I32:
+    return b.getI32Type();
+  case fusec::DType::I64:
+    return b.getI64Type();
+  case fusec::DType::I1:
+    return b.getI1Type();
+  }
+  return {};
+}
+
+fusec::DType fuse::dtypeOf(Type tensorType) {
+  return *toDType(cast<ShapedType>(tensorType).getElementType());
+}
+
+std::string fuse::nodeNameOf(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (std::string name = nodeNameOf(inner); !name.empty())
+        return name;
+  return "";
+}
+
+std::string fuse::describeOp(Operation *op) {
+  std::string text = "'" + op->getName().getStringRef().str() + "'";
+  if (std::string node = nodeNameOf(op->getLoc()); !node.empty())
+    text += " (node '" + node + "')";
+  return text;
+}
+
+//===----------------------------------------------------------------------===//
+// Verifiers
+//===----------------------------------------------------------------------===//
+
+static std::string typeString(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << type;
+  return text;
+}
+
+LogicalResult CastOp::verify() {
+  auto from = cast<RankedTensorType>(getOperand().getType());
+  auto to = cast<RankedTensorType>(getType());
+  if (from.getShape() != to.getShape())
+    return emitOpError() << "changes the shape from " << typeString(from)
+                         << " to " << typeString(to)
+                         << "; a cast only converts the dtype";
+  return success();
+}
+
+LogicalResult BroadcastToOp::verify() {
+  auto from = cast<RankedTensorType>(getOperand().getType());
+  auto to = cast<RankedTensorType>(getType());
+  if (from.getElementType() != to.getElementType())
+    return emitOpError() << "changes the dtype from " << typeString(from)
+                         << " to " << typeString(to);
+  if (!fusec::broadcastsTo(toShape(from), toShape(to)))
+    return emitOpError() << "cannot broadcast " << typeString(from) << " to "
+                         << typeString(to)
+                         << ": each dim must be 1 or equal to the target's";
+  return success();
+}
+
+LogicalResult ReshapeOp::verify() {
+  auto from = cast<RankedTensorType>(getOperand().getType());
+  auto to = cast<RankedTensorType>(getType());
+  if (from.getElementType() != to.getElementType())
+    return emitOpError() << "changes the dtype from " << typeString(from)
+                         << " to " << typeString(to);
+  if (from.getNumElements() != to.getNumElements())
+    return emitOpError() << "cannot reshape " << from.getNumElements()
+                         << " elements (" << typeString(from) << ") into "
+                         << to.getNumElements() << " (" << typeString(to)
+                         << ")";
+  return success();
+}
+
+YieldOp FusionOp::getYield() {
+  return cast<YieldOp>(getBody().front().getTerminator());
+}
+
+LogicalResult FusionOp::verify() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError() << "has " << getInputs().size() << " inputs but "
+                         << body.getNumArguments() << " block arguments";
+  for (auto [index, input, arg] :
+       llvm::enumerate(getInputs(), body.getArguments()))
+    if (input.getType() != arg.getType())
+      return emitOpError() << "input #" << index << " has type "
+                           << typeString(input.getType())
+                           << " but its block argument has type "
+                           << typeString(arg.getType());
+  YieldOp yield = getYield();
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError() << "yields " << yield.getValues().size()
+                         << " values whose types do not match its "
+                         << getNumResults() << " results";
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "ir/FuseOps.cpp.inc"

@@ -1,0 +1,46 @@
+//===- FuseDialect.h - The fuse dialect and its ops ------------*- C++ -*-===//
+#ifndef FUSE_IR_FUSEDIALECT_H
+#define FUSE_IR_FUSEDIALECT_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "ir/FuseDialect.h.inc"
+
+namespace fuse {
+namespace OpTrait {
+/// Each result element depends only on the (broadcast) operand elements at
+/// the same index: the ops pointwise fusion may merge.
+template <typename ConcreteType>
+class PointwiseOp : public mlir::OpTrait::TraitBase<ConcreteType, PointwiseOp> {
+};
+} // namespace OpTrait
+
+/// Result type of an elementwise op of the table: NumPy broadcast of the
+/// operand shapes, dtype per the op's row.
+llvm::LogicalResult
+inferElementwiseResultType(llvm::StringRef opName, mlir::MLIRContext *context,
+                           std::optional<mlir::Location> loc,
+                           mlir::ValueRange operands,
+                           llvm::SmallVectorImpl<mlir::Type> &inferred);
+
+/// The graph node an op came from (its NameLoc), or "" if it has none.
+std::string nodeNameOf(mlir::Location loc);
+/// "'fuse.add' (node 'a1')", for messages about an op.
+std::string describeOp(mlir::Operation *op);
+
+/// Constant folding and identities (x+0, x*1, ...) for the table's ops.
+mlir::OpFoldResult foldElementwise(mlir::Operation *op,
+                                   llvm::ArrayRef<mlir::Attribute> operands);
+} // namespace fuse
+
+#define GET_OP_CLASSES
+#include "ir/FuseOps.h.inc"
+
+#endif

@@ -1,0 +1,40 @@
+//===- DType.h - Element types of tensors ----------------------*- C++ -*-===//
+#ifndef FUSEC_RUNTIME_DTYPE_H
+#define FUSEC_RUNTIME_DTYPE_H
+
+#include <cstddef>
+#include <optional>
+#include <string_view>
+
+namespace fusec {
+
+enum class DType : unsigned char {
+#define FUSEC_DTYPE(Enum, ...) Enum,
+#include "runtime/DTypes.def"
+};
+
+enum class DTypeKind { Float, Int, Bool };
+
+struct DTypeInfo {
+  const char *name;
+  std::size_t bytes;
+  const char *npyDescr;
+  const char *storageCType;
+  const char *computeCType;
+  DTypeKind kind;
+};
+
+const DTypeInfo &dtypeInfo(DType dtype);
+inline const char *dtypeName(DType dtype) { return dtypeInfo(dtype).name; }
+inline std::size_t dtypeBytes(DType dtype) { return dtypeInfo(dtype).bytes; }
+inline bool isFloat(DType dtype) {
+  return dtypeInfo(dtype).kind == DTypeKind::Float;
+}
+std::optional<DType> parseDType(std::string_view name);
+/// Every dtype, in table order.
+const DType *allDTypesBegin();
+const DType *allDTypesEnd();
+
+} // namespace fusec
+
+#endif
