@@ -111,29 +111,6 @@ LogicalResult SelectOp::inferReturnTypes(
 // Scalars of constant attributes
 //===----------------------------------------------------------------------===//
 
-namespace {
-/// Reads elements of a constant as doubles (ints exactly up to 2^53, which
-/// covers every value folding may produce from i8/i32 and typical i64).
-class ConstantReader {
-public:
-  explicit ConstantReader(DenseElementsAttr attr) : attr(attr) {
-    isFloatElement = isa<FloatType>(attr.getElementType());
-    isBoolElement = attr.getElementType().isInteger(1);
-  }
-  double operator[](int64_t index) const {
-    int64_t i = attr.isSplat() ? 0 : index;
-    if (isFloatElement)
-      return (*(attr.value_begin<APFloat>() + i)).convertToDouble();
-    APInt value = *(attr.value_begin<APInt>() + i);
-    return isBoolElement ? static_cast<double>(value.getZExtValue())
-                         : static_cast<double>(value.getSExtValue());
-  }
-
-private:
-  DenseElementsAttr attr;
-  bool isFloatElement, isBoolElement;
-};
-} // namespace
 
 /// A double as an element of `elementType`: rounded for floats, wrapped for
 /// ints, `!= 0` for i1. Fails for float->int conversions that are undefined.
@@ -179,7 +156,7 @@ static Attribute buildConstant(RankedTensorType type, bool allSplat,
 
 static bool isSplatOf(Attribute attr, double value) {
   auto splat = dyn_cast_or_null<SplatElementsAttr>(attr);
-  return splat && ConstantReader(splat)[0] == value;
+  return splat && constantElement(splat, 0) == value;
 }
 
 //===----------------------------------------------------------------------===//
@@ -241,9 +218,9 @@ OpFoldResult fuse::foldElementwise(Operation *op, ArrayRef<Attribute> operands) 
                           resultShape);
   return buildConstant(
       resultType, allSplat, fusec::isFloat(operandDType), [&](int64_t i) {
-        double a = ConstantReader(constants[0])[indexers[0](i)];
+        double a = constantElement(constants[0], indexers[0](i));
         double b = info->arity == 2
-                       ? ConstantReader(constants[1])[indexers[1](i)]
+                       ? constantElement(constants[1], indexers[1](i))
                        : 0.0;
         return info->reference(operandDType, a, b);
       });
@@ -253,7 +230,8 @@ OpFoldResult SelectOp::fold(FoldAdaptor adaptor) {
   auto cond = dyn_cast_or_null<SplatElementsAttr>(adaptor.getCond());
   if (!cond)
     return {};
-  Value chosen = ConstantReader(cond)[0] != 0 ? getTrueValue() : getFalseValue();
+  Value chosen =
+      constantElement(cond, 0) != 0 ? getTrueValue() : getFalseValue();
   return chosen.getType() == getType() ? OpFoldResult(chosen) : OpFoldResult();
 }
 
@@ -265,10 +243,9 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
     return {};
   auto resultType = cast<RankedTensorType>(getType());
   bool fromFloat = isa<FloatType>(input.getElementType());
-  ConstantReader reader(input);
   return buildConstant(resultType, input.isSplat(), fromFloat,
                        [&](int64_t i) {
-                         double value = reader[i];
+                         double value = constantElement(input, i);
                          // Float to integer truncates toward zero.
                          return fromFloat && !resultType.getElementType()
                                                   .isInteger(1)

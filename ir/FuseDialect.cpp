@@ -95,6 +95,16 @@ std::string fuse::describeOp(Operation *op) {
   return text;
 }
 
+double fuse::constantElement(DenseElementsAttr attr, int64_t index) {
+  int64_t i = attr.isSplat() ? 0 : index;
+  if (isa<FloatType>(attr.getElementType()))
+    return (*(attr.value_begin<APFloat>() + i)).convertToDouble();
+  APInt value = *(attr.value_begin<APInt>() + i);
+  return attr.getElementType().isInteger(1)
+             ? static_cast<double>(value.getZExtValue())
+             : static_cast<double>(value.getSExtValue());
+}
+
 //===----------------------------------------------------------------------===//
 // Verifiers
 //===----------------------------------------------------------------------===//

@@ -5,6 +5,7 @@
 #include "runtime/DType.h"
 #include "runtime/Shape.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 
 #include <optional>
@@ -19,6 +20,10 @@ inline fusec::Shape toShape(mlir::RankedTensorType type) {
 }
 /// The dtype of a tensor type of the fuse dialect (checked by verifiers).
 fusec::DType dtypeOf(mlir::Type tensorType);
+
+/// Element `index` of a constant as a double (splats repeat element 0; ints
+/// are read signed, i1 as 0/1; exact for ints up to 2^53).
+double constantElement(mlir::DenseElementsAttr attr, int64_t index);
 
 } // namespace fuse
 

@@ -19,6 +19,8 @@ namespace fuse {
 /// constants), CSE, then fusion-region formation. With `fuse` false, every
 /// pointwise op gets a region of its own (the unfused baseline).
 std::string defaultPipeline(bool fuse);
+/// Adds the default pipeline to a module-level pass manager.
+mlir::LogicalResult buildDefaultPipeline(mlir::OpPassManager &pm, bool fuse);
 
 /// Registers the passes and the named pipelines `fuse-default` and
 /// `fuse-unfused` (for fusec-opt and lit).

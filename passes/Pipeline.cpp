@@ -14,6 +14,11 @@ std::string fuse::defaultPipeline(bool fuse) {
   return "builtin.module(" + functionPipeline(fuse) + ")";
 }
 
+mlir::LogicalResult fuse::buildDefaultPipeline(mlir::OpPassManager &pm,
+                                               bool fuse) {
+  return mlir::parsePassPipeline(functionPipeline(fuse), pm);
+}
+
 void fuse::registerAllFusePasses() {
   registerFusePasses();
   mlir::registerCanonicalizerPass();
@@ -24,6 +29,6 @@ void fuse::registerAllFusePasses() {
         fuse ? "Canonicalize, CSE and form fusion regions"
              : "Canonicalize, CSE and wrap every pointwise op alone",
         [fuse](mlir::OpPassManager &pm) {
-          (void)mlir::parsePassPipeline(functionPipeline(fuse), pm);
+          (void)buildDefaultPipeline(pm, fuse);
         });
 }

@@ -1,0 +1,23 @@
+//===- Codegen.h - Fused IR to a runtime Program ---------------*- C++ -*-===//
+#ifndef FUSE_CODEGEN_CODEGEN_H
+#define FUSE_CODEGEN_CODEGEN_H
+
+#include "runtime/Program.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace fuse {
+
+/// Lowers a module whose single function holds fusion regions, constants,
+/// reshapes and a return (the output of the default pipeline) to a Program
+/// of generated kernels. Emits an error at the offending op on failure.
+mlir::FailureOr<fusec::Program> buildProgram(mlir::ModuleOp module,
+                                             fusec::Target target);
+
+/// Attribute naming a graph input (on function arguments) or output (on
+/// function results); absent names become argN / resultN.
+constexpr const char *kValueNameAttr = "fuse.name";
+
+} // namespace fuse
+
+#endif

@@ -1,0 +1,237 @@
+//===- PointwiseKernel.cpp - Region analysis and the C++ printer ---------===//
+
+#include "codegen/PointwiseKernel.h"
+
+#include "codegen/EmbeddedSources.h"
+#include "codegen/ScalarExprPrinter.h"
+#include "ir/ElementwiseOps.h"
+#include "ir/TypeUtils.h"
+
+#include <sstream>
+
+using namespace mlir;
+using fusec::DType;
+using fusec::Shape;
+
+namespace fuse {
+
+/// Kernel names list at most this many op mnemonics.
+static constexpr size_t kMaxOpsInName = 6;
+/// Below this many elements a kernel runs on one thread: waking the OpenMP
+/// team costs more than the work.
+static constexpr int64_t kParallelThreshold = 1 << 16;
+
+bool PointwiseKernel::hasBroadcastInput() const {
+  return llvm::any_of(inputs, [](const KernelInput &input) {
+    return input.access == InputAccess::Broadcast;
+  });
+}
+
+bool PointwiseKernel::usesHalfTypes() const {
+  auto isHalf = [](DType dtype) {
+    return dtype == DType::F16 || dtype == DType::BF16;
+  };
+  return llvm::any_of(inputs,
+                      [&](const KernelInput &in) { return isHalf(in.dtype); }) ||
+         llvm::any_of(outputs,
+                      [&](const KernelOutput &out) { return isHalf(out.dtype); }) ||
+         llvm::any_of(statements, [](const std::string &statement) {
+           return statement.find("fusec_f") != std::string::npos;
+         });
+}
+
+FailureOr<PointwiseKernel> analyzePointwiseRegion(FusionOp fusion,
+                                                  unsigned index) {
+  PointwiseKernel kernel;
+  Block &body = fusion.getBody().front();
+  YieldOp yield = fusion.getYield();
+  if (yield.getValues().empty())
+    return fusion.emitError("codegen: a fusion region must yield a value");
+
+  kernel.iterationShape =
+      toShape(cast<RankedTensorType>(yield.getValues()[0].getType()));
+  for (Value value : yield.getValues())
+    if (toShape(cast<RankedTensorType>(value.getType())) !=
+        kernel.iterationShape)
+      return fusion.emitError()
+             << "codegen: the results of one pointwise region must share a "
+                "shape, but they are "
+             << fusec::formatShape(kernel.iterationShape) << " and "
+             << fusec::formatShape(toShape(cast<RankedTensorType>(value.getType())));
+  // Every computed value is one element per iteration; only inputs and
+  // constants may be smaller (and are then read through broadcasting).
+  for (Operation &op : body.without_terminator()) {
+    if (isa<ConstantOp>(op))
+      continue;
+    if (toShape(cast<RankedTensorType>(op.getResult(0).getType())) !=
+        kernel.iterationShape)
+      return op.emitError() << "codegen: " << describeOp(&op)
+                            << " computes a different shape than its region ("
+                            << fusec::formatShape(kernel.iterationShape)
+                            << "); only region inputs may be broadcast";
+    if (!isa<ConstantOp, BroadcastToOp, CastOp, SelectOp>(op))
+      if (!lookupElementwiseOp(op.getName().stripDialect()))
+        return op.emitError() << "codegen: " << describeOp(&op)
+                              << " cannot be part of a pointwise kernel";
+    kernel.ops.push_back(op.getName().stripDialect().str());
+  }
+
+  ScalarExprPrinter printer;
+  for (BlockArgument arg : body.getArguments()) {
+    KernelInput input;
+    input.dtype = dtypeOf(arg.getType());
+    input.shape = toShape(cast<RankedTensorType>(arg.getType()));
+    int64_t elements = fusec::numElements(input.shape);
+    if (!fusec::broadcastsTo(input.shape, kernel.iterationShape))
+      return fusion.emitError()
+             << "codegen: region input #" << arg.getArgNumber() << " of shape "
+             << fusec::formatShape(input.shape)
+             << " does not broadcast to the iteration shape "
+             << fusec::formatShape(kernel.iterationShape);
+    if (elements == kernel.numElements())
+      input.access = InputAccess::Contiguous;
+    else if (elements == 1)
+      input.access = InputAccess::Scalar;
+    else
+      input.access = InputAccess::Broadcast;
+    input.strides = fusec::broadcastStrides(input.shape, kernel.iterationShape);
+    input.value = "a" + std::to_string(arg.getArgNumber());
+    printer.bind(arg, input.value);
+    kernel.inputs.push_back(input);
+  }
+  if (failed(printer.print(body, kernel.statements)))
+    return failure();
+  for (Value value : yield.getValues())
+    kernel.outputs.push_back({dtypeOf(value.getType()), printer.variableOf(value)});
+
+  kernel.name = "fused";
+  for (size_t i = 0; i < kernel.ops.size() && i < kMaxOpsInName; ++i)
+    kernel.name += "_" + kernel.ops[i];
+  kernel.name += "_" + std::to_string(index);
+  return kernel;
+}
+
+//===----------------------------------------------------------------------===//
+// C++ with OpenMP
+//===----------------------------------------------------------------------===//
+
+std::string cppPrelude(bool withHalfTypes) {
+  std::string prelude = "#include <math.h>\n#include <stdint.h>\n";
+  if (withHalfTypes)
+    prelude += std::string("\n") + kHalfFloatSource;
+  return prelude;
+}
+
+/// Element i of an input in its compute type.
+static std::string loadExpression(const KernelInput &input,
+                                  const std::string &pointer,
+                                  const std::string &index) {
+  std::string element = pointer + "[" + index + "]";
+  if (input.dtype == DType::F16)
+    return "fusec_f16_to_f32(" + element + ")";
+  if (input.dtype == DType::BF16)
+    return "fusec_bf16_to_f32(" + element + ")";
+  return element;
+}
+
+static std::string storeExpression(const KernelOutput &output) {
+  if (output.dtype == DType::F16)
+    return "fusec_f32_to_f16(" + output.value + ")";
+  if (output.dtype == DType::BF16)
+    return "fusec_f32_to_bf16(" + output.value + ")";
+  return output.value;
+}
+
+/// The offset of row `row` (all dims but the last) in a broadcast input.
+static std::string rowOffsetExpression(const Shape &iteration,
+                                       const Shape &strides) {
+  std::string expression;
+  size_t rank = iteration.size();
+  int64_t rowsInner = 1; // product of iteration dims between d and the last
+  for (size_t d = rank - 1; d-- > 0;) {
+    if (strides[d] != 0) {
+      std::string coord = rowsInner == 1 ? std::string("row")
+                                         : "row / " + std::to_string(rowsInner);
+      if (d != 0)
+        coord = "(" + coord + ") % " + std::to_string(iteration[d]);
+      expression += (expression.empty() ? "" : " + ") + std::string("(") +
+                    coord + ") * " + std::to_string(strides[d]);
+    }
+    rowsInner *= iteration[d];
+  }
+  return expression.empty() ? "0" : expression;
+}
+
+std::string printCppKernel(const PointwiseKernel &kernel) {
+  std::ostringstream os;
+  os << "// " << kernel.name << ": ";
+  for (size_t i = 0; i < kernel.ops.size(); ++i)
+    os << (i ? " -> " : "") << kernel.ops[i];
+  os << " over " << fusec::formatShape(kernel.iterationShape) << " elements\n";
+  os << "extern \"C\" void " << kernel.name
+     << "(const void *const *fusec_inputs, void *const *fusec_outputs) {\n";
+  for (size_t i = 0; i < kernel.inputs.size(); ++i) {
+    const char *type = fusec::dtypeInfo(kernel.inputs[i].dtype).storageCType;
+    os << "  const " << type << " *__restrict in" << i << " = (const " << type
+       << " *)fusec_inputs[" << i << "];\n";
+  }
+  for (size_t i = 0; i < kernel.outputs.size(); ++i) {
+    const char *type = fusec::dtypeInfo(kernel.outputs[i].dtype).storageCType;
+    os << "  " << type << " *__restrict out" << i << " = (" << type
+       << " *)fusec_outputs[" << i << "];\n";
+  }
+  // Scalars are loaded once, outside the loops.
+  for (size_t i = 0; i < kernel.inputs.size(); ++i)
+    if (kernel.inputs[i].access == InputAccess::Scalar)
+      os << "  const " << fusec::dtypeInfo(kernel.inputs[i].dtype).computeCType
+         << " " << kernel.inputs[i].value << " = "
+         << loadExpression(kernel.inputs[i], "in" + std::to_string(i), "0")
+         << ";\n";
+
+  bool parallel = kernel.numElements() >= kParallelThreshold;
+  bool nested = kernel.hasBroadcastInput();
+  std::string indent = nested ? "      " : "    ";
+  if (nested) {
+    int64_t columns = kernel.iterationShape.back();
+    int64_t rows = kernel.numElements() / columns;
+    if (parallel)
+      os << "#pragma omp parallel for schedule(static)\n";
+    os << "  for (int64_t row = 0; row < " << rows << "; ++row) {\n";
+    for (size_t i = 0; i < kernel.inputs.size(); ++i)
+      if (kernel.inputs[i].access == InputAccess::Broadcast)
+        os << "    const int64_t in" << i << "_row = "
+           << rowOffsetExpression(kernel.iterationShape, kernel.inputs[i].strides)
+           << ";\n";
+    os << "#pragma omp simd\n";
+    os << "    for (int64_t col = 0; col < " << columns << "; ++col) {\n";
+    os << "      const int64_t i = row * " << columns << " + col;\n";
+  } else {
+    os << (parallel ? "#pragma omp parallel for simd schedule(static)\n"
+                    : "#pragma omp simd\n");
+    os << "  for (int64_t i = 0; i < " << kernel.numElements() << "; ++i) {\n";
+  }
+  for (size_t i = 0; i < kernel.inputs.size(); ++i) {
+    const KernelInput &input = kernel.inputs[i];
+    if (input.access == InputAccess::Scalar)
+      continue;
+    std::string pointer = "in" + std::to_string(i);
+    std::string index = "i";
+    if (input.access == InputAccess::Broadcast)
+      index = pointer + "_row" +
+              (input.strides.back() != 0 ? std::string(" + col") : "");
+    os << indent << "const " << fusec::dtypeInfo(input.dtype).computeCType
+       << " " << input.value << " = " << loadExpression(input, pointer, index)
+       << ";\n";
+  }
+  for (const std::string &statement : kernel.statements)
+    os << indent << statement << "\n";
+  for (size_t i = 0; i < kernel.outputs.size(); ++i)
+    os << indent << "out" << i << "[i] = " << storeExpression(kernel.outputs[i])
+       << ";\n";
+  if (nested)
+    os << "    }\n";
+  os << "  }\n}\n";
+  return os.str();
+}
+
+} // namespace fuse

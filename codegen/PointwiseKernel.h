@@ -1,0 +1,66 @@
+//===- PointwiseKernel.h - One fusion region, ready to print ---*- C++ -*-===//
+//
+// The target-independent schedule of a pointwise region: its iteration
+// space, how each input is indexed (contiguous, one scalar, or broadcast
+// through strides), and the per-element statements produced by the shared
+// scalar-expression printer. Target printers (C++ today) wrap it in loops.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSE_CODEGEN_POINTWISEKERNEL_H
+#define FUSE_CODEGEN_POINTWISEKERNEL_H
+
+#include "ir/FuseDialect.h"
+#include "runtime/DType.h"
+#include "runtime/Shape.h"
+
+#include <string>
+#include <vector>
+
+namespace fuse {
+
+enum class InputAccess {
+  Contiguous, ///< same elements as the iteration space
+  Scalar,     ///< one element, read once
+  Broadcast,  ///< read through `strides` (0 on broadcast dims)
+};
+
+struct KernelInput {
+  fusec::DType dtype;
+  fusec::Shape shape;
+  InputAccess access;
+  fusec::Shape strides; ///< per iteration dim, for Broadcast
+  std::string value;    ///< the loaded element's variable
+};
+
+struct KernelOutput {
+  fusec::DType dtype;
+  std::string value; ///< the variable stored
+};
+
+struct PointwiseKernel {
+  std::string name;
+  std::vector<std::string> ops;
+  fusec::Shape iterationShape;
+  std::vector<KernelInput> inputs;
+  std::vector<KernelOutput> outputs;
+  /// One C statement per computed element value, in compute types.
+  std::vector<std::string> statements;
+
+  int64_t numElements() const { return fusec::numElements(iterationShape); }
+  bool hasBroadcastInput() const;
+  bool usesHalfTypes() const;
+};
+
+/// Analyzes a region. Emits an error on the op that cannot be generated.
+mlir::FailureOr<PointwiseKernel> analyzePointwiseRegion(FusionOp fusion,
+                                                        unsigned index);
+
+/// The kernel as C++ with OpenMP: `extern "C" void NAME(const void *const *,
+/// void *const *)`.
+std::string printCppKernel(const PointwiseKernel &kernel);
+/// What every C++ translation unit of kernels starts with.
+std::string cppPrelude(bool withHalfTypes);
+
+} // namespace fuse
+
+#endif

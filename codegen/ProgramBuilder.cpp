@@ -1,0 +1,163 @@
+//===- ProgramBuilder.cpp - Fused IR to a runtime Program ----------------===//
+
+#include "codegen/Codegen.h"
+
+#include "codegen/PointwiseKernel.h"
+#include "ir/FuseDialect.h"
+#include "ir/TypeUtils.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <set>
+
+using namespace mlir;
+using fusec::BufferDesc;
+using fusec::BufferRole;
+
+namespace fuse {
+
+/// Raw little-endian bytes of a constant in fusec's tensor layout.
+static std::vector<uint8_t> constantBytes(DenseElementsAttr attr) {
+  RankedTensorType type = cast<RankedTensorType>(attr.getType());
+  fusec::DType dtype = dtypeOf(type);
+  size_t width = fusec::dtypeBytes(dtype);
+  int64_t count = type.getNumElements();
+  std::vector<uint8_t> bytes(count * width);
+  auto put = [&](int64_t index, const APInt &bits) {
+    uint64_t raw = bits.getZExtValue();
+    for (size_t b = 0; b < width; ++b)
+      bytes[index * width + b] = static_cast<uint8_t>(raw >> (8 * b));
+  };
+  bool isFloat = isa<FloatType>(type.getElementType());
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t source = attr.isSplat() ? 0 : i;
+    if (isFloat)
+      put(i, (*(attr.value_begin<APFloat>() + source)).bitcastToAPInt());
+    else
+      put(i, (*(attr.value_begin<APInt>() + source)));
+  }
+  return bytes;
+}
+
+namespace {
+class ProgramBuilder {
+public:
+  ProgramBuilder(fusec::Program &program) : program(program) {}
+
+  int addBuffer(Value value, std::string name, BufferRole role) {
+    // Names are unique in a plan: later duplicates get a suffix.
+    std::string unique = name;
+    for (int n = 1; !usedNames.insert(unique).second; ++n)
+      unique = name + "_" + std::to_string(n);
+    auto type = cast<RankedTensorType>(value.getType());
+    BufferDesc buffer;
+    buffer.name = unique;
+    buffer.dtype = dtypeOf(type);
+    buffer.shape = toShape(type);
+    buffer.role = role;
+    program.buffers.push_back(std::move(buffer));
+    int id = static_cast<int>(program.buffers.size()) - 1;
+    bufferOf[value] = id;
+    return id;
+  }
+
+  LogicalResult build(func::FuncOp func) {
+    program.name = func.getSymName().str();
+    Block &body = func.getBody().front();
+    // Names of returned values, so that kernels write the graph's outputs
+    // under the names the user gave them.
+    auto returnOp = cast<func::ReturnOp>(body.getTerminator());
+    for (auto [index, value] : llvm::enumerate(returnOp.getOperands())) {
+      std::string name = "result" + std::to_string(index);
+      if (auto attr = func.getResultAttrOfType<StringAttr>(index, kValueNameAttr))
+        name = attr.str();
+      program.outputNames.push_back(name);
+      outputNameOf.try_emplace(value, name);
+    }
+    for (BlockArgument arg : body.getArguments()) {
+      std::string name = "arg" + std::to_string(arg.getArgNumber());
+      if (auto attr =
+              func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kValueNameAttr))
+        name = attr.str();
+      program.inputs.push_back(addBuffer(arg, name, BufferRole::Input));
+    }
+    unsigned temporaries = 0;
+    auto temporaryName = [&](Value value) {
+      auto it = outputNameOf.find(value);
+      return it != outputNameOf.end() ? it->second
+                                      : "t" + std::to_string(temporaries++);
+    };
+    for (Operation &op : body.without_terminator()) {
+      if (auto constant = dyn_cast<ConstantOp>(op)) {
+        auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+        if (!dense)
+          return op.emitError("codegen: unsupported constant attribute");
+        std::string name = nodeNameOf(op.getLoc());
+        int id = addBuffer(constant, name.empty() ? "const" : name,
+                           BufferRole::Constant);
+        program.buffers[id].data = constantBytes(dense);
+      } else if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+        int source = bufferOf.lookup(reshape.getOperand());
+        while (program.buffers[source].role == BufferRole::Alias)
+          source = program.buffers[source].aliasOf;
+        int id = addBuffer(reshape, temporaryName(reshape), BufferRole::Alias);
+        program.buffers[id].aliasOf = source;
+      } else if (auto fusion = dyn_cast<FusionOp>(op)) {
+        FailureOr<PointwiseKernel> kernel =
+            analyzePointwiseRegion(fusion, program.kernels.size());
+        if (failed(kernel))
+          return failure();
+        fusec::KernelDesc desc;
+        desc.name = kernel->name;
+        desc.ops = kernel->ops;
+        desc.source = printCppKernel(*kernel);
+        usesHalfTypes |= kernel->usesHalfTypes();
+        for (Value input : fusion.getInputs())
+          desc.inputs.push_back(bufferOf.lookup(input));
+        for (Value result : fusion.getResults())
+          desc.outputs.push_back(
+              addBuffer(result, temporaryName(result), BufferRole::Temporary));
+        program.kernels.push_back(std::move(desc));
+      } else {
+        return op.emitError() << "codegen: " << describeOp(&op)
+                              << " is outside any fusion region; run the "
+                                 "fusion pipeline before codegen";
+      }
+    }
+    for (Value value : returnOp.getOperands())
+      program.outputs.push_back(bufferOf.lookup(value));
+
+    program.prelude = "// Generated by fusec from '" + program.name +
+                      "' for target " + fusec::targetName(program.target) +
+                      ".\n" + cppPrelude(usesHalfTypes);
+    program.source = program.prelude;
+    for (const fusec::KernelDesc &kernel : program.kernels)
+      program.source += "\n" + kernel.source;
+    return success();
+  }
+
+private:
+  fusec::Program &program;
+  DenseMap<Value, int> bufferOf;
+  DenseMap<Value, std::string> outputNameOf;
+  std::set<std::string> usedNames;
+  bool usesHalfTypes = false;
+};
+} // namespace
+
+FailureOr<fusec::Program> buildProgram(ModuleOp module, fusec::Target target) {
+  SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
+  if (funcs.size() != 1)
+    return module.emitError() << "codegen: expected one function in the "
+                                 "module, found "
+                              << funcs.size();
+  if (!funcs.front().getBody().hasOneBlock())
+    return funcs.front().emitError("codegen: expected a single-block function");
+  fusec::Program program;
+  program.target = target;
+  if (failed(ProgramBuilder(program).build(funcs.front())))
+    return failure();
+  return program;
+}
+
+} // namespace fuse

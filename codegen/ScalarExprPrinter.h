@@ -1,0 +1,44 @@
+//===- ScalarExprPrinter.h - Per-element C statements ----------*- C++ -*-===//
+//
+// The one printer of scalar expressions, shared by every target: each op of
+// a region becomes `const T vN = <expression>;` with the expression taken
+// from the op table (ElementwiseOps.def). Values are computed in the dtype's
+// compute type (f16/bf16 in f32).
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSE_CODEGEN_SCALAREXPRPRINTER_H
+#define FUSE_CODEGEN_SCALAREXPRPRINTER_H
+
+#include "runtime/DType.h"
+
+#include "mlir/IR/Block.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <string>
+#include <vector>
+
+namespace fuse {
+
+class ScalarExprPrinter {
+public:
+  /// Gives a value (a block argument) the variable that holds its element.
+  void bind(mlir::Value value, std::string variable);
+  /// Appends the statements for every op of `body` but its terminator.
+  mlir::LogicalResult print(mlir::Block &body,
+                            std::vector<std::string> &statements);
+  /// The variable holding a value's element.
+  const std::string &variableOf(mlir::Value value) const;
+
+  /// A C literal of `value` in the compute type of `dtype`.
+  static std::string literal(double value, fusec::DType dtype);
+
+private:
+  std::string newVariable();
+  llvm::DenseMap<mlir::Value, std::string> variables;
+  unsigned counter = 0;
+};
+
+} // namespace fuse
+
+#endif

@@ -1,0 +1,177 @@
+//===- Compiler.cpp - Wiring the stages together -------------------------===//
+
+#include "compiler/Compiler.h"
+
+#include "codegen/Codegen.h"
+#include "frontends/Importer.h"
+#include "ir/FuseDialect.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <iostream>
+#include <mutex>
+
+using namespace mlir;
+
+namespace fusec {
+
+namespace {
+
+/// The first file:line:col inside a location.
+FileLineColLoc fileLocOf(Location loc) {
+  FileLineColLoc found;
+  loc->walk([&](Location inner) {
+    if (auto file = dyn_cast<FileLineColLoc>(inner)) {
+      found = file;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return found;
+}
+
+/// "FILE: node 'NAME': error: REASON" for ops of imported graphs,
+/// "FILE:LINE:COL: error: REASON" for .mlir files.
+std::string formatDiagnostic(Diagnostic &diagnostic) {
+  const char *severity = "error";
+  if (diagnostic.getSeverity() == DiagnosticSeverity::Remark)
+    severity = "remark";
+  else if (diagnostic.getSeverity() == DiagnosticSeverity::Warning)
+    severity = "warning";
+  else if (diagnostic.getSeverity() == DiagnosticSeverity::Note)
+    severity = "note";
+  std::string where;
+  FileLineColLoc file = fileLocOf(diagnostic.getLocation());
+  std::string node = fuse::nodeNameOf(diagnostic.getLocation());
+  if (file && !node.empty())
+    where = file.getFilename().str() + ": node '" + node + "'";
+  else if (file && file.getLine() == 0)
+    where = file.getFilename().str();
+  else if (file)
+    where = file.getFilename().str() + ":" + std::to_string(file.getLine()) +
+            ":" + std::to_string(file.getColumn());
+  else
+    where = node.empty() ? "<unknown>" : "node '" + node + "'";
+  return where + ": " + severity + ": " + diagnostic.str();
+}
+
+/// Collects errors while alive; throws them as one fusec::Error on demand.
+class DiagnosticCollector {
+public:
+  DiagnosticCollector(MLIRContext &context, bool printRemarks)
+      : handler(&context, [this, printRemarks](Diagnostic &diagnostic) {
+          if (diagnostic.getSeverity() == DiagnosticSeverity::Error) {
+            errors += (errors.empty() ? "" : "\n") + formatDiagnostic(diagnostic);
+            for (Diagnostic &note : diagnostic.getNotes())
+              errors += "\n" + formatDiagnostic(note);
+          } else if (printRemarks) {
+            std::cerr << formatDiagnostic(diagnostic) << "\n";
+          }
+          return success();
+        }) {}
+
+  [[noreturn]] void fail(const std::string &fallback) {
+    throw Error(errors.empty() ? fallback : errors);
+  }
+
+private:
+  std::string errors;
+  ScopedDiagnosticHandler handler;
+};
+
+std::string printModule(ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os);
+  return text;
+}
+
+bool endsWith(const std::string &text, const std::string &suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// Runs the stages after the frontend on `makeModule`'s module.
+template <typename MakeModule>
+Lowering lower(const CompileOptions &options, bool captureIR,
+               MakeModule makeModule) {
+  static std::once_flag registered;
+  std::call_once(registered, [] { fuse::registerAllFusePasses(); });
+  DialectRegistry registry;
+  registry.insert<fuse::FuseDialect, func::FuncDialect>();
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  // Kernels are generated single-threaded; MLIR's thread pool would only
+  // cost startup time for graphs of this size.
+  context.disableMultithreading();
+  context.printOpOnDiagnostic(false);
+  DiagnosticCollector diagnostics(context, options.remarks);
+
+  OwningOpRef<ModuleOp> module = makeModule(context);
+  if (!module)
+    diagnostics.fail("fusec: the model could not be imported");
+  Lowering lowering;
+  if (captureIR)
+    lowering.importedIR = printModule(*module);
+
+  PassManager pm(&context);
+  if (failed(fuse::buildDefaultPipeline(pm, options.fuse)))
+    diagnostics.fail("fusec: internal error: bad default pipeline");
+  if (failed(pm.run(*module)))
+    diagnostics.fail("fusec: the fusion pipeline failed");
+  if (captureIR)
+    lowering.fusedIR = printModule(*module);
+
+  FailureOr<Program> program = fuse::buildProgram(*module, options.target);
+  if (failed(program))
+    diagnostics.fail("fusec: code generation failed");
+  lowering.program = std::move(*program);
+  return lowering;
+}
+
+} // namespace
+
+std::vector<KernelInfo> CompiledModel::kernels() const {
+  std::vector<KernelInfo> result;
+  for (const KernelDesc &kernel : program().kernels)
+    result.push_back({kernel.name, kernel.ops, kernel.source});
+  return result;
+}
+
+Lowering lowerGraph(const Graph &graph, const CompileOptions &options,
+                    bool captureIR) {
+  return lower(options, captureIR, [&](MLIRContext &context) {
+    return fuse::importGraph(graph, &context);
+  });
+}
+
+Lowering lowerFile(const std::string &path, const CompileOptions &options,
+                   bool captureIR) {
+  if (endsWith(path, ".json"))
+    return lowerGraph(readJsonGraph(path), options, captureIR);
+  if (endsWith(path, ".mlir"))
+    return lower(options, captureIR, [&](MLIRContext &context) {
+      return fuse::parseMlirFile(path, &context);
+    });
+  throw Error(path + ": error: unknown model format (expected .json or .mlir)");
+}
+
+CompiledModel load(Program program, const CompileOptions &options) {
+  return CompiledModel(std::make_shared<Executable>(
+      std::move(program), KernelCache::forDirectory(options.cacheDir)));
+}
+
+CompiledModel compile(const Graph &graph, const CompileOptions &options) {
+  return load(lowerGraph(graph, options).program, options);
+}
+
+CompiledModel compileFile(const std::string &path,
+                          const CompileOptions &options) {
+  return load(lowerFile(path, options).program, options);
+}
+
+} // namespace fusec

@@ -1,0 +1,86 @@
+//===- Compiler.h - The fusec library API ----------------------*- C++ -*-===//
+//
+//   fusec::GraphBuilder b("seed");
+//   auto x = b.input("x", fusec::DType::F32, {2, 3});
+//   b.output(b.op("sin", {b.op("sin", {x})}));
+//   fusec::CompiledModel model = fusec::compile(b.build());
+//   std::vector<fusec::Tensor> out = model.run({input});
+//   for (const fusec::KernelInfo &k : model.kernels()) std::cout << k.source;
+//
+// Every failure throws fusec::Error with a complete message naming the file
+// and node ("model.json: node 'n3': error: ...").
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_COMPILER_COMPILER_H
+#define FUSEC_COMPILER_COMPILER_H
+
+#include "frontends/Graph.h"
+#include "runtime/Error.h"
+#include "runtime/Executable.h"
+#include "runtime/Program.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fusec {
+
+struct CompileOptions {
+  Target target = Target::Cpu;
+  /// false: one kernel per op, the eager-like baseline.
+  bool fuse = true;
+  /// Kernel cache directory; "" for KernelCache::defaultDirectory().
+  std::string cacheDir;
+  /// Print fusion remarks (why an op was not fused) to stderr.
+  bool remarks = false;
+};
+
+struct KernelInfo {
+  std::string name;
+  std::vector<std::string> ops;
+  std::string source;
+};
+
+/// A compiled graph, ready to run. Not safe to run from several threads at
+/// once (temporaries are reused between runs).
+class CompiledModel {
+public:
+  explicit CompiledModel(std::shared_ptr<Executable> executable)
+      : executable(std::move(executable)) {}
+  std::vector<Tensor> run(const std::vector<Tensor> &inputs) {
+    return executable->run(inputs);
+  }
+  void run(const std::vector<Tensor> &inputs, std::vector<Tensor> &outputs) {
+    executable->run(inputs, outputs);
+  }
+  std::vector<KernelInfo> kernels() const;
+  const Program &program() const { return executable->program(); }
+
+private:
+  std::shared_ptr<Executable> executable;
+};
+
+/// The text of each stage, for `fusec --emit`.
+struct Lowering {
+  std::string importedIR; ///< the model in the fuse dialect
+  std::string fusedIR;    ///< after the default pipeline
+  Program program;        ///< plan and kernel sources
+};
+
+/// Lowers a model through every stage up to the Program. `captureIR` keeps
+/// the IR text of the first two stages.
+Lowering lowerGraph(const Graph &graph, const CompileOptions &options,
+                    bool captureIR = false);
+/// Same for a model file: .json or .mlir.
+Lowering lowerFile(const std::string &path, const CompileOptions &options,
+                   bool captureIR = false);
+
+/// Compiles kernels (through the kernel cache) and loads them.
+CompiledModel load(Program program, const CompileOptions &options);
+CompiledModel compile(const Graph &graph, const CompileOptions &options = {});
+CompiledModel compileFile(const std::string &path,
+                          const CompileOptions &options = {});
+
+} // namespace fusec
+
+#endif

@@ -1,0 +1,85 @@
+//===- Graph.h - Models as plain data, and a builder -----------*- C++ -*-===//
+//
+// The graph every non-MLIR frontend produces: the JSON reader and the C++
+// GraphBuilder both yield a Graph, and one importer turns it into fuse IR.
+// Plain C++, no MLIR.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_FRONTENDS_GRAPH_H
+#define FUSEC_FRONTENDS_GRAPH_H
+
+#include "runtime/Tensor.h"
+
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace fusec {
+
+struct GraphInput {
+  std::string name;
+  DType dtype;
+  Shape shape;
+};
+
+struct GraphConstant {
+  std::string name;
+  Tensor value;
+};
+
+/// Op parameters: "dtype" (a dtype name) for cast, "shape" for reshape and
+/// broadcast_to.
+using AttrValue = std::variant<std::string, std::vector<int64_t>, double>;
+
+struct GraphNode {
+  std::string name;
+  std::string op; ///< a fuse dialect mnemonic: "sin", "add", "cast", ...
+  std::vector<std::string> inputs, outputs;
+  std::map<std::string, AttrValue> attrs;
+};
+
+struct Graph {
+  std::string name = "main";
+  /// The file it came from, for error messages ("" for built graphs).
+  std::string sourcePath;
+  std::vector<GraphInput> inputs;
+  std::vector<GraphConstant> constants;
+  std::vector<GraphNode> nodes;
+  std::vector<std::string> outputs;
+};
+
+/// Reads a JSON model (docs/json-format.md). Throws fusec::Error as
+/// "FILE: node 'NAME': error: REASON" (or naming the constant/input).
+Graph readJsonGraph(const std::string &path);
+
+/// Builds graphs in C++:
+///   GraphBuilder b("seed");
+///   auto x = b.input("x", DType::F32, {2, 3});
+///   auto s = b.op("sin", {b.op("sin", {b.op("sin", {b.op("sin", {x})})})});
+///   b.output(b.op("add", {b.op("mul", {s, b.input("y", DType::F32, {2, 3})}), s}));
+///   Graph g = b.build();
+class GraphBuilder {
+public:
+  explicit GraphBuilder(std::string name = "main");
+  /// Each returns the name of the value it defines.
+  std::string input(const std::string &name, DType dtype, Shape shape);
+  std::string constant(const std::string &name, Tensor value);
+  /// A rank-0 constant, broadcast wherever it is used.
+  std::string scalar(double value, DType dtype);
+  std::string op(const std::string &op, const std::vector<std::string> &inputs,
+                 std::map<std::string, AttrValue> attrs = {});
+  /// Marks a value as a graph output, optionally renaming it.
+  void output(const std::string &value);
+  const Graph &graph() const { return built; }
+  Graph build() const { return built; }
+
+private:
+  std::string freshName(const char *prefix);
+  Graph built;
+  unsigned counter = 0;
+};
+
+} // namespace fusec
+
+#endif

@@ -1,0 +1,41 @@
+#include "frontends/Graph.h"
+
+namespace fusec {
+
+GraphBuilder::GraphBuilder(std::string name) { built.name = std::move(name); }
+
+std::string GraphBuilder::freshName(const char *prefix) {
+  return prefix + std::to_string(counter++);
+}
+
+std::string GraphBuilder::input(const std::string &name, DType dtype,
+                                Shape shape) {
+  built.inputs.push_back({name, dtype, std::move(shape)});
+  return name;
+}
+
+std::string GraphBuilder::constant(const std::string &name, Tensor value) {
+  built.constants.push_back({name, std::move(value)});
+  return name;
+}
+
+std::string GraphBuilder::scalar(double value, DType dtype) {
+  Tensor tensor(dtype, {});
+  tensor.set(0, value);
+  return constant(freshName("c"), std::move(tensor));
+}
+
+std::string GraphBuilder::op(const std::string &op,
+                             const std::vector<std::string> &inputs,
+                             std::map<std::string, AttrValue> attrs) {
+  std::string node = freshName((op + "_").c_str());
+  std::string value = freshName("v");
+  built.nodes.push_back({node, op, inputs, {value}, std::move(attrs)});
+  return value;
+}
+
+void GraphBuilder::output(const std::string &value) {
+  built.outputs.push_back(value);
+}
+
+} // namespace fusec

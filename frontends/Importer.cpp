@@ -1,0 +1,298 @@
+//===- Importer.cpp - Graphs and .mlir files into fuse IR ----------------===//
+
+#include "frontends/Importer.h"
+
+#include "codegen/Codegen.h"
+#include "ir/ElementwiseOps.h"
+#include "ir/FuseDialect.h"
+#include "ir/TypeUtils.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <map>
+#include <set>
+
+using namespace mlir;
+using fusec::Graph;
+using fusec::GraphNode;
+
+namespace fuse {
+
+namespace {
+
+class GraphImporter {
+public:
+  GraphImporter(const Graph &graph, MLIRContext *context)
+      : graph(graph), context(context), builder(context) {
+    std::string file =
+        graph.sourcePath.empty() ? "<graph " + graph.name + ">" : graph.sourcePath;
+    fileLoc = FileLineColLoc::get(context, file, 0, 0);
+  }
+
+  OwningOpRef<ModuleOp> run() {
+    OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+    if (failed(defineNames()))
+      return nullptr;
+    std::vector<const GraphNode *> order;
+    if (failed(topologicalOrder(order)))
+      return nullptr;
+
+    SmallVector<Type> argTypes;
+    for (const fusec::GraphInput &input : graph.inputs)
+      argTypes.push_back(tensorType(input.dtype, input.shape));
+    builder.setInsertionPointToEnd(module->getBody());
+    auto func = func::FuncOp::create(builder, fileLoc, graph.name,
+                                     builder.getFunctionType(argTypes, {}));
+    Block *body = func.addEntryBlock();
+    builder.setInsertionPointToEnd(body);
+    for (auto [index, input] : llvm::enumerate(graph.inputs)) {
+      values[input.name] = body->getArgument(index);
+      func.setArgAttr(index, kValueNameAttr, builder.getStringAttr(input.name));
+    }
+    for (const fusec::GraphConstant &constant : graph.constants)
+      values[constant.name] = importConstant(constant);
+    for (const GraphNode *node : order)
+      if (failed(importNode(*node)))
+        return nullptr;
+
+    SmallVector<Value> results;
+    for (const std::string &output : graph.outputs) {
+      auto it = values.find(output);
+      if (it == values.end()) {
+        emitError(fileLoc) << "graph output '" << output
+                           << "' is not defined by any input, constant or node";
+        return nullptr;
+      }
+      results.push_back(it->second);
+    }
+    if (results.empty()) {
+      emitError(fileLoc) << "the graph has no outputs";
+      return nullptr;
+    }
+    func::ReturnOp::create(builder, fileLoc, results);
+    func.setType(builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
+    for (auto [index, output] : llvm::enumerate(graph.outputs))
+      func.setResultAttr(index, kValueNameAttr, builder.getStringAttr(output));
+    if (failed(verify(*module)))
+      return nullptr;
+    return module;
+  }
+
+private:
+  Location nodeLoc(const std::string &name) {
+    return NameLoc::get(builder.getStringAttr(name), fileLoc);
+  }
+
+  RankedTensorType tensorType(fusec::DType dtype, const fusec::Shape &shape) {
+    return RankedTensorType::get(shape, toElementType(context, dtype));
+  }
+
+  /// Every value name is defined exactly once.
+  LogicalResult defineNames() {
+    auto define = [&](const std::string &value, const std::string &by,
+                      Location loc) -> LogicalResult {
+      auto [it, inserted] = definedBy.try_emplace(value, by);
+      if (!inserted)
+        return emitError(loc) << "value '" << value << "' is defined twice, by "
+                              << it->second << " and by " << by;
+      return success();
+    };
+    for (const fusec::GraphInput &input : graph.inputs)
+      if (failed(define(input.name, "input '" + input.name + "'",
+                        nodeLoc(input.name))))
+        return failure();
+    for (const fusec::GraphConstant &constant : graph.constants)
+      if (failed(define(constant.name, "constant '" + constant.name + "'",
+                        nodeLoc(constant.name))))
+        return failure();
+    for (size_t i = 0; i < graph.nodes.size(); ++i) {
+      const GraphNode &node = graph.nodes[i];
+      for (const std::string &output : node.outputs) {
+        if (failed(define(output, "node '" + node.name + "'", nodeLoc(node.name))))
+          return failure();
+        producer[output] = i;
+      }
+    }
+    return success();
+  }
+
+  /// Nodes in dependency order (the file may list them in any order).
+  LogicalResult topologicalOrder(std::vector<const GraphNode *> &order) {
+    std::vector<int> pending(graph.nodes.size(), 0);
+    std::vector<std::vector<size_t>> consumers(graph.nodes.size());
+    for (size_t i = 0; i < graph.nodes.size(); ++i) {
+      const GraphNode &node = graph.nodes[i];
+      for (const std::string &input : node.inputs) {
+        if (!definedBy.count(input))
+          return emitError(nodeLoc(node.name))
+                 << "input '" << input
+                 << "' is not defined by any graph input, constant or node";
+        if (auto it = producer.find(input); it != producer.end()) {
+          ++pending[i];
+          consumers[it->second].push_back(i);
+        }
+      }
+    }
+    std::vector<size_t> ready;
+    for (size_t i = graph.nodes.size(); i-- > 0;)
+      if (pending[i] == 0)
+        ready.push_back(i);
+    while (!ready.empty()) {
+      size_t next = ready.back();
+      ready.pop_back();
+      order.push_back(&graph.nodes[next]);
+      for (size_t consumer : consumers[next])
+        if (--pending[consumer] == 0)
+          ready.push_back(consumer);
+    }
+    if (order.size() == graph.nodes.size())
+      return success();
+    for (size_t i = 0; i < graph.nodes.size(); ++i)
+      if (pending[i] > 0)
+        return emitError(nodeLoc(graph.nodes[i].name))
+               << "the node is part of a cycle: its inputs depend on its own "
+                  "outputs";
+    return failure();
+  }
+
+  Value importConstant(const fusec::GraphConstant &constant) {
+    const fusec::Tensor &tensor = constant.value;
+    RankedTensorType type = tensorType(tensor.dtype, tensor.shape);
+    DenseElementsAttr attr;
+    if (fusec::isFloat(tensor.dtype)) {
+      const llvm::fltSemantics &semantics =
+          cast<FloatType>(type.getElementType()).getFloatSemantics();
+      unsigned bits = fusec::dtypeBytes(tensor.dtype) * 8;
+      SmallVector<APFloat> elements;
+      for (int64_t i = 0; i < tensor.numElements(); ++i) {
+        uint64_t raw = 0;
+        std::memcpy(&raw, tensor.bytes.data() + i * bits / 8, bits / 8);
+        elements.emplace_back(semantics, APInt(bits, raw));
+      }
+      attr = DenseElementsAttr::get(type, elements);
+    } else {
+      unsigned bits = type.getElementType().getIntOrFloatBitWidth();
+      SmallVector<APInt> elements;
+      for (int64_t i = 0; i < tensor.numElements(); ++i)
+        elements.emplace_back(bits, static_cast<uint64_t>(static_cast<int64_t>(
+                                        tensor.at(i))),
+                              /*isSigned=*/false, /*implicitTrunc=*/true);
+      attr = DenseElementsAttr::get(type, elements);
+    }
+    return ConstantOp::create(builder, nodeLoc(constant.name), type, attr);
+  }
+
+  /// The result type a node's attrs ask for (cast, reshape, broadcast_to).
+  FailureOr<Type> attrResultType(const GraphNode &node, Value operand) {
+    Location loc = nodeLoc(node.name);
+    auto operandType = cast<RankedTensorType>(operand.getType());
+    if (node.op == "cast") {
+      auto it = node.attrs.find("dtype");
+      const std::string *name =
+          it == node.attrs.end() ? nullptr : std::get_if<std::string>(&it->second);
+      if (!name)
+        return emitError(loc) << "'cast' needs attr \"dtype\" (a dtype name)";
+      std::optional<fusec::DType> dtype = fusec::parseDType(*name);
+      if (!dtype)
+        return emitError(loc) << "'cast' to unknown dtype '" << *name << "'";
+      return Type(RankedTensorType::get(operandType.getShape(),
+                                        toElementType(context, *dtype)));
+    }
+    auto it = node.attrs.find("shape");
+    const std::vector<int64_t> *shape =
+        it == node.attrs.end() ? nullptr
+                               : std::get_if<std::vector<int64_t>>(&it->second);
+    if (!shape)
+      return emitError(loc) << "'" << node.op
+                            << "' needs attr \"shape\" (an array of dims)";
+    for (int64_t dim : *shape)
+      if (dim < 1)
+        return emitError(loc) << "'" << node.op
+                              << "' attr \"shape\" has a non-positive dim "
+                              << dim;
+    return Type(RankedTensorType::get(*shape, operandType.getElementType()));
+  }
+
+  LogicalResult importNode(const GraphNode &node) {
+    Location loc = nodeLoc(node.name);
+    const ElementwiseOpInfo *info = lookupElementwiseOp(node.op);
+    static const std::map<std::string, unsigned> kOtherArity = {
+        {"select", 3}, {"cast", 1}, {"reshape", 1}, {"broadcast_to", 1}};
+    auto other = kOtherArity.find(node.op);
+    if (!info && other == kOtherArity.end())
+      return emitError(loc) << "unknown op '" << node.op << "'";
+    unsigned arity = info ? info->arity : other->second;
+    if (node.inputs.size() != arity)
+      return emitError(loc) << "'" << node.op << "' takes " << arity
+                            << " input" << (arity == 1 ? "" : "s") << " but "
+                            << node.inputs.size() << " were given";
+    if (node.outputs.size() != 1)
+      return emitError(loc) << "'" << node.op << "' produces 1 output but "
+                            << node.outputs.size() << " were named";
+    SmallVector<Value> operands;
+    for (const std::string &input : node.inputs)
+      operands.push_back(values.at(input));
+
+    SmallVector<Type> resultTypes;
+    if (info) {
+      if (failed(inferElementwiseResultType("fuse." + node.op, context, loc,
+                                            operands, resultTypes)))
+        return failure();
+    } else if (node.op == "select") {
+      if (failed(SelectOp::inferReturnTypes(
+              context, loc, operands, DictionaryAttr(),
+              OpaqueProperties(nullptr), RegionRange(), resultTypes)))
+        return failure();
+    } else {
+      FailureOr<Type> type = attrResultType(node, operands[0]);
+      if (failed(type))
+        return failure();
+      resultTypes.push_back(*type);
+    }
+    OperationState state(loc, "fuse." + node.op);
+    state.addOperands(operands);
+    state.addTypes(resultTypes);
+    Operation *op = builder.create(state);
+    if (failed(verify(op)))
+      return failure();
+    values[node.outputs[0]] = op->getResult(0);
+    return success();
+  }
+
+  const Graph &graph;
+  MLIRContext *context;
+  OpBuilder builder;
+  Location fileLoc = UnknownLoc();
+  std::map<std::string, std::string> definedBy;
+  std::map<std::string, size_t> producer;
+  std::map<std::string, Value> values;
+};
+
+} // namespace
+
+OwningOpRef<ModuleOp> importGraph(const Graph &graph, MLIRContext *context) {
+  return GraphImporter(graph, context).run();
+}
+
+OwningOpRef<ModuleOp> parseMlirFile(const std::string &path,
+                                    MLIRContext *context) {
+  std::string errorMessage;
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer) {
+    emitError(FileLineColLoc::get(context, path, 0, 0))
+        << "cannot open model file: " << buffer.getError().message();
+    return nullptr;
+  }
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, context);
+  if (module && failed(verify(*module)))
+    return nullptr;
+  return module;
+}
+
+} // namespace fuse

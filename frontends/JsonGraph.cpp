@@ -1,0 +1,245 @@
+//===- JsonGraph.cpp - The JSON model format -----------------------------===//
+//
+// Reads docs/json-format.md into a Graph. Only the syntax and the format's
+// own rules are checked here; op semantics (arity, shapes, dtypes, cycles,
+// undefined names) are checked once, by the importer, for every frontend.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontends/Graph.h"
+
+#include "runtime/Error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+using nlohmann::json;
+
+namespace fusec {
+
+namespace {
+
+class JsonReader {
+public:
+  explicit JsonReader(std::string path) : path(std::move(path)) {}
+
+  Graph read() {
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+      throw Error(path + ": error: cannot open model file");
+    std::stringstream text;
+    text << in.rdbuf();
+    json document;
+    try {
+      document = json::parse(text.str());
+    } catch (const json::parse_error &e) {
+      throw Error(path + ": error: malformed JSON: " + stripPrefix(e.what()));
+    }
+    if (!document.is_object())
+      throw fail("", "the model must be a JSON object");
+    if (!document.contains("fusec_graph") || document["fusec_graph"] != 1)
+      throw fail("", "missing \"fusec_graph\": 1 (the format version)");
+
+    Graph graph;
+    graph.sourcePath = path;
+    if (document.contains("name"))
+      graph.name = string(document["name"], "", "name");
+    for (const json &entry : array(document, "inputs", ""))
+      graph.inputs.push_back(readInput(entry));
+    for (const json &entry : optionalArray(document, "constants"))
+      graph.constants.push_back(readConstant(entry));
+    for (const json &entry : array(document, "nodes", ""))
+      graph.nodes.push_back(readNode(entry));
+    for (const json &entry : array(document, "outputs", ""))
+      graph.outputs.push_back(string(entry, "", "outputs entry"));
+    return graph;
+  }
+
+private:
+  static std::string stripPrefix(const std::string &message) {
+    // "[json.exception.parse_error.101] parse error at line 1..." -> "parse..."
+    size_t bracket = message.find("] ");
+    return bracket == std::string::npos ? message : message.substr(bracket + 2);
+  }
+
+  Error fail(const std::string &where, const std::string &reason) const {
+    return Error(path + ": " + (where.empty() ? "" : where + ": ") +
+                 "error: " + reason);
+  }
+
+  std::string string(const json &value, const std::string &where,
+                     const std::string &field) const {
+    if (!value.is_string())
+      throw fail(where, "\"" + field + "\" must be a string");
+    return value.get<std::string>();
+  }
+
+  const json &array(const json &object, const char *field,
+                    const std::string &where) const {
+    if (!object.contains(field) || !object[field].is_array())
+      throw fail(where, std::string("missing array \"") + field + "\"");
+    return object[field];
+  }
+
+  json optionalArray(const json &object, const char *field) const {
+    if (!object.contains(field))
+      return json::array();
+    return array(object, field, "");
+  }
+
+  Shape shape(const json &object, const std::string &where) const {
+    if (!object.contains("shape") || !object["shape"].is_array())
+      throw fail(where, "missing \"shape\" (an array of dims)");
+    Shape dims;
+    for (const json &dim : object["shape"]) {
+      if (!dim.is_number_integer() || dim.get<int64_t>() < 1)
+        throw fail(where, "\"shape\" dims must be positive integers, got " +
+                              dim.dump());
+      dims.push_back(dim.get<int64_t>());
+    }
+    return dims;
+  }
+
+  DType dtype(const json &object, const std::string &where) const {
+    if (!object.contains("dtype"))
+      throw fail(where, "missing \"dtype\"");
+    std::string name = string(object["dtype"], where, "dtype");
+    std::optional<DType> parsed = parseDType(name);
+    if (!parsed)
+      throw fail(where, "unknown dtype '" + name +
+                            "' (expected f64, f32, f16, bf16, i8, i32, i64 "
+                            "or i1)");
+    return *parsed;
+  }
+
+  std::string name(const json &entry, const char *kind) const {
+    if (!entry.is_object())
+      throw fail("", std::string("each ") + kind + " must be a JSON object");
+    if (!entry.contains("name"))
+      throw fail("", std::string("a ") + kind + " has no \"name\"");
+    return string(entry["name"], "", "name");
+  }
+
+  GraphInput readInput(const json &entry) const {
+    std::string inputName = name(entry, "input");
+    std::string where = "input '" + inputName + "'";
+    return {inputName, dtype(entry, where), shape(entry, where)};
+  }
+
+  GraphConstant readConstant(const json &entry) const {
+    std::string constantName = name(entry, "constant");
+    std::string where = "constant '" + constantName + "'";
+    Tensor value(dtype(entry, where), shape(entry, where));
+    bool hasData = entry.contains("data"), hasFile = entry.contains("file");
+    if (hasData == hasFile)
+      throw fail(where, "give exactly one of \"data\" or \"file\"");
+    if (hasData) {
+      const json &data = entry["data"];
+      if (!data.is_array() ||
+          static_cast<int64_t>(data.size()) != value.numElements())
+        throw fail(where, "\"data\" must be an array of " +
+                              std::to_string(value.numElements()) +
+                              " numbers (one per element)");
+      for (size_t i = 0; i < data.size(); ++i) {
+        if (!data[i].is_number() && !data[i].is_boolean())
+          throw fail(where, "\"data\" element " + std::to_string(i) +
+                                " is not a number: " + data[i].dump());
+        value.set(i, data[i].is_boolean() ? data[i].get<bool>()
+                                          : data[i].get<double>());
+      }
+    } else {
+      readConstantFile(entry, where, value);
+    }
+    return {constantName, std::move(value)};
+  }
+
+  void readConstantFile(const json &entry, const std::string &where,
+                        Tensor &value) const {
+    std::string file = string(entry["file"], where, "file");
+    // Weights live next to the model: no absolute paths, no escaping.
+    if (file.empty() || file[0] == '/')
+      throw fail(where, "constant file '" + file +
+                            "' must be a path relative to the model file");
+    std::stringstream parts(file);
+    for (std::string part; std::getline(parts, part, '/');)
+      if (part == "..")
+        throw fail(where, "constant file '" + file +
+                              "' may not leave the model's directory ('..')");
+    int64_t offset = 0;
+    if (entry.contains("offset")) {
+      if (!entry["offset"].is_number_integer() || entry["offset"] < 0)
+        throw fail(where, "\"offset\" must be a non-negative integer");
+      offset = entry["offset"].get<int64_t>();
+    }
+    size_t slash = path.rfind('/');
+    std::string resolved =
+        (slash == std::string::npos ? "" : path.substr(0, slash + 1)) + file;
+    std::ifstream in(resolved, std::ios::binary);
+    if (!in)
+      throw fail(where, "cannot open constant file '" + resolved + "'");
+    in.seekg(0, std::ios::end);
+    int64_t size = in.tellg();
+    int64_t needed = static_cast<int64_t>(value.bytes.size());
+    if (offset + needed > size)
+      throw fail(where, "constant file '" + resolved + "' has " +
+                            std::to_string(size) + " bytes; " +
+                            std::to_string(needed) + " are needed at offset " +
+                            std::to_string(offset));
+    in.seekg(offset);
+    in.read(reinterpret_cast<char *>(value.data()), needed);
+    if (!in)
+      throw fail(where, "cannot read constant file '" + resolved + "'");
+  }
+
+  std::vector<std::string> names(const json &node, const char *field,
+                                 const std::string &where) const {
+    std::vector<std::string> result;
+    for (const json &value : array(node, field, where))
+      result.push_back(string(value, where, field));
+    return result;
+  }
+
+  GraphNode readNode(const json &entry) const {
+    GraphNode node;
+    node.name = name(entry, "node");
+    std::string where = "node '" + node.name + "'";
+    if (!entry.contains("op"))
+      throw fail(where, "missing \"op\"");
+    node.op = string(entry["op"], where, "op");
+    node.inputs = names(entry, "inputs", where);
+    node.outputs = names(entry, "outputs", where);
+    if (entry.contains("attrs")) {
+      if (!entry["attrs"].is_object())
+        throw fail(where, "\"attrs\" must be an object");
+      for (auto &[key, value] : entry["attrs"].items()) {
+        if (value.is_string()) {
+          node.attrs[key] = value.get<std::string>();
+        } else if (value.is_number()) {
+          node.attrs[key] = value.get<double>();
+        } else if (value.is_array()) {
+          std::vector<int64_t> list;
+          for (const json &item : value) {
+            if (!item.is_number_integer())
+              throw fail(where, "attr '" + key + "' must hold integers");
+            list.push_back(item.get<int64_t>());
+          }
+          node.attrs[key] = list;
+        } else {
+          throw fail(where, "attr '" + key + "' has an unsupported value " +
+                                value.dump());
+        }
+      }
+    }
+    return node;
+  }
+
+  std::string path;
+};
+
+} // namespace
+
+Graph readJsonGraph(const std::string &path) { return JsonReader(path).read(); }
+
+} // namespace fusec

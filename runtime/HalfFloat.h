@@ -1,0 +1,75 @@
+/*===- HalfFloat.h - f16 and bf16 conversions -------------------*- C -*-===//
+ *
+ * Used by the runtime and embedded verbatim into every generated kernel that
+ * touches f16 or bf16, so host and kernels convert identically. Keep it
+ * self-contained C (kernels compile it with no include path). Conversions to
+ * 16-bit round to nearest even; NaN stays NaN.
+ *
+ *===---------------------------------------------------------------------===*/
+#ifndef FUSEC_HALF_FLOAT_H
+#define FUSEC_HALF_FLOAT_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifndef FUSEC_HOST_DEVICE
+#define FUSEC_HOST_DEVICE
+#endif
+
+static inline FUSEC_HOST_DEVICE float fusec_bits_to_f32(uint32_t bits) {
+  float value;
+  memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+static inline FUSEC_HOST_DEVICE uint32_t fusec_f32_to_bits(float value) {
+  uint32_t bits;
+  memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+static inline FUSEC_HOST_DEVICE float fusec_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  if (exponent == 0x1f) /* inf or nan */
+    return fusec_bits_to_f32(sign | 0x7f800000u | (mantissa << 13));
+  if (exponent != 0) /* normal: rebias 15 -> 127 */
+    return fusec_bits_to_f32(sign | ((exponent + 112) << 23) |
+                             (mantissa << 13));
+  /* zero or subnormal: mantissa * 2^-24, exact in f32 */
+  float magnitude = (float)mantissa * 5.9604644775390625e-08f;
+  return fusec_bits_to_f32(sign | fusec_f32_to_bits(magnitude));
+}
+
+static inline FUSEC_HOST_DEVICE uint16_t fusec_f32_to_f16(float value) {
+  uint32_t bits = fusec_f32_to_bits(value);
+  uint16_t sign = (uint16_t)((bits >> 16) & 0x8000u);
+  uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude > 0x7f800000u) /* nan */
+    return (uint16_t)(sign | 0x7e00u);
+  if (magnitude >= 0x47800000u) /* >= 65536: inf */
+    return (uint16_t)(sign | 0x7c00u);
+  if (magnitude < 0x38800000u) /* below 2^-14: subnormal or zero */
+    return (uint16_t)(sign | (uint16_t)nearbyintf(
+                                 fusec_bits_to_f32(magnitude) * 16777216.0f));
+  uint32_t half = (((magnitude >> 23) - 112) << 10) | ((magnitude >> 13) & 0x3ffu);
+  uint32_t rest = magnitude & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u)))
+    ++half; /* may carry into the exponent, up to inf: still correct */
+  return (uint16_t)(sign | half);
+}
+
+static inline FUSEC_HOST_DEVICE float fusec_bf16_to_f32(uint16_t h) {
+  return fusec_bits_to_f32((uint32_t)h << 16);
+}
+
+static inline FUSEC_HOST_DEVICE uint16_t fusec_f32_to_bf16(float value) {
+  uint32_t bits = fusec_f32_to_bits(value);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) /* nan: keep it quiet */
+    return (uint16_t)((bits >> 16) | 0x40u);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return (uint16_t)(bits >> 16);
+}
+
+#endif /* FUSEC_HALF_FLOAT_H */

@@ -1,0 +1,44 @@
+//===- Tensor.h - Host tensors ---------------------------------*- C++ -*-===//
+#ifndef FUSEC_RUNTIME_TENSOR_H
+#define FUSEC_RUNTIME_TENSOR_H
+
+#include "runtime/DType.h"
+#include "runtime/Shape.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fusec {
+
+/// A dense row-major host tensor owning its bytes (little-endian elements;
+/// f16/bf16 as raw 16-bit patterns, i1 as one byte 0/1).
+struct Tensor {
+  DType dtype = DType::F32;
+  Shape shape;
+  std::vector<uint8_t> bytes;
+
+  Tensor() = default;
+  Tensor(DType dtype, Shape shape)
+      : dtype(dtype), shape(std::move(shape)),
+        bytes(fusec::numElements(this->shape) * dtypeBytes(dtype)) {}
+
+  int64_t numElements() const { return fusec::numElements(shape); }
+  void *data() { return bytes.data(); }
+  const void *data() const { return bytes.data(); }
+  template <typename T> T *as() { return reinterpret_cast<T *>(bytes.data()); }
+  template <typename T> const T *as() const {
+    return reinterpret_cast<const T *>(bytes.data());
+  }
+
+  /// Element i as a double (f16/bf16 decoded, ints exact up to 2^53).
+  double at(int64_t index) const;
+  /// Stores a double into element i, rounded/wrapped to the dtype.
+  void set(int64_t index, double value);
+  /// "f32[2x3]".
+  std::string typeString() const;
+};
+
+} // namespace fusec
+
+#endif

@@ -1,0 +1,291 @@
+//===- fusec.cpp - The fusec command line --------------------------------===//
+
+#include "compiler/Compiler.h"
+#include "runtime/Compare.h"
+#include "runtime/Npy.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <sys/stat.h>
+
+using namespace fusec;
+
+namespace {
+
+const char *kUsage = R"(usage: fusec MODEL [options]
+
+Compiles a model (.json or .mlir), fusing its pointwise work into kernels.
+With no action, prints the kernels (name and fused ops).
+
+  --target=cpu            backend to generate code for (default: cpu)
+  --emit=STAGE            print a stage: ir (imported fuse IR), fused (after
+                          fusion), plan (JSON kernels and buffers), source
+                          (generated kernels)
+  -o PATH                 write --emit's output to PATH instead of stdout
+  --dump-kernels=DIR      write each kernel's source to DIR/<kernel>.cpp
+  --run                   run the model and print each output's shape, dtype
+                          and checksum; inputs are seeded random unless given
+  --inputs F...           .npy files, one per graph input, in order
+  --outputs-dir=DIR       with --run, write DIR/<output name>.npy
+  --check                 run fused and unfused; print max abs/rel error per
+                          output; exit 1 past the dtype's tolerance
+  --no-fuse               one kernel per op (the eager-like baseline)
+  --cache-dir=DIR         kernel cache (default $FUSEC_CACHE_DIR, else
+                          $XDG_CACHE_HOME/fusec, else ~/.cache/fusec)
+  --seed=N                seed of the random inputs (default 0)
+  --remarks               print why ops were not fused
+  --help                  show this text
+)";
+
+struct CliOptions {
+  std::string model;
+  std::string emit;
+  std::string outputPath;
+  std::string dumpKernelsDir;
+  std::string outputsDir;
+  std::vector<std::string> inputFiles;
+  bool run = false, check = false;
+  uint64_t seed = 0;
+  CompileOptions compile;
+};
+
+/// A usage error: printed with a hint, exit code 2.
+struct UsageError {
+  std::string message;
+};
+
+bool startsWith(const std::string &text, const std::string &prefix) {
+  return text.rfind(prefix, 0) == 0;
+}
+
+CliOptions parseArguments(int argc, char **argv) {
+  CliOptions options;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](const std::string &flag) -> std::string {
+      if (startsWith(arg, flag + "="))
+        return arg.substr(flag.size() + 1);
+      if (i + 1 >= argc)
+        throw UsageError{flag + " needs a value"};
+      return argv[++i];
+    };
+    auto is = [&](const std::string &flag) {
+      return arg == flag || startsWith(arg, flag + "=");
+    };
+    if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage;
+      std::exit(0);
+    } else if (is("--target")) {
+      std::string target = value("--target");
+      if (target != "cpu")
+        throw UsageError{"unknown --target '" + target +
+                         "' (this build supports: cpu)"};
+      options.compile.target = Target::Cpu;
+    } else if (is("--emit")) {
+      options.emit = value("--emit");
+      if (options.emit != "ir" && options.emit != "fused" &&
+          options.emit != "plan" && options.emit != "source")
+        throw UsageError{"unknown --emit stage '" + options.emit +
+                         "' (expected ir, fused, plan or source)"};
+    } else if (arg == "-o") {
+      options.outputPath = value("-o");
+    } else if (is("--dump-kernels")) {
+      options.dumpKernelsDir = value("--dump-kernels");
+    } else if (arg == "--run") {
+      options.run = true;
+    } else if (arg == "--check") {
+      options.check = true;
+    } else if (arg == "--no-fuse") {
+      options.compile.fuse = false;
+    } else if (arg == "--remarks") {
+      options.compile.remarks = true;
+    } else if (is("--cache-dir")) {
+      options.compile.cacheDir = value("--cache-dir");
+    } else if (is("--outputs-dir")) {
+      options.outputsDir = value("--outputs-dir");
+    } else if (is("--seed")) {
+      std::string seed = value("--seed");
+      char *end = nullptr;
+      options.seed = std::strtoull(seed.c_str(), &end, 10);
+      if (seed.empty() || *end)
+        throw UsageError{"--seed needs a non-negative integer, got '" + seed +
+                         "'"};
+    } else if (arg == "--inputs") {
+      while (i + 1 < argc && !startsWith(argv[i + 1], "-"))
+        options.inputFiles.push_back(argv[++i]);
+      if (options.inputFiles.empty())
+        throw UsageError{"--inputs needs one .npy file per graph input"};
+    } else if (startsWith(arg, "-")) {
+      throw UsageError{"unknown option '" + arg + "'"};
+    } else if (options.model.empty()) {
+      options.model = arg;
+    } else {
+      throw UsageError{"more than one model given: '" + options.model +
+                       "' and '" + arg + "'"};
+    }
+  }
+  if (options.model.empty())
+    throw UsageError{"no model file given"};
+  if (!options.outputsDir.empty() && !options.run)
+    throw UsageError{"--outputs-dir needs --run"};
+  if (!options.inputFiles.empty() && !options.run && !options.check)
+    throw UsageError{"--inputs needs --run or --check"};
+  return options;
+}
+
+void writeText(const std::string &path, const std::string &text) {
+  if (path.empty()) {
+    std::cout << text;
+    if (!text.empty() && text.back() != '\n')
+      std::cout << "\n";
+    return;
+  }
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out)
+    throw Error(path + ": error: cannot write output file");
+}
+
+void makeDirectory(const std::string &dir) {
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    throw Error(dir + ": error: cannot create directory");
+}
+
+std::string emitStage(const CliOptions &options, const Lowering &lowering) {
+  if (options.emit == "ir")
+    return lowering.importedIR;
+  if (options.emit == "fused")
+    return lowering.fusedIR;
+  if (options.emit == "plan")
+    return lowering.program.planJson();
+  return lowering.program.source;
+}
+
+std::vector<Tensor> modelInputs(const CliOptions &options,
+                                const Program &program) {
+  std::vector<Tensor> inputs;
+  if (!options.inputFiles.empty()) {
+    if (options.inputFiles.size() != program.inputs.size())
+      throw Error(options.model + ": error: the model takes " +
+                  std::to_string(program.inputs.size()) + " inputs but " +
+                  std::to_string(options.inputFiles.size()) +
+                  " .npy files were given");
+    for (size_t i = 0; i < program.inputs.size(); ++i) {
+      const BufferDesc &expected = program.buffers[program.inputs[i]];
+      Tensor tensor = readNpy(options.inputFiles[i], expected.dtype);
+      if (tensor.shape != expected.shape)
+        throw Error(options.inputFiles[i] + ": error: input '" +
+                    expected.name + "' expects shape " +
+                    formatShape(expected.shape) + " but the file holds " +
+                    formatShape(tensor.shape));
+      inputs.push_back(std::move(tensor));
+    }
+    return inputs;
+  }
+  std::mt19937_64 rng(options.seed);
+  for (int id : program.inputs)
+    inputs.push_back(
+        randomTensor(program.buffers[id].dtype, program.buffers[id].shape, rng));
+  return inputs;
+}
+
+std::string describeValues(const Tensor &tensor) {
+  std::ostringstream os;
+  os.precision(6);
+  os << "[";
+  int64_t shown = std::min<int64_t>(tensor.numElements(), 6);
+  for (int64_t i = 0; i < shown; ++i)
+    os << (i ? ", " : "") << tensor.at(i);
+  if (shown < tensor.numElements())
+    os << ", ...";
+  os << "]";
+  return os.str();
+}
+
+int runCli(const CliOptions &options) {
+  bool wantsIR = options.emit == "ir" || options.emit == "fused";
+  Lowering lowering = lowerFile(options.model, options.compile, wantsIR);
+  const Program &program = lowering.program;
+
+  if (!options.emit.empty())
+    writeText(options.outputPath, emitStage(options, lowering));
+  if (!options.dumpKernelsDir.empty()) {
+    makeDirectory(options.dumpKernelsDir);
+    for (const KernelDesc &kernel : program.kernels)
+      writeText(options.dumpKernelsDir + "/" + kernel.name + ".cpp",
+                program.prelude + "\n" + kernel.source);
+  }
+  if (options.emit.empty() && !options.run && !options.check) {
+    std::cout << program.kernels.size() << " kernel"
+              << (program.kernels.size() == 1 ? "" : "s") << " for '"
+              << program.name << "'\n";
+    for (const KernelDesc &kernel : program.kernels) {
+      std::cout << "  " << kernel.name << ":";
+      for (const std::string &op : kernel.ops)
+        std::cout << " " << op;
+      std::cout << "\n";
+    }
+  }
+  if (!options.run && !options.check)
+    return 0;
+
+  std::vector<Tensor> inputs = modelInputs(options, program);
+  CompiledModel model = load(program, options.compile);
+  std::vector<Tensor> outputs = model.run(inputs);
+  if (options.run) {
+    if (!options.outputsDir.empty())
+      makeDirectory(options.outputsDir);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const std::string &name = program.outputNames[i];
+      std::printf("output %s: %s checksum=%.9g values=%s\n", name.c_str(),
+                  outputs[i].typeString().c_str(), checksum(outputs[i]),
+                  describeValues(outputs[i]).c_str());
+      if (!options.outputsDir.empty())
+        writeNpy(options.outputsDir + "/" + name + ".npy", outputs[i]);
+    }
+  }
+  if (!options.check)
+    return 0;
+
+  CompileOptions unfusedOptions = options.compile;
+  unfusedOptions.fuse = false;
+  unfusedOptions.remarks = false;
+  CompiledModel unfused =
+      load(lowerFile(options.model, unfusedOptions).program, unfusedOptions);
+  std::vector<Tensor> expected = unfused.run(inputs);
+  bool allOk = true;
+  std::printf("check: %zu fused kernel%s vs %zu unfused\n",
+              program.kernels.size(), program.kernels.size() == 1 ? "" : "s",
+              unfused.program().kernels.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    Tolerance tolerance = toleranceFor(outputs[i].dtype);
+    Comparison comparison = compareTensors(outputs[i], expected[i], tolerance);
+    allOk &= comparison.ok();
+    std::printf("check %s: max_abs_err=%.3g max_rel_err=%.3g (atol=%g "
+                "rtol=%g) %s\n",
+                program.outputNames[i].c_str(), comparison.maxAbsError,
+                comparison.maxRelError, tolerance.atol, tolerance.rtol,
+                comparison.ok() ? "ok" : "FAILED");
+  }
+  return allOk ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  try {
+    return runCli(parseArguments(argc, argv));
+  } catch (const UsageError &error) {
+    std::cerr << "fusec: error: " << error.message
+              << "\n(run 'fusec --help' for usage)\n";
+    return 2;
+  } catch (const Error &error) {
+    std::cerr << error.what() << "\n";
+    return 1;
+  } catch (const std::exception &error) {
+    std::cerr << "fusec: error: " << error.what() << "\n";
+    return 1;
+  }
+}
