@@ -230,40 +230,25 @@ KernelCache::loadOrCompile(const std::string &key, const std::string &source) {
   std::string entryPath = cacheDirectory + "/host/" + key + ".so";
   bool exists = false;
   std::string bytes = readFile(entryPath, &exists);
-  bool compiled = false;
   if (exists) {
     std::string problem = validateEntry(bytes);
     if (problem.empty()) {
-      ++counters.diskHits;
-    } else {
-      ++counters.corruptEntries;
-      warn("fusec: warning: cache entry " + entryPath + " is corrupt (" +
-           problem + "); recompiling it");
-      compileInto(key, source, entryPath);
-      compiled = true;
+      if (void *handle = dlopen(entryPath.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+        ++counters.diskHits;
+        return std::make_shared<KernelLibrary>(handle, entryPath);
+      }
+      problem = std::string("it cannot be loaded: ") + dlerror();
     }
-  } else {
-    compileInto(key, source, entryPath);
-    compiled = true;
-  }
-  void *handle = dlopen(entryPath.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle && !compiled) {
-    // A valid trailer around an unloadable library: rebuild it once.
     ++counters.corruptEntries;
-    warn("fusec: warning: cache entry " + entryPath +
-         " cannot be loaded (" + dlerror() + "); recompiling it");
-    compileInto(key, source, entryPath);
-    handle = dlopen(entryPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+    warn("fusec: warning: cache entry " + entryPath + " is corrupt (" +
+         problem + "); recompiling it");
   }
-  if (!handle)
-    throw Error("fusec: cannot load compiled kernels " + entryPath + ": " +
-                dlerror());
-  return std::make_shared<KernelLibrary>(handle, entryPath);
+  return compileAndLoad(key, source, entryPath);
 }
 
-void KernelCache::compileInto(const std::string &key,
-                              const std::string &source,
-                              const std::string &entryPath) {
+std::shared_ptr<KernelLibrary>
+KernelCache::compileAndLoad(const std::string &key, const std::string &source,
+                            const std::string &entryPath) {
   makeDirectories(cacheDirectory + "/host");
   makeDirectories(cacheDirectory + "/tmp");
   std::string stem = cacheDirectory + "/tmp/" + key + "." + uniqueSuffix();
@@ -303,12 +288,20 @@ void KernelCache::compileInto(const std::string &key,
     if (!out)
       throw Error("fusec: cannot write cache entry " + libraryPath);
   }
+  // Load the new file before publishing it: the mapping then belongs to
+  // its own inode, never to an older library this process loaded under the
+  // entry's name.
+  void *handle = dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle)
+    throw Error("fusec: cannot load freshly compiled kernels " + libraryPath +
+                ": " + dlerror());
   // Atomic publish: readers see the old entry or the whole new one.
   if (std::rename(libraryPath.c_str(), entryPath.c_str()) != 0)
     throw Error("fusec: cannot publish cache entry " + entryPath + ": " +
                 std::strerror(errno));
   std::remove(sourcePath.c_str());
   std::remove(logPath.c_str());
+  return std::make_shared<KernelLibrary>(handle, entryPath);
 }
 
 } // namespace fusec

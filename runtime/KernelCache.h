@@ -67,8 +67,9 @@ private:
   std::string keyFor(const std::string &source) const;
   std::shared_ptr<KernelLibrary> loadOrCompile(const std::string &key,
                                                const std::string &source);
-  void compileInto(const std::string &key, const std::string &source,
-                   const std::string &entryPath);
+  std::shared_ptr<KernelLibrary> compileAndLoad(const std::string &key,
+                                               const std::string &source,
+                                               const std::string &entryPath);
   void warn(const std::string &message);
 
   std::string cacheDirectory;

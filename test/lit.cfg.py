@@ -1,0 +1,19 @@
+import os
+import lit.formats
+
+config.name = "fusec"
+# bash: tests check exit codes with $?.
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["unit", "Inputs", "CMakeLists.txt"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(os.path.dirname(config.fusec_tools_dir), "test")
+
+config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
+config.environment["FUSEC_CACHE_DIR"] = config.fusec_test_cache_dir
+for name in ("HOME", "CXX", "PATH"):
+    if name in os.environ:
+        config.environment[name] = os.environ[name]
+config.environment["PATH"] = os.pathsep.join(
+    [config.fusec_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
+config.substitutions.append(("%examples", os.path.join(config.fusec_source_dir, "examples")))

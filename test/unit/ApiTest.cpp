@@ -1,0 +1,166 @@
+//===- ApiTest.cpp - The library API: compile, run, kernels, errors ------===//
+
+#include "TestUtil.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+using namespace fusec;
+using Catch::Matchers::Contains;
+
+namespace {
+
+Tensor iota(DType dtype, Shape shape, double scale = 0.1) {
+  Tensor tensor(dtype, std::move(shape));
+  for (int64_t i = 0; i < tensor.numElements(); ++i)
+    tensor.set(i, (i - 3) * scale);
+  return tensor;
+}
+
+/// sin(sin(sin(sin(x)))) * y + sin(sin(sin(sin(x)))), with sin⁴ also an output.
+Graph seedGraph() {
+  GraphBuilder b("seed");
+  std::string x = b.input("x", DType::F32, {2, 3});
+  std::string y = b.input("y", DType::F32, {2, 3});
+  std::string s = b.op("sin", {b.op("sin", {b.op("sin", {b.op("sin", {x})})})});
+  b.output(b.op("add", {b.op("mul", {s, y}), s}));
+  b.output(s);
+  return b.build();
+}
+
+} // namespace
+
+TEST_CASE("sin4 * y + sin4 becomes one kernel with two outputs", "[api]") {
+  CompiledModel model = compile(seedGraph(), test::testOptions());
+  std::vector<KernelInfo> kernels = model.kernels();
+  REQUIRE(kernels.size() == 1);
+  CHECK(kernels[0].name == "fused_sin_sin_sin_sin_mul_add_0");
+  CHECK(kernels[0].ops ==
+        std::vector<std::string>{"sin", "sin", "sin", "sin", "mul", "add"});
+  CHECK_THAT(kernels[0].source, Contains("extern \"C\" void " + kernels[0].name));
+  CHECK(model.program().kernels[0].outputs.size() == 2);
+
+  Tensor x = iota(DType::F32, {2, 3}), y = iota(DType::F32, {2, 3}, -0.3);
+  std::vector<Tensor> outputs = model.run({x, y});
+  REQUIRE(outputs.size() == 2);
+  Tensor expectedZ(DType::F32, {2, 3}), expectedS(DType::F32, {2, 3});
+  for (int64_t i = 0; i < 6; ++i) {
+    double s = std::sin(std::sin(std::sin(std::sin(x.at(i)))));
+    expectedS.set(i, s);
+    expectedZ.set(i, s * y.at(i) + s);
+  }
+  CHECK(compareTensors(outputs[0], expectedZ).ok());
+  CHECK(compareTensors(outputs[1], expectedS).ok());
+}
+
+TEST_CASE("--no-fuse gives one kernel per op with the same results", "[api]") {
+  CompiledModel fused = compile(seedGraph(), test::testOptions(true));
+  CompiledModel unfused = compile(seedGraph(), test::testOptions(false));
+  CHECK(unfused.kernels().size() == 6);
+  for (const KernelInfo &kernel : unfused.kernels())
+    CHECK(kernel.ops.size() == 1);
+  Tensor x = iota(DType::F32, {2, 3}), y = iota(DType::F32, {2, 3}, 0.7);
+  std::vector<Tensor> a = fused.run({x, y}), b = unfused.run({x, y});
+  for (size_t i = 0; i < a.size(); ++i)
+    CHECK(compareTensors(a[i], b[i]).ok());
+}
+
+TEST_CASE("muladd x*y + x is one kernel", "[api]") {
+  GraphBuilder b("muladd");
+  std::string x = b.input("x", DType::F32, {1000});
+  std::string y = b.input("y", DType::F32, {1000});
+  b.output(b.op("add", {b.op("mul", {x, y}), x}));
+  CompiledModel model = compile(b.build(), test::testOptions());
+  REQUIRE(model.kernels().size() == 1);
+  CHECK(model.kernels()[0].ops == std::vector<std::string>{"mul", "add"});
+}
+
+TEST_CASE("a reshape splits kernels and aliases its buffer", "[api]") {
+  GraphBuilder b("reshaped");
+  std::string x = b.input("x", DType::F32, {2, 3});
+  std::string r = b.op("reshape", {b.op("sin", {x})}, {{"shape", Shape{3, 2}}});
+  b.output(b.op("cos", {r}));
+  CompiledModel model = compile(b.build(), test::testOptions());
+  REQUIRE(model.kernels().size() == 2);
+  Tensor input = iota(DType::F32, {2, 3});
+  Tensor output = model.run({input})[0];
+  REQUIRE(output.shape == Shape{3, 2});
+  Tensor expected(DType::F32, {3, 2});
+  for (int64_t i = 0; i < 6; ++i)
+    expected.set(i, std::cos(std::sin(input.at(i))));
+  CHECK(compareTensors(output, expected).ok());
+}
+
+TEST_CASE("a dense constant bias is broadcast into the kernel", "[api]") {
+  GraphBuilder b("bias");
+  std::string x = b.input("x", DType::F32, {4, 3});
+  Tensor biasValue = iota(DType::F32, {3}, 0.5);
+  std::string bias = b.constant("bias", biasValue);
+  std::string half = b.scalar(0.5, DType::F32);
+  b.output(b.op("mul", {b.op("add", {x, bias}), half}));
+  CompiledModel model = compile(b.build(), test::testOptions());
+  REQUIRE(model.kernels().size() == 1);
+  Tensor input = iota(DType::F32, {4, 3});
+  Tensor output = model.run({input})[0];
+  Tensor expected(DType::F32, {4, 3});
+  for (int64_t i = 0; i < 12; ++i)
+    expected.set(i, (input.at(i) + biasValue.at(i % 3)) * 0.5);
+  CHECK(compareTensors(output, expected).ok());
+}
+
+TEST_CASE("an input returned as an output is copied out", "[api]") {
+  GraphBuilder b("identity");
+  std::string x = b.input("x", DType::I32, {5});
+  b.output(x);
+  b.output(b.op("neg", {x}));
+  CompiledModel model = compile(b.build(), test::testOptions());
+  Tensor input = iota(DType::I32, {5}, 1);
+  std::vector<Tensor> outputs = model.run({input});
+  CHECK(outputs[0].bytes == input.bytes);
+  for (int64_t i = 0; i < 5; ++i)
+    CHECK(outputs[1].at(i) == -input.at(i));
+}
+
+TEST_CASE("lowering exposes every stage", "[api]") {
+  Lowering lowering = lowerGraph(seedGraph(), test::testOptions(), true);
+  CHECK_THAT(lowering.importedIR, Contains("fuse.sin"));
+  CHECK_THAT(lowering.fusedIR, Contains("fuse.fusion"));
+  CHECK_THAT(lowering.program.planJson(), Contains("\"kernels\""));
+  CHECK_THAT(lowering.program.source, Contains("#pragma omp simd"));
+}
+
+TEST_CASE("running with wrong inputs names the input", "[api][errors]") {
+  CompiledModel model = compile(seedGraph(), test::testOptions());
+  Tensor good = iota(DType::F32, {2, 3});
+  CHECK_THROWS_WITH(model.run({good, iota(DType::F32, {3, 2})}),
+                    Contains("input 'y' expects f32[2x3] but got f32[3x2]"));
+  CHECK_THROWS_WITH(model.run({good}), Contains("takes 2 inputs but got 1"));
+  CHECK_THROWS_WITH(model.run({good, iota(DType::F64, {2, 3})}),
+                    Contains("input 'y' expects f32[2x3] but got f64[2x3]"));
+}
+
+TEST_CASE("bad graphs give errors naming the node", "[api][errors]") {
+  SECTION("unknown op") {
+    GraphBuilder b("bad");
+    b.output(b.op("frobnicate", {b.input("x", DType::F32, {2})}));
+    CHECK_THROWS_WITH(compile(b.build(), test::testOptions()),
+                      Contains("<graph bad>: node 'frobnicate_0': error: "
+                               "unknown op 'frobnicate'"));
+  }
+  SECTION("shapes that do not broadcast") {
+    GraphBuilder b("bad");
+    b.output(b.op("add", {b.input("x", DType::F32, {2, 3}),
+                          b.input("y", DType::F32, {4})}));
+    CHECK_THROWS_WITH(compile(b.build(), test::testOptions()),
+                      Contains("node 'add_0': error: operand shapes 2x3 and 4 "
+                               "are not broadcast-compatible"));
+  }
+  SECTION("op refusing a dtype") {
+    GraphBuilder b("bad");
+    b.output(b.op("sin", {b.input("x", DType::I32, {2})}));
+    CHECK_THROWS_WITH(compile(b.build(), test::testOptions()),
+                      Contains("node 'sin_0': error: 'fuse.sin' does not "
+                               "accept dtype i32"));
+  }
+}
