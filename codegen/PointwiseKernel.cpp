@@ -145,20 +145,23 @@ static std::string storeExpression(const KernelOutput &output) {
 /// The offset of row `row` (all dims but the last) in a broadcast input.
 static std::string rowOffsetExpression(const Shape &iteration,
                                        const Shape &strides) {
-  std::string expression;
-  size_t rank = iteration.size();
-  int64_t rowsInner = 1; // product of iteration dims between d and the last
-  for (size_t d = rank - 1; d-- > 0;) {
+  std::vector<std::string> terms;
+  int64_t rowsInner = 1; // product of the iteration dims between d and the last
+  for (size_t d = iteration.size() - 1; d-- > 0;) {
     if (strides[d] != 0) {
       std::string coord = rowsInner == 1 ? std::string("row")
                                          : "row / " + std::to_string(rowsInner);
-      if (d != 0)
+      if (d != 0) // the outermost coordinate needs no wrap-around
         coord = "(" + coord + ") % " + std::to_string(iteration[d]);
-      expression += (expression.empty() ? "" : " + ") + std::string("(") +
-                    coord + ") * " + std::to_string(strides[d]);
+      terms.push_back(strides[d] == 1
+                          ? coord
+                          : "(" + coord + ") * " + std::to_string(strides[d]));
     }
     rowsInner *= iteration[d];
   }
+  std::string expression;
+  for (const std::string &term : terms)
+    expression += (expression.empty() ? "" : " + ") + term;
   return expression.empty() ? "0" : expression;
 }
 

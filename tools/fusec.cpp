@@ -256,7 +256,7 @@ int runCli(const CliOptions &options) {
       load(lowerFile(options.model, unfusedOptions).program, unfusedOptions);
   std::vector<Tensor> expected = unfused.run(inputs);
   bool allOk = true;
-  std::printf("check: %zu fused kernel%s vs %zu unfused\n",
+  std::printf("check: %zu kernel%s vs %zu unfused\n",
               program.kernels.size(), program.kernels.size() == 1 ? "" : "s",
               unfused.program().kernels.size());
   for (size_t i = 0; i < outputs.size(); ++i) {

@@ -1,0 +1,62 @@
+// RUN: fusec-opt %s --canonicalize | FileCheck %s
+// Constant folding through the op table's reference, and the identities.
+
+// CHECK-LABEL: func.func @fold_constants
+func.func @fold_constants() -> (tensor<2xf32>, tensor<i8>, tensor<2xi1>, tensor<2xi32>) {
+  %a = fuse.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %b = fuse.constant dense<0.5> : tensor<f32>
+  %sum = fuse.add %a, %b : (tensor<2xf32>, tensor<f32>) -> tensor<2xf32>
+  %neg = fuse.neg %sum : tensor<2xf32>
+  %big = fuse.constant dense<100> : tensor<i8>
+  // i8 arithmetic wraps: 100 + 100 = -56.
+  %wrap = fuse.add %big, %big : (tensor<i8>, tensor<i8>) -> tensor<i8>
+  %lt = fuse.lt %a, %b : (tensor<2xf32>, tensor<f32>) -> tensor<2xi1>
+  %f = fuse.constant dense<[2.7, -2.7]> : tensor<2xf32>
+  // Float to int truncates toward zero.
+  %i = fuse.cast %f : tensor<2xf32> to tensor<2xi32>
+  // CHECK-DAG: fuse.constant dense<[-1.500000e+00, -2.500000e+00]> : tensor<2xf32>
+  // CHECK-DAG: fuse.constant dense<-56> : tensor<i8>
+  // CHECK-DAG: fuse.constant dense<false> : tensor<2xi1>
+  // CHECK-DAG: fuse.constant dense<[2, -2]> : tensor<2xi32>
+  // CHECK-NOT: fuse.add
+  // CHECK-NOT: fuse.cast
+  return %neg, %wrap, %lt, %i : tensor<2xf32>, tensor<i8>, tensor<2xi1>, tensor<2xi32>
+}
+
+// CHECK-LABEL: func.func @identities
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>, %[[B:.*]]: tensor<2x3xi1>)
+func.func @identities(%x: tensor<2x3xf32>, %b: tensor<2x3xi1>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xi1>, tensor<2x3xf32>) {
+  %zero = fuse.constant dense<0.0> : tensor<f32>
+  %one = fuse.constant dense<1.0> : tensor<3xf32>
+  %t = fuse.constant dense<true> : tensor<i1>
+  %0 = fuse.add %x, %zero : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  %1 = fuse.mul %one, %x : (tensor<3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %2 = fuse.neg %x : tensor<2x3xf32>
+  %3 = fuse.neg %2 : tensor<2x3xf32>
+  %4 = fuse.cast %x : tensor<2x3xf32> to tensor<2x3xf32>
+  %5 = fuse.and %b, %t : (tensor<2x3xi1>, tensor<i1>) -> tensor<2x3xi1>
+  %6 = fuse.select %t, %x, %2 : (tensor<i1>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  // CHECK: return %[[X]], %[[X]], %[[X]], %[[X]], %[[B]], %[[X]]
+  return %0, %1, %3, %4, %5, %6 : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xi1>, tensor<2x3xf32>
+}
+
+// An identity that would change the result type is not applied.
+// CHECK-LABEL: func.func @no_identity_across_broadcast
+func.func @no_identity_across_broadcast(%x: tensor<3xf32>) -> tensor<2x3xf32> {
+  %zero = fuse.constant dense<0.0> : tensor<2x3xf32>
+  // CHECK: fuse.add
+  %0 = fuse.add %x, %zero : (tensor<3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// CHECK-LABEL: func.func @layout_ops
+func.func @layout_ops(%x: tensor<6xf32>) -> (tensor<2x3xf32>, tensor<4x3xf32>) {
+  // CHECK-DAG: %[[R:.*]] = fuse.reshape %{{.*}} : tensor<6xf32> to tensor<2x3xf32>
+  %r1 = fuse.reshape %x : tensor<6xf32> to tensor<3x2xf32>
+  %r2 = fuse.reshape %r1 : tensor<3x2xf32> to tensor<2x3xf32>
+  %s = fuse.constant dense<2.0> : tensor<3xf32>
+  // CHECK-DAG: %[[B:.*]] = fuse.constant dense<2.000000e+00> : tensor<4x3xf32>
+  %b = fuse.broadcast_to %s : tensor<3xf32> to tensor<4x3xf32>
+  // CHECK: return %[[R]], %[[B]]
+  return %r2, %b : tensor<2x3xf32>, tensor<4x3xf32>
+}
