@@ -54,7 +54,7 @@ TEST_CASE("sin4 * y + sin4 becomes one kernel with two outputs", "[api]") {
   CHECK(compareTensors(outputs[1], expectedS).ok());
 }
 
-TEST_CASE("--no-fuse gives one kernel per op with the same results", "[api]") {
+TEST_CASE("unfused compilation gives one kernel per op with the same results", "[api]") {
   CompiledModel fused = compile(seedGraph(), test::testOptions(true));
   CompiledModel unfused = compile(seedGraph(), test::testOptions(false));
   CHECK(unfused.kernels().size() == 6);
