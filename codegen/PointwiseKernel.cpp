@@ -115,8 +115,25 @@ FailureOr<PointwiseKernel> analyzePointwiseRegion(FusionOp fusion,
 // C++ with OpenMP
 //===----------------------------------------------------------------------===//
 
+/// libm functions with vector variants in glibc's libmvec. Declaring them
+/// `simd` lets `#pragma omp simd` loops call the 4/8/16-lane versions
+/// instead of one scalar call per element (the runtime links -lmvec).
+static const char *const kLibmvecFunctions[][2] = {
+    {"sin", "1"}, {"cos", "1"}, {"exp", "1"}, {"log", "1"},
+    {"tanh", "1"}, {"erf", "1"}, {"pow", "2"}};
+
 std::string cppPrelude(bool withHalfTypes) {
-  std::string prelude = "#include <math.h>\n#include <stdint.h>\n";
+  std::string prelude = "#include <math.h>\n#include <stdint.h>\n\n"
+                        "extern \"C\" {\n";
+  for (const auto &[name, arity] : kLibmvecFunctions)
+    for (const char *type : {"float", "double"}) {
+      std::string suffix = std::string(type) == "float" ? "f" : "";
+      std::string params = arity[0] == '2' ? std::string(type) + ", " + type
+                                           : std::string(type);
+      prelude += std::string(type) + " " + name + suffix + "(" + params +
+                 ") __attribute__((simd(\"notinbranch\")));\n";
+    }
+  prelude += "}\n";
   if (withHalfTypes)
     prelude += std::string("\n") + kHalfFloatSource;
   return prelude;

@@ -30,8 +30,8 @@ constexpr char kTrailerMagic[8] = {'F', 'U', 'S', 'E', 'C', 'S', 'O', '1'};
 constexpr size_t kTrailerBytes = 24;
 
 const std::vector<std::string> kHostFlags = {
-    "-O3",     "-march=native", "-fopenmp",         "-shared",
-    "-fPIC",   "-fwrapv",       "-fno-math-errno", "-std=c++17"};
+    "-O3",   "-march=native", "-fopenmp",        "-shared",    "-fPIC",
+    "-fwrapv", "-fno-math-errno", "-std=c++17", "-lmvec"};
 
 std::string readFile(const std::string &path, bool *ok = nullptr) {
   std::ifstream in(path, std::ios::binary);
