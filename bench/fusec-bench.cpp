@@ -31,8 +31,10 @@ struct BenchCase {
 std::string gelu(GraphBuilder &b, const std::string &x, DType dtype) {
   // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
   std::string cube = b.op("mul", {b.op("mul", {x, x}), x});
-  std::string inner = b.op("add", {x, b.op("mul", {b.scalar(0.044715, dtype), cube})});
-  std::string t = b.op("tanh", {b.op("mul", {b.scalar(0.7978845608028654, dtype), inner})});
+  std::string inner =
+      b.op("add", {x, b.op("mul", {b.scalar(0.044715, dtype), cube})});
+  std::string t =
+      b.op("tanh", {b.op("mul", {b.scalar(0.7978845608028654, dtype), inner})});
   return b.op("mul", {b.op("mul", {b.scalar(0.5, dtype), x}),
                       b.op("add", {b.scalar(1.0, dtype), t})});
 }

@@ -31,10 +31,11 @@ bool PointwiseKernel::usesHalfTypes() const {
   auto isHalf = [](DType dtype) {
     return dtype == DType::F16 || dtype == DType::BF16;
   };
-  return llvm::any_of(inputs,
-                      [&](const KernelInput &in) { return isHalf(in.dtype); }) ||
-         llvm::any_of(outputs,
-                      [&](const KernelOutput &out) { return isHalf(out.dtype); }) ||
+  return llvm::any_of(
+             inputs, [&](const KernelInput &in) { return isHalf(in.dtype); }) ||
+         llvm::any_of(
+             outputs,
+             [&](const KernelOutput &out) { return isHalf(out.dtype); }) ||
          llvm::any_of(statements, [](const std::string &statement) {
            return statement.find("fusec_f") != std::string::npos;
          });
@@ -57,7 +58,8 @@ FailureOr<PointwiseKernel> analyzePointwiseRegion(FusionOp fusion,
              << "codegen: the results of one pointwise region must share a "
                 "shape, but they are "
              << fusec::formatShape(kernel.iterationShape) << " and "
-             << fusec::formatShape(toShape(cast<RankedTensorType>(value.getType())));
+             << fusec::formatShape(
+                    toShape(cast<RankedTensorType>(value.getType())));
   // Every computed value is one element per iteration; only inputs and
   // constants may be smaller (and are then read through broadcasting).
   for (Operation &op : body.without_terminator()) {
@@ -102,7 +104,8 @@ FailureOr<PointwiseKernel> analyzePointwiseRegion(FusionOp fusion,
   if (failed(printer.print(body, kernel.statements)))
     return failure();
   for (Value value : yield.getValues())
-    kernel.outputs.push_back({dtypeOf(value.getType()), printer.variableOf(value)});
+    kernel.outputs.push_back(
+        {dtypeOf(value.getType()), printer.variableOf(value)});
 
   kernel.name = "fused";
   for (size_t i = 0; i < kernel.ops.size() && i < kMaxOpsInName; ++i)
@@ -119,7 +122,7 @@ FailureOr<PointwiseKernel> analyzePointwiseRegion(FusionOp fusion,
 /// `simd` lets `#pragma omp simd` loops call the 4/8/16-lane versions
 /// instead of one scalar call per element (the runtime links -lmvec).
 static const char *const kLibmvecFunctions[][2] = {
-    {"sin", "1"}, {"cos", "1"}, {"exp", "1"}, {"log", "1"},
+    {"sin", "1"},  {"cos", "1"}, {"exp", "1"}, {"log", "1"},
     {"tanh", "1"}, {"erf", "1"}, {"pow", "2"}};
 
 std::string cppPrelude(bool withHalfTypes) {
@@ -128,8 +131,8 @@ std::string cppPrelude(bool withHalfTypes) {
   for (const auto &[name, arity] : kLibmvecFunctions)
     for (const char *type : {"float", "double"}) {
       std::string suffix = std::string(type) == "float" ? "f" : "";
-      std::string params = arity[0] == '2' ? std::string(type) + ", " + type
-                                           : std::string(type);
+      std::string params =
+          arity[0] == '2' ? std::string(type) + ", " + type : std::string(type);
       prelude += std::string(type) + " " + name + suffix + "(" + params +
                  ") __attribute__((simd(\"notinbranch\")));\n";
     }
@@ -220,7 +223,8 @@ std::string printCppKernel(const PointwiseKernel &kernel) {
     for (size_t i = 0; i < kernel.inputs.size(); ++i)
       if (kernel.inputs[i].access == InputAccess::Broadcast)
         os << "    const int64_t in" << i << "_row = "
-           << rowOffsetExpression(kernel.iterationShape, kernel.inputs[i].strides)
+           << rowOffsetExpression(kernel.iterationShape,
+                                  kernel.inputs[i].strides)
            << ";\n";
     os << "#pragma omp simd\n";
     os << "    for (int64_t col = 0; col < " << columns << "; ++col) {\n";

@@ -69,15 +69,16 @@ public:
     auto returnOp = cast<func::ReturnOp>(body.getTerminator());
     for (auto [index, value] : llvm::enumerate(returnOp.getOperands())) {
       std::string name = "result" + std::to_string(index);
-      if (auto attr = func.getResultAttrOfType<StringAttr>(index, kValueNameAttr))
+      if (auto attr =
+              func.getResultAttrOfType<StringAttr>(index, kValueNameAttr))
         name = attr.str();
       program.outputNames.push_back(name);
       outputNameOf.try_emplace(value, name);
     }
     for (BlockArgument arg : body.getArguments()) {
       std::string name = "arg" + std::to_string(arg.getArgNumber());
-      if (auto attr =
-              func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kValueNameAttr))
+      if (auto attr = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                        kValueNameAttr))
         name = attr.str();
       program.inputs.push_back(addBuffer(arg, name, BufferRole::Input));
     }

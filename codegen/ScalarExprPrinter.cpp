@@ -101,11 +101,13 @@ LogicalResult ScalarExprPrinter::print(Block &body,
       if (!splat)
         return op.emitError("codegen: a dense constant inside a fusion region "
                             "must be passed in as a region input");
-      expression = literal(constantElement(splat, 0), dtypeOf(op.getResult(0).getType()));
+      expression = literal(constantElement(splat, 0),
+                           dtypeOf(op.getResult(0).getType()));
     } else if (const ElementwiseOpInfo *info =
                    lookupElementwiseOp(op.getName().stripDialect())) {
       DType operandDType = dtypeOf(op.getOperand(0).getType());
-      expression = instantiate(info->cExpression(operandDType), operandVariables());
+      expression =
+          instantiate(info->cExpression(operandDType), operandVariables());
     } else if (isa<SelectOp>(op)) {
       SmallVector<std::string> names = operandVariables();
       expression = "(" + names[0] + " ? " + names[1] + " : " + names[2] + ")";
@@ -120,8 +122,8 @@ LogicalResult ScalarExprPrinter::print(Block &body,
     std::string variable = newVariable();
     const char *type =
         fusec::dtypeInfo(dtypeOf(op.getResult(0).getType())).computeCType;
-    statements.push_back(std::string("const ") + type + " " + variable +
-                         " = " + expression + ";");
+    statements.push_back(std::string("const ") + type + " " + variable + " = " +
+                         expression + ";");
     bind(op.getResult(0), variable);
   }
   return success();

@@ -65,7 +65,8 @@ public:
   DiagnosticCollector(MLIRContext &context, bool printRemarks)
       : handler(&context, [this, printRemarks](Diagnostic &diagnostic) {
           if (diagnostic.getSeverity() == DiagnosticSeverity::Error) {
-            errors += (errors.empty() ? "" : "\n") + formatDiagnostic(diagnostic);
+            errors +=
+                (errors.empty() ? "" : "\n") + formatDiagnostic(diagnostic);
             for (Diagnostic &note : diagnostic.getNotes())
               errors += "\n" + formatDiagnostic(note);
           } else if (printRemarks) {

@@ -57,8 +57,8 @@ Graph readJsonGraph(const std::string &path);
 ///   GraphBuilder b("seed");
 ///   auto x = b.input("x", DType::F32, {2, 3});
 ///   auto s = b.op("sin", {b.op("sin", {b.op("sin", {b.op("sin", {x})})})});
-///   b.output(b.op("add", {b.op("mul", {s, b.input("y", DType::F32, {2, 3})}), s}));
-///   Graph g = b.build();
+///   b.output(b.op("add", {b.op("mul", {s, b.input("y", DType::F32, {2, 3})}),
+///   s})); Graph g = b.build();
 class GraphBuilder {
 public:
   explicit GraphBuilder(std::string name = "main");

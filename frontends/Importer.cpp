@@ -28,8 +28,8 @@ class GraphImporter {
 public:
   GraphImporter(const Graph &graph, MLIRContext *context)
       : graph(graph), context(context), builder(context) {
-    std::string file =
-        graph.sourcePath.empty() ? "<graph " + graph.name + ">" : graph.sourcePath;
+    std::string file = graph.sourcePath.empty() ? "<graph " + graph.name + ">"
+                                                : graph.sourcePath;
     fileLoc = FileLineColLoc::get(context, file, 0, 0);
   }
 
@@ -74,7 +74,8 @@ public:
       return nullptr;
     }
     func::ReturnOp::create(builder, fileLoc, results);
-    func.setType(builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
+    func.setType(
+        builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
     for (auto [index, output] : llvm::enumerate(graph.outputs))
       func.setResultAttr(index, kValueNameAttr, builder.getStringAttr(output));
     if (failed(verify(*module)))
@@ -112,7 +113,8 @@ private:
     for (size_t i = 0; i < graph.nodes.size(); ++i) {
       const GraphNode &node = graph.nodes[i];
       for (const std::string &output : node.outputs) {
-        if (failed(define(output, "node '" + node.name + "'", nodeLoc(node.name))))
+        if (failed(
+                define(output, "node '" + node.name + "'", nodeLoc(node.name))))
           return failure();
         producer[output] = i;
       }
@@ -178,9 +180,9 @@ private:
       unsigned bits = type.getElementType().getIntOrFloatBitWidth();
       SmallVector<APInt> elements;
       for (int64_t i = 0; i < tensor.numElements(); ++i)
-        elements.emplace_back(bits, static_cast<uint64_t>(static_cast<int64_t>(
-                                        tensor.at(i))),
-                              /*isSigned=*/false, /*implicitTrunc=*/true);
+        elements.emplace_back(
+            bits, static_cast<uint64_t>(static_cast<int64_t>(tensor.at(i))),
+            /*isSigned=*/false, /*implicitTrunc=*/true);
       attr = DenseElementsAttr::get(type, elements);
     }
     return ConstantOp::create(builder, nodeLoc(constant.name), type, attr);
@@ -192,8 +194,9 @@ private:
     auto operandType = cast<RankedTensorType>(operand.getType());
     if (node.op == "cast") {
       auto it = node.attrs.find("dtype");
-      const std::string *name =
-          it == node.attrs.end() ? nullptr : std::get_if<std::string>(&it->second);
+      const std::string *name = it == node.attrs.end()
+                                    ? nullptr
+                                    : std::get_if<std::string>(&it->second);
       if (!name)
         return emitError(loc) << "'cast' needs attr \"dtype\" (a dtype name)";
       std::optional<fusec::DType> dtype = fusec::parseDType(*name);
@@ -207,13 +210,13 @@ private:
         it == node.attrs.end() ? nullptr
                                : std::get_if<std::vector<int64_t>>(&it->second);
     if (!shape)
-      return emitError(loc) << "'" << node.op
-                            << "' needs attr \"shape\" (an array of dims)";
+      return emitError(loc)
+             << "'" << node.op << "' needs attr \"shape\" (an array of dims)";
     for (int64_t dim : *shape)
       if (dim < 1)
-        return emitError(loc) << "'" << node.op
-                              << "' attr \"shape\" has a non-positive dim "
-                              << dim;
+        return emitError(loc)
+               << "'" << node.op << "' attr \"shape\" has a non-positive dim "
+               << dim;
     return Type(RankedTensorType::get(*shape, operandType.getElementType()));
   }
 
@@ -227,8 +230,8 @@ private:
       return emitError(loc) << "unknown op '" << node.op << "'";
     unsigned arity = info ? info->arity : other->second;
     if (node.inputs.size() != arity)
-      return emitError(loc) << "'" << node.op << "' takes " << arity
-                            << " input" << (arity == 1 ? "" : "s") << " but "
+      return emitError(loc) << "'" << node.op << "' takes " << arity << " input"
+                            << (arity == 1 ? "" : "s") << " but "
                             << node.inputs.size() << " were given";
     if (node.outputs.size() != 1)
       return emitError(loc) << "'" << node.op << "' produces 1 output but "

@@ -76,8 +76,7 @@ LogicalResult fuse::inferElementwiseResultType(
     if (other != element)
       return emitOptionalError(loc, "'", opName,
                                "' operands have different dtypes: ",
-                               typeString(element), " and ",
-                               typeString(other));
+                               typeString(element), " and ", typeString(other));
   }
   std::optional<DType> dtype = toDType(element);
   if (!dtype || !info->accepts(*dtype))
@@ -88,10 +87,11 @@ LogicalResult fuse::inferElementwiseResultType(
   return success();
 }
 
-LogicalResult SelectOp::inferReturnTypes(
-    MLIRContext *context, std::optional<Location> loc, ValueRange operands,
-    DictionaryAttr, OpaqueProperties, RegionRange,
-    SmallVectorImpl<Type> &inferred) {
+LogicalResult SelectOp::inferReturnTypes(MLIRContext *context,
+                                         std::optional<Location> loc,
+                                         ValueRange operands, DictionaryAttr,
+                                         OpaqueProperties, RegionRange,
+                                         SmallVectorImpl<Type> &inferred) {
   fusec::Shape shape;
   if (failed(broadcastOperandShapes(loc, operands, shape)))
     return failure();
@@ -110,7 +110,6 @@ LogicalResult SelectOp::inferReturnTypes(
 //===----------------------------------------------------------------------===//
 // Scalars of constant attributes
 //===----------------------------------------------------------------------===//
-
 
 /// A double as an element of `elementType`: rounded for floats, wrapped for
 /// ints, `!= 0` for i1. Fails for float->int conversions that are undefined.
@@ -163,7 +162,8 @@ static bool isSplatOf(Attribute attr, double value) {
 // Folders
 //===----------------------------------------------------------------------===//
 
-OpFoldResult fuse::foldElementwise(Operation *op, ArrayRef<Attribute> operands) {
+OpFoldResult fuse::foldElementwise(Operation *op,
+                                   ArrayRef<Attribute> operands) {
   const ElementwiseOpInfo *info =
       lookupElementwiseOp(op->getName().stripDialect());
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
@@ -243,15 +243,13 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
     return {};
   auto resultType = cast<RankedTensorType>(getType());
   bool fromFloat = isa<FloatType>(input.getElementType());
-  return buildConstant(resultType, input.isSplat(), fromFloat,
-                       [&](int64_t i) {
-                         double value = constantElement(input, i);
-                         // Float to integer truncates toward zero.
-                         return fromFloat && !resultType.getElementType()
-                                                  .isInteger(1)
-                                    ? std::trunc(value)
-                                    : value;
-                       });
+  return buildConstant(resultType, input.isSplat(), fromFloat, [&](int64_t i) {
+    double value = constantElement(input, i);
+    // Float to integer truncates toward zero.
+    return fromFloat && !resultType.getElementType().isInteger(1)
+               ? std::trunc(value)
+               : value;
+  });
 }
 
 OpFoldResult BroadcastToOp::fold(FoldAdaptor adaptor) {

@@ -49,7 +49,8 @@ Tensor randomTensor(DType dtype, const Shape &shape, std::mt19937_64 &rng,
   Tensor tensor(dtype, shape);
   std::uniform_real_distribution<double> real(low, high);
   std::uniform_int_distribution<int64_t> integer(
-      static_cast<int64_t>(std::ceil(low)), static_cast<int64_t>(std::floor(high)));
+      static_cast<int64_t>(std::ceil(low)),
+      static_cast<int64_t>(std::floor(high)));
   std::uniform_int_distribution<int> coin(0, 1);
   for (int64_t i = 0; i < tensor.numElements(); ++i) {
     switch (dtypeInfo(dtype).kind) {

@@ -51,9 +51,10 @@ static inline FUSEC_HOST_DEVICE uint16_t fusec_f32_to_f16(float value) {
   if (magnitude >= 0x47800000u) /* >= 65536: inf */
     return (uint16_t)(sign | 0x7c00u);
   if (magnitude < 0x38800000u) /* below 2^-14: subnormal or zero */
-    return (uint16_t)(sign | (uint16_t)nearbyintf(
-                                 fusec_bits_to_f32(magnitude) * 16777216.0f));
-  uint32_t half = (((magnitude >> 23) - 112) << 10) | ((magnitude >> 13) & 0x3ffu);
+    return (uint16_t)(sign | (uint16_t)nearbyintf(fusec_bits_to_f32(magnitude) *
+                                                  16777216.0f));
+  uint32_t half =
+      (((magnitude >> 23) - 112) << 10) | ((magnitude >> 13) & 0x3ffu);
   uint32_t rest = magnitude & 0x1fffu;
   if (rest > 0x1000u || (rest == 0x1000u && (half & 1u)))
     ++half; /* may carry into the exponent, up to inf: still correct */

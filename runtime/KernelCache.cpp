@@ -30,7 +30,7 @@ constexpr char kTrailerMagic[8] = {'F', 'U', 'S', 'E', 'C', 'S', 'O', '1'};
 constexpr size_t kTrailerBytes = 24;
 
 const std::vector<std::string> kHostFlags = {
-    "-O3",   "-march=native", "-fopenmp",        "-shared",    "-fPIC",
+    "-O3",     "-march=native",   "-fopenmp",   "-shared", "-fPIC",
     "-fwrapv", "-fno-math-errno", "-std=c++17", "-lmvec"};
 
 std::string readFile(const std::string &path, bool *ok = nullptr) {
@@ -105,7 +105,8 @@ std::string validateEntry(const std::string &bytes) {
 }
 
 /// Runs `argv` with stdout and stderr sent to `logPath`; the exit status.
-int runLogged(const std::vector<std::string> &argv, const std::string &logPath) {
+int runLogged(const std::vector<std::string> &argv,
+              const std::string &logPath) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, logPath.c_str(),
@@ -158,8 +159,7 @@ std::string KernelCache::defaultDirectory() {
   return std::string(home && *home ? home : "/tmp") + "/.cache/fusec";
 }
 
-std::shared_ptr<KernelCache>
-KernelCache::forDirectory(const std::string &dir) {
+std::shared_ptr<KernelCache> KernelCache::forDirectory(const std::string &dir) {
   static std::mutex registryMutex;
   static std::map<std::string, std::shared_ptr<KernelCache>> registry;
   std::string resolved = dir.empty() ? defaultDirectory() : dir;

@@ -68,8 +68,8 @@ private:
   std::shared_ptr<KernelLibrary> loadOrCompile(const std::string &key,
                                                const std::string &source);
   std::shared_ptr<KernelLibrary> compileAndLoad(const std::string &key,
-                                               const std::string &source,
-                                               const std::string &entryPath);
+                                                const std::string &source,
+                                                const std::string &entryPath);
   void warn(const std::string &message);
 
   std::string cacheDirectory;

@@ -10,8 +10,8 @@
 namespace fusec {
 
 /// Reads a little-endian, C-order .npy file. When `expected` is bf16, a <u2
-/// array is read as bf16 bits (NumPy has no bf16). Throws fusec::Error naming the
-/// file on anything it cannot read.
+/// array is read as bf16 bits (NumPy has no bf16). Throws fusec::Error naming
+/// the file on anything it cannot read.
 Tensor readNpy(const std::string &path, std::optional<DType> expected = {});
 /// Writes a tensor as .npy (bf16 as its raw bits, <u2).
 void writeNpy(const std::string &path, const Tensor &tensor);

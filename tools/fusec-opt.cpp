@@ -11,7 +11,6 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<fuse::FuseDialect, mlir::func::FuncDialect>();
   fuse::registerAllFusePasses();
-  return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "fusec-opt: the fuse dialect's opt tool\n",
-                        registry));
+  return mlir::asMainReturnCode(mlir::MlirOptMain(
+      argc, argv, "fusec-opt: the fuse dialect's opt tool\n", registry));
 }

@@ -176,18 +176,17 @@ std::vector<Tensor> modelInputs(const CliOptions &options,
       const BufferDesc &expected = program.buffers[program.inputs[i]];
       Tensor tensor = readNpy(options.inputFiles[i], expected.dtype);
       if (tensor.shape != expected.shape)
-        throw Error(options.inputFiles[i] + ": error: input '" +
-                    expected.name + "' expects shape " +
-                    formatShape(expected.shape) + " but the file holds " +
-                    formatShape(tensor.shape));
+        throw Error(options.inputFiles[i] + ": error: input '" + expected.name +
+                    "' expects shape " + formatShape(expected.shape) +
+                    " but the file holds " + formatShape(tensor.shape));
       inputs.push_back(std::move(tensor));
     }
     return inputs;
   }
   std::mt19937_64 rng(options.seed);
   for (int id : program.inputs)
-    inputs.push_back(
-        randomTensor(program.buffers[id].dtype, program.buffers[id].shape, rng));
+    inputs.push_back(randomTensor(program.buffers[id].dtype,
+                                  program.buffers[id].shape, rng));
   return inputs;
 }
 
@@ -256,8 +255,8 @@ int runCli(const CliOptions &options) {
       load(lowerFile(options.model, unfusedOptions).program, unfusedOptions);
   std::vector<Tensor> expected = unfused.run(inputs);
   bool allOk = true;
-  std::printf("check: %zu kernel%s vs %zu unfused\n",
-              program.kernels.size(), program.kernels.size() == 1 ? "" : "s",
+  std::printf("check: %zu kernel%s vs %zu unfused\n", program.kernels.size(),
+              program.kernels.size() == 1 ? "" : "s",
               unfused.program().kernels.size());
   for (size_t i = 0; i < outputs.size(); ++i) {
     Tolerance tolerance = toleranceFor(outputs[i].dtype);

@@ -38,7 +38,8 @@ TEST_CASE("sin4 * y + sin4 becomes one kernel with two outputs", "[api]") {
   CHECK(kernels[0].name == "fused_sin_sin_sin_sin_mul_add_0");
   CHECK(kernels[0].ops ==
         std::vector<std::string>{"sin", "sin", "sin", "sin", "mul", "add"});
-  CHECK_THAT(kernels[0].source, Contains("extern \"C\" void " + kernels[0].name));
+  CHECK_THAT(kernels[0].source,
+             Contains("extern \"C\" void " + kernels[0].name));
   CHECK(model.program().kernels[0].outputs.size() == 2);
 
   Tensor x = iota(DType::F32, {2, 3}), y = iota(DType::F32, {2, 3}, -0.3);
@@ -54,7 +55,8 @@ TEST_CASE("sin4 * y + sin4 becomes one kernel with two outputs", "[api]") {
   CHECK(compareTensors(outputs[1], expectedS).ok());
 }
 
-TEST_CASE("unfused compilation gives one kernel per op with the same results", "[api]") {
+TEST_CASE("unfused compilation gives one kernel per op with the same results",
+          "[api]") {
   CompiledModel fused = compile(seedGraph(), test::testOptions(true));
   CompiledModel unfused = compile(seedGraph(), test::testOptions(false));
   CHECK(unfused.kernels().size() == 6);

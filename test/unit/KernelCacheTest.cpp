@@ -97,9 +97,7 @@ TEST_CASE("a corrupt entry is reported and recompiled", "[cache]") {
     bytes.assign(std::istreambuf_iterator<char>(in), {});
   }
   std::string damaged;
-  SECTION("truncated") {
-    damaged = bytes.substr(0, bytes.size() / 2);
-  }
+  SECTION("truncated") { damaged = bytes.substr(0, bytes.size() / 2); }
   SECTION("a flipped byte") {
     damaged = bytes;
     damaged[damaged.size() / 3] ^= 0x5a;
@@ -154,7 +152,8 @@ TEST_CASE("processes compiling the same kernel at once all succeed",
       int status = 1;
       try {
         KernelCache cache(dir);
-        status = callAddOne(*cache.loadHostLibrary(kSource), i) == i + 1 ? 0 : 2;
+        status =
+            callAddOne(*cache.loadHostLibrary(kSource), i) == i + 1 ? 0 : 2;
       } catch (...) {
         status = 3;
       }

@@ -71,7 +71,8 @@ void checkAllOps(DType dtype) {
     std::vector<Tensor> inputs;
     auto addInput = [&](const std::string &name, DType type, const Shape &shape,
                         std::pair<double, double> range) {
-      inputs.push_back(randomTensor(type, shape, rng, range.first, range.second));
+      inputs.push_back(
+          randomTensor(type, shape, rng, range.first, range.second));
       return builder.input(name, type, shape);
     };
     auto real = inputRange(dtype, fuse::InputDomain::Real);
@@ -95,8 +96,9 @@ void checkAllOps(DType dtype) {
       std::string out = info.arity == 1 ? builder.op(info.mnemonic, {lhs})
                                         : builder.op(info.mnemonic, {lhs, rhs});
       builder.output(out);
-      expected.emplace_back(info.mnemonic,
-                            referenceResult(info, a, info.arity == 2 ? &b : nullptr));
+      expected.emplace_back(
+          info.mnemonic,
+          referenceResult(info, a, info.arity == 2 ? &b : nullptr));
     }
     // select(cond, x, y): cond broadcasts with both.
     builder.output(builder.op("select", {cond, x, y}));
@@ -120,7 +122,8 @@ void checkAllOps(DType dtype) {
         REQUIRE(outputs[i].shape == expected[i].second.shape);
         REQUIRE(outputs[i].dtype == expected[i].second.dtype);
         Comparison comparison = compareTensors(outputs[i], expected[i].second);
-        INFO(test::describeMismatch(outputs[i], expected[i].second, comparison));
+        INFO(
+            test::describeMismatch(outputs[i], expected[i].second, comparison));
         CHECK(comparison.ok());
       }
     }
@@ -129,14 +132,30 @@ void checkAllOps(DType dtype) {
 
 } // namespace
 
-TEST_CASE("every op on f64 matches the reference", "[ops]") { checkAllOps(DType::F64); }
-TEST_CASE("every op on f32 matches the reference", "[ops]") { checkAllOps(DType::F32); }
-TEST_CASE("every op on f16 matches the reference", "[ops]") { checkAllOps(DType::F16); }
-TEST_CASE("every op on bf16 matches the reference", "[ops]") { checkAllOps(DType::BF16); }
-TEST_CASE("every op on i8 matches the reference", "[ops]") { checkAllOps(DType::I8); }
-TEST_CASE("every op on i32 matches the reference", "[ops]") { checkAllOps(DType::I32); }
-TEST_CASE("every op on i64 matches the reference", "[ops]") { checkAllOps(DType::I64); }
-TEST_CASE("every op on i1 matches the reference", "[ops]") { checkAllOps(DType::I1); }
+TEST_CASE("every op on f64 matches the reference", "[ops]") {
+  checkAllOps(DType::F64);
+}
+TEST_CASE("every op on f32 matches the reference", "[ops]") {
+  checkAllOps(DType::F32);
+}
+TEST_CASE("every op on f16 matches the reference", "[ops]") {
+  checkAllOps(DType::F16);
+}
+TEST_CASE("every op on bf16 matches the reference", "[ops]") {
+  checkAllOps(DType::BF16);
+}
+TEST_CASE("every op on i8 matches the reference", "[ops]") {
+  checkAllOps(DType::I8);
+}
+TEST_CASE("every op on i32 matches the reference", "[ops]") {
+  checkAllOps(DType::I32);
+}
+TEST_CASE("every op on i64 matches the reference", "[ops]") {
+  checkAllOps(DType::I64);
+}
+TEST_CASE("every op on i1 matches the reference", "[ops]") {
+  checkAllOps(DType::I1);
+}
 
 TEST_CASE("cast converts between every pair of dtypes", "[ops]") {
   for (const DType *from = allDTypesBegin(); from != allDTypesEnd(); ++from) {
@@ -148,7 +167,8 @@ TEST_CASE("cast converts between every pair of dtypes", "[ops]") {
     std::string x = builder.input("x", *from, {3, 37});
     std::vector<Tensor> expected;
     for (const DType *to = allDTypesBegin(); to != allDTypesEnd(); ++to) {
-      builder.output(builder.op("cast", {x}, {{"dtype", std::string(dtypeName(*to))}}));
+      builder.output(
+          builder.op("cast", {x}, {{"dtype", std::string(dtypeName(*to))}}));
       Tensor reference(*to, input.shape);
       for (int64_t i = 0; i < input.numElements(); ++i) {
         double value = input.at(i);

@@ -38,8 +38,9 @@ public:
       inputs.push_back(randomTensor(dtype, shape, rng, -2, 2));
     }
     if (pick(2))
-      addValue(builder.constant("k", randomTensor(dtype, {full[1]}, rng, -2, 2)),
-               {full[1]});
+      addValue(
+          builder.constant("k", randomTensor(dtype, {full[1]}, rng, -2, 2)),
+          {full[1]});
     int nodeCount = 3 + pick(22);
     for (int n = 0; n < nodeCount; ++n)
       addNode();
@@ -52,7 +53,9 @@ public:
   }
 
 private:
-  size_t pick(size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); }
+  size_t pick(size_t n) {
+    return std::uniform_int_distribution<size_t>(0, n - 1)(rng);
+  }
 
   void addValue(const std::string &name, const Shape &shape) {
     values.emplace_back(name, shape);
@@ -67,8 +70,8 @@ private:
 
   /// Keeps positive-domain ops defined: |x| + 0.25.
   std::string positive(const std::string &value) {
-    return builder.op("add", {builder.op("abs", {value}),
-                              builder.scalar(0.25, dtype)});
+    return builder.op(
+        "add", {builder.op("abs", {value}), builder.scalar(0.25, dtype)});
   }
 
   void addNode() {
@@ -77,8 +80,9 @@ private:
       auto [value, shape] = operand();
       Shape flat = {numElements(shape)};
       std::string r = builder.op("reshape", {value}, {{"shape", flat}});
-      addValue(builder.op("reshape", {builder.op("neg", {r})}, {{"shape", shape}}),
-               shape);
+      addValue(
+          builder.op("reshape", {builder.op("neg", {r})}, {{"shape", shape}}),
+          shape);
       return;
     }
     if (pick(10) == 0) {
