@@ -11,6 +11,7 @@
 
 #include "compiler/Compiler.h"
 #include "runtime/Compare.h"
+#include "runtime/CudaApi.h"
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +19,7 @@
 #include <cstring>
 #include <functional>
 #include <omp.h>
+#include <unistd.h>
 
 using namespace fusec;
 
@@ -39,48 +41,67 @@ std::string gelu(GraphBuilder &b, const std::string &x, DType dtype) {
                       b.op("add", {b.scalar(1.0, dtype), t})});
 }
 
-constexpr int64_t k16M = 16 * 1024 * 1024;
+Graph sin4(Shape shape) {
+  GraphBuilder b("sin4");
+  std::string v = b.input("x", DType::F32, shape);
+  for (int i = 0; i < 4; ++i)
+    v = b.op("sin", {v});
+  b.output(v);
+  return b.build();
+}
 
-std::vector<BenchCase> benchCases() {
-  return {
-      {"sin4_f32_16M",
-       [] {
-         GraphBuilder b("sin4");
-         std::string v = b.input("x", DType::F32, {k16M});
-         for (int i = 0; i < 4; ++i)
-           v = b.op("sin", {v});
-         b.output(v);
-         return b.build();
-       }},
-      {"muladd_f32_16M",
-       [] {
-         GraphBuilder b("muladd");
-         std::string x = b.input("x", DType::F32, {k16M});
-         std::string y = b.input("y", DType::F32, {k16M});
-         b.output(b.op("add", {b.op("mul", {x, y}), x}));
-         return b.build();
-       }},
-      {"relu_f32_16M",
-       [] {
-         GraphBuilder b("relu");
-         b.output(b.op("relu", {b.input("x", DType::F32, {k16M})}));
-         return b.build();
-       }},
-      {"gelu_f32_16M",
-       [] {
-         GraphBuilder b("gelu");
-         b.output(gelu(b, b.input("x", DType::F32, {k16M}), DType::F32));
-         return b.build();
-       }},
-      {"bias_gelu_f32_4096x4096",
-       [] {
-         GraphBuilder b("bias_gelu");
-         std::string x = b.input("x", DType::F32, {4096, 4096});
-         std::string bias = b.input("bias", DType::F32, {4096});
-         b.output(gelu(b, b.op("add", {x, bias}), DType::F32));
-         return b.build();
-       }},
-  };
+Graph muladd(Shape shape) {
+  GraphBuilder b("muladd");
+  std::string x = b.input("x", DType::F32, shape);
+  std::string y = b.input("y", DType::F32, shape);
+  b.output(b.op("add", {b.op("mul", {x, y}), x}));
+  return b.build();
+}
+
+Graph relu(Shape shape) {
+  GraphBuilder b("relu");
+  b.output(b.op("relu", {b.input("x", DType::F32, shape)}));
+  return b.build();
+}
+
+Graph geluGraph(Shape shape, DType dtype) {
+  GraphBuilder b("gelu");
+  b.output(gelu(b, b.input("x", dtype, shape), dtype));
+  return b.build();
+}
+
+Graph biasGelu(int64_t rows, int64_t columns) {
+  GraphBuilder b("bias_gelu");
+  std::string x = b.input("x", DType::F32, {rows, columns});
+  std::string bias = b.input("bias", DType::F32, {columns});
+  b.output(gelu(b, b.op("add", {x, bias}), DType::F32));
+  return b.build();
+}
+
+constexpr int64_t k16M = 16 * 1024 * 1024, k64M = 64 * 1024 * 1024;
+
+/// The CPU cases (16M elements: a 2-core machine's scale).
+std::vector<BenchCase> cpuCases() {
+  return {{"sin4_f32_16M", [] { return sin4({k16M}); }},
+          {"muladd_f32_16M", [] { return muladd({k16M}); }},
+          {"relu_f32_16M", [] { return relu({k16M}); }},
+          {"gelu_f32_16M", [] { return geluGraph({k16M}, DType::F32); }},
+          {"bias_gelu_f32_4096x4096", [] { return biasGelu(4096, 4096); }}};
+}
+
+/// The GPU cases, named as in ../shared/BENCHMARKS.md.
+std::vector<BenchCase> cudaCases() {
+  return {{"sin4_f32_64M", [] { return sin4({k64M}); }},
+          {"muladd_f32_64M", [] { return muladd({k64M}); }},
+          {"relu_f32_64M", [] { return relu({k64M}); }},
+          {"gelu_f32_64M", [] { return geluGraph({k64M}, DType::F32); }},
+          {"gelu_bf16_64M", [] { return geluGraph({k64M}, DType::BF16); }},
+          {"bias_gelu_f32_16384x4096", [] { return biasGelu(16384, 4096); }},
+          {"sin4_f32_2x3",
+           [] {
+             return sin4({2, 3});
+           }},
+          {"gelu_f32_4096", [] { return geluGraph({4096}, DType::F32); }}};
 }
 
 double medianMicros(int reps, const std::function<void()> &body) {
@@ -123,10 +144,194 @@ int64_t movedBytes(const Program &program) {
   return bytes;
 }
 
+/// Median kernel time of `launch` on the GPU, by CUDA events.
+double medianGpuMicros(int reps, const std::function<void()> &launch) {
+  const cuda::Driver &driver = cuda::driver();
+  cuda::CUstream stream = cuda::device().stream;
+  cuda::CUevent start, stop;
+  cuda::check(driver.cuEventCreate(&start, 0), "cuEventCreate", "bench");
+  cuda::check(driver.cuEventCreate(&stop, 0), "cuEventCreate", "bench");
+  for (int i = 0; i < 5; ++i)
+    launch();
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) {
+    driver.cuEventRecord(start, stream);
+    launch();
+    driver.cuEventRecord(stop, stream);
+    cuda::check(driver.cuEventSynchronize(stop), "cuEventSynchronize", "bench");
+    float ms = 0;
+    driver.cuEventElapsedTime(&ms, start, stop);
+    times.push_back(ms * 1e3);
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+double cudaCopyGBps(int64_t bytes, int reps) {
+  const cuda::Driver &driver = cuda::driver();
+  cuda::CUdeviceptr source, target;
+  cuda::check(driver.cuMemAlloc(&source, bytes), "cuMemAlloc", "copy source");
+  cuda::check(driver.cuMemAlloc(&target, bytes), "cuMemAlloc", "copy target");
+  double us = medianGpuMicros(reps, [&] {
+    driver.cuMemcpyDtoDAsync(target, source, bytes, cuda::device().stream);
+  });
+  driver.cuMemFree(source);
+  driver.cuMemFree(target);
+  return 2.0 * bytes / us / 1e3;
+}
+
+double hostMicros(const std::function<void()> &body) {
+  auto start = std::chrono::steady_clock::now();
+  body();
+  return std::chrono::duration<double, std::micro>(
+             std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+void printCase(const std::string &name, const char *target, double us,
+               double gbps, double ceiling, double unfusedUs, size_t kernels,
+               size_t unfusedKernels, bool agree, const std::string &extra) {
+  std::printf("{\"case\": \"%s\", \"target\": \"%s\", \"us\": %.2f, "
+              "\"GBps\": %.1f, \"pct_of_copy\": %.1f, \"unfused_us\": %.2f, "
+              "\"speedup_vs_unfused\": %.2f, \"copy_GBps\": %.1f, "
+              "\"kernels\": %zu, \"unfused_kernels\": %zu, "
+              "\"outputs_agree\": %s%s}\n",
+              name.c_str(), target, us, gbps, 100.0 * gbps / ceiling, unfusedUs,
+              unfusedUs / us, ceiling, kernels, unfusedKernels,
+              agree ? "true" : "false", extra.c_str());
+  std::fflush(stdout);
+}
+
+bool outputsAgree(const std::vector<Tensor> &a, const std::vector<Tensor> &b) {
+  bool agree = a.size() == b.size();
+  for (size_t i = 0; agree && i < a.size(); ++i)
+    agree &= compareTensors(a[i], b[i]).ok();
+  return agree;
+}
+
+std::vector<Tensor> randomInputs(const Program &program) {
+  std::mt19937_64 rng(0);
+  std::vector<Tensor> inputs;
+  for (int id : program.inputs)
+    inputs.push_back(randomTensor(program.buffers[id].dtype,
+                                  program.buffers[id].shape, rng));
+  return inputs;
+}
+
+void runCpu(const std::vector<BenchCase> &cases, int reps) {
+  double ceiling = copyGBps(64ll << 20, reps);
+  for (const BenchCase &bench : cases) {
+    Graph graph = bench.build();
+    CompileOptions fusedOptions, unfusedOptions;
+    fusedOptions.target = unfusedOptions.target = Target::Cpu;
+    unfusedOptions.fuse = false;
+    CompiledModel fused = compile(graph, fusedOptions);
+    CompiledModel unfused = compile(graph, unfusedOptions);
+    std::vector<Tensor> inputs = randomInputs(fused.program());
+    std::vector<Tensor> fusedOut, unfusedOut;
+    double fusedUs = medianMicros(reps, [&] { fused.run(inputs, fusedOut); });
+    double unfusedUs =
+        medianMicros(reps, [&] { unfused.run(inputs, unfusedOut); });
+    double gbps = movedBytes(fused.program()) / fusedUs / 1e3;
+    printCase(bench.name, "cpu", fusedUs, gbps, ceiling, unfusedUs,
+              fused.kernels().size(), unfused.kernels().size(),
+              outputsAgree(fusedOut, unfusedOut),
+              ", \"threads\": " + std::to_string(omp_get_max_threads()));
+  }
+}
+
+void runCuda(const std::vector<BenchCase> &cases, int reps, bool fastMath) {
+  double ceiling = cudaCopyGBps(k64M * 4, reps);
+  std::printf("{\"device\": \"%s\", \"arch\": \"%s\", \"sms\": %d, "
+              "\"nvrtc\": \"%s\"}\n",
+              cuda::device().name.c_str(), cuda::device().arch().c_str(),
+              cuda::device().multiprocessors, cuda::nvrtcVersion().c_str());
+  for (const BenchCase &bench : cases) {
+    for (bool fast : {false, true}) {
+      if (fast && !(fastMath && bench.name == "sin4_f32_64M"))
+        continue;
+      Graph graph = bench.build();
+      CompileOptions fusedOptions, unfusedOptions;
+      fusedOptions.target = unfusedOptions.target = Target::Cuda;
+      fusedOptions.fastMath = unfusedOptions.fastMath = fast;
+      unfusedOptions.fuse = false;
+      CompiledModel fused = compile(graph, fusedOptions);
+      CompiledModel unfused = compile(graph, unfusedOptions);
+      auto &fusedGpu =
+          dynamic_cast<CudaExecutable &>(fused.executableForBenchmarks());
+      auto &unfusedGpu =
+          dynamic_cast<CudaExecutable &>(unfused.executableForBenchmarks());
+      std::vector<Tensor> inputs = randomInputs(fused.program());
+      fusedGpu.upload(inputs);
+      unfusedGpu.upload(inputs);
+      double fusedUs = medianGpuMicros(reps, [&] { fusedGpu.launch(); });
+      double unfusedUs = medianGpuMicros(reps, [&] { unfusedGpu.launch(); });
+      std::vector<Tensor> fusedOut, unfusedOut;
+      fusedGpu.download(fusedOut);
+      unfusedGpu.download(unfusedOut);
+      fusedGpu.synchronize();
+      unfusedGpu.synchronize();
+      double gbps = movedBytes(fused.program()) / fusedUs / 1e3;
+      std::string extra;
+      if (fused.program().buffers[fused.program().inputs[0]].byteSize() <
+          (1 << 20)) {
+        // Tiny graphs: what a caller pays per CompiledModel::run from the
+        // host (copies in, launch, copies out, synchronize).
+        std::vector<Tensor> outputs;
+        double hostUs = medianMicros(std::max(reps, 200),
+                                     [&] { fused.run(inputs, outputs); });
+        char text[64];
+        std::snprintf(text, sizeof text, ", \"host_run_us\": %.1f", hostUs);
+        extra = text;
+      }
+      printCase(bench.name + (fast ? "_fastmath" : ""), "cuda", fusedUs, gbps,
+                ceiling, unfusedUs, fused.kernels().size(),
+                unfused.kernels().size(), outputsAgree(fusedOut, unfusedOut),
+                extra);
+    }
+  }
+
+  // Compile times: one fused kernel cold through NVRTC, and a warm start of
+  // sin4 + muladd from the disk cache in a fresh cache object (as a new
+  // process would see it).
+  GraphBuilder b("sin4_muladd");
+  std::string x = b.input("x", DType::F32, {1 << 20});
+  std::string y = b.input("y", DType::F32, {1 << 20});
+  std::string s = x;
+  for (int i = 0; i < 4; ++i)
+    s = b.op("sin", {s});
+  b.output(s);
+  b.output(b.op("add", {b.op("mul", {x, y}), x}));
+  Graph graph = b.build();
+  std::string dir = "/tmp/fusec-bench-cache-" + std::to_string(getpid());
+  CompileOptions options;
+  options.target = Target::Cuda;
+  options.cacheDir = dir;
+  Program program;
+  double lowerUs =
+      hostMicros([&] { program = lowerGraph(graph, options).program; });
+  double coldUs = hostMicros([&] {
+    auto cache = std::make_shared<KernelCache>(dir);
+    CudaExecutable executable(program, cache, {});
+  });
+  double warmUs = hostMicros([&] {
+    Program again = lowerGraph(graph, options).program;
+    auto cache = std::make_shared<KernelCache>(dir);
+    CudaExecutable executable(std::move(again), cache, {});
+  });
+  std::printf("{\"case\": \"compile_sin4_muladd\", \"kernels\": %zu, "
+              "\"lower_ms\": %.2f, \"cold_nvrtc_and_load_ms\": %.1f, "
+              "\"warm_start_from_disk_ms\": %.2f}\n",
+              program.kernels.size(), lowerUs / 1e3, coldUs / 1e3,
+              warmUs / 1e3);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-  int reps = 20;
+  int reps = 0;
+  std::string target = "cpu";
+  bool fastMath = true;
   std::vector<std::string> only;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -134,46 +339,27 @@ int main(int argc, char **argv) {
       reps = std::max(1, std::atoi(arg.c_str() + 7));
     else if (arg.rfind("--case=", 0) == 0)
       only.push_back(arg.substr(7));
+    else if (arg == "--target=cpu" || arg == "--target=cuda")
+      target = arg.substr(9);
     else {
-      std::fprintf(stderr, "usage: fusec-bench [--reps=N] [--case=NAME]...\n");
+      std::fprintf(stderr, "usage: fusec-bench [--target=cpu|cuda] "
+                           "[--reps=N] [--case=NAME]...\n");
       return 2;
     }
   }
+  std::vector<BenchCase> cases = target == "cuda" ? cudaCases() : cpuCases();
+  if (!only.empty())
+    cases.erase(std::remove_if(cases.begin(), cases.end(),
+                               [&](const BenchCase &bench) {
+                                 return std::find(only.begin(), only.end(),
+                                                  bench.name) == only.end();
+                               }),
+                cases.end());
   try {
-    double ceiling = copyGBps(64ll << 20, reps);
-    for (const BenchCase &bench : benchCases()) {
-      if (!only.empty() &&
-          std::find(only.begin(), only.end(), bench.name) == only.end())
-        continue;
-      Graph graph = bench.build();
-      CompileOptions fusedOptions, unfusedOptions;
-      unfusedOptions.fuse = false;
-      CompiledModel fused = compile(graph, fusedOptions);
-      CompiledModel unfused = compile(graph, unfusedOptions);
-      std::mt19937_64 rng(0);
-      std::vector<Tensor> inputs;
-      for (int id : fused.program().inputs)
-        inputs.push_back(randomTensor(fused.program().buffers[id].dtype,
-                                      fused.program().buffers[id].shape, rng));
-      std::vector<Tensor> fusedOut, unfusedOut;
-      double fusedUs = medianMicros(reps, [&] { fused.run(inputs, fusedOut); });
-      double unfusedUs =
-          medianMicros(reps, [&] { unfused.run(inputs, unfusedOut); });
-      bool agree = true;
-      for (size_t i = 0; i < fusedOut.size(); ++i)
-        agree &= compareTensors(fusedOut[i], unfusedOut[i]).ok();
-      double gbps = movedBytes(fused.program()) / fusedUs / 1e3;
-      std::printf("{\"case\": \"%s\", \"target\": \"cpu\", \"threads\": %d, "
-                  "\"us\": %.1f, \"GBps\": %.2f, \"pct_of_copy\": %.1f, "
-                  "\"unfused_us\": %.1f, \"speedup_vs_unfused\": %.2f, "
-                  "\"copy_GBps\": %.2f, \"kernels\": %zu, "
-                  "\"unfused_kernels\": %zu, \"outputs_agree\": %s}\n",
-                  bench.name.c_str(), omp_get_max_threads(), fusedUs, gbps,
-                  100.0 * gbps / ceiling, unfusedUs, unfusedUs / fusedUs,
-                  ceiling, fused.kernels().size(), unfused.kernels().size(),
-                  agree ? "true" : "false");
-      std::fflush(stdout);
-    }
+    if (target == "cuda")
+      runCuda(cases, reps ? reps : 50, fastMath);
+    else
+      runCpu(cases, reps ? reps : 10);
   } catch (const Error &error) {
     std::fprintf(stderr, "%s\n", error.what());
     return 1;

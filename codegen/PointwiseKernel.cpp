@@ -142,47 +142,51 @@ std::string cppPrelude(bool withHalfTypes) {
   return prelude;
 }
 
-/// Element i of an input in its compute type.
-static std::string loadExpression(const KernelInput &input,
-                                  const std::string &pointer,
-                                  const std::string &index) {
-  std::string element = pointer + "[" + index + "]";
-  if (input.dtype == DType::F16)
+std::string fromStorage(DType dtype, const std::string &element) {
+  if (dtype == DType::F16)
     return "fusec_f16_to_f32(" + element + ")";
-  if (input.dtype == DType::BF16)
+  if (dtype == DType::BF16)
     return "fusec_bf16_to_f32(" + element + ")";
   return element;
 }
 
-static std::string storeExpression(const KernelOutput &output) {
-  if (output.dtype == DType::F16)
-    return "fusec_f32_to_f16(" + output.value + ")";
-  if (output.dtype == DType::BF16)
-    return "fusec_f32_to_bf16(" + output.value + ")";
-  return output.value;
+std::string toStorage(DType dtype, const std::string &value) {
+  if (dtype == DType::F16)
+    return "fusec_f32_to_f16(" + value + ")";
+  if (dtype == DType::BF16)
+    return "fusec_f32_to_bf16(" + value + ")";
+  return value;
+}
+
+std::string broadcastOffsetExpression(const std::string &index,
+                                      const Shape &shape,
+                                      const Shape &strides) {
+  std::vector<std::string> terms;
+  int64_t inner = 1; // product of the dims after d
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (strides[d] != 0) {
+      std::string coord =
+          inner == 1 ? index : "(" + index + ") / " + std::to_string(inner);
+      if (d != 0) // the outermost coordinate needs no wrap-around
+        coord = "(" + coord + ") % " + std::to_string(shape[d]);
+      terms.push_back(strides[d] == 1
+                          ? coord
+                          : "(" + coord + ") * " + std::to_string(strides[d]));
+    }
+    inner *= shape[d];
+  }
+  std::string expression;
+  for (auto term = terms.rbegin(); term != terms.rend(); ++term)
+    expression += (expression.empty() ? "" : " + ") + *term;
+  return expression.empty() ? "0" : expression;
 }
 
 /// The offset of row `row` (all dims but the last) in a broadcast input.
 static std::string rowOffsetExpression(const Shape &iteration,
                                        const Shape &strides) {
-  std::vector<std::string> terms;
-  int64_t rowsInner = 1; // product of the iteration dims between d and the last
-  for (size_t d = iteration.size() - 1; d-- > 0;) {
-    if (strides[d] != 0) {
-      std::string coord = rowsInner == 1 ? std::string("row")
-                                         : "row / " + std::to_string(rowsInner);
-      if (d != 0) // the outermost coordinate needs no wrap-around
-        coord = "(" + coord + ") % " + std::to_string(iteration[d]);
-      terms.push_back(strides[d] == 1
-                          ? coord
-                          : "(" + coord + ") * " + std::to_string(strides[d]));
-    }
-    rowsInner *= iteration[d];
-  }
-  std::string expression;
-  for (const std::string &term : terms)
-    expression += (expression.empty() ? "" : " + ") + term;
-  return expression.empty() ? "0" : expression;
+  return broadcastOffsetExpression(
+      "row", Shape(iteration.begin(), iteration.end() - 1),
+      Shape(strides.begin(), strides.end() - 1));
 }
 
 std::string printCppKernel(const PointwiseKernel &kernel) {
@@ -208,7 +212,8 @@ std::string printCppKernel(const PointwiseKernel &kernel) {
     if (kernel.inputs[i].access == InputAccess::Scalar)
       os << "  const " << fusec::dtypeInfo(kernel.inputs[i].dtype).computeCType
          << " " << kernel.inputs[i].value << " = "
-         << loadExpression(kernel.inputs[i], "in" + std::to_string(i), "0")
+         << fromStorage(kernel.inputs[i].dtype,
+                        "in" + std::to_string(i) + "[0]")
          << ";\n";
 
   bool parallel = kernel.numElements() >= kParallelThreshold;
@@ -244,14 +249,14 @@ std::string printCppKernel(const PointwiseKernel &kernel) {
       index = pointer + "_row" +
               (input.strides.back() != 0 ? std::string(" + col") : "");
     os << indent << "const " << fusec::dtypeInfo(input.dtype).computeCType
-       << " " << input.value << " = " << loadExpression(input, pointer, index)
-       << ";\n";
+       << " " << input.value << " = "
+       << fromStorage(input.dtype, pointer + "[" + index + "]") << ";\n";
   }
   for (const std::string &statement : kernel.statements)
     os << indent << statement << "\n";
   for (size_t i = 0; i < kernel.outputs.size(); ++i)
-    os << indent << "out" << i << "[i] = " << storeExpression(kernel.outputs[i])
-       << ";\n";
+    os << indent << "out" << i << "[i] = "
+       << toStorage(kernel.outputs[i].dtype, kernel.outputs[i].value) << ";\n";
   if (nested)
     os << "    }\n";
   os << "  }\n}\n";

@@ -61,6 +61,30 @@ std::string printCppKernel(const PointwiseKernel &kernel);
 /// What every C++ translation unit of kernels starts with.
 std::string cppPrelude(bool withHalfTypes);
 
+/// Elements per thread and step of the CUDA kernel: 16-byte accesses for
+/// the widest contiguous dtype (4 x f32, 8 x bf16), at most 8.
+int cudaVectorWidth(const PointwiseKernel &kernel);
+/// The kernel as CUDA C: `extern "C" __global__ void NAME(in0.., out0..)`,
+/// a grid-stride loop over vectors of `cudaVectorWidth` elements, then the
+/// tail.
+std::string printCudaKernel(const PointwiseKernel &kernel);
+/// What every CUDA translation unit of kernels starts with (NVRTC has no
+/// standard headers).
+std::string cudaPrelude();
+
+/// An element as stored converted to its compute type (f16/bf16 -> f32),
+/// and a computed value converted back for storing.
+std::string fromStorage(fusec::DType dtype, const std::string &element);
+std::string toStorage(fusec::DType dtype, const std::string &value);
+
+/// The linear offset into a broadcast input for the linear index `index`
+/// of an iteration `shape` (row-major), given the input's strides per
+/// iteration dim (0 where it is broadcast). Shared by the C++ (row offsets)
+/// and CUDA (element offsets) printers.
+std::string broadcastOffsetExpression(const std::string &index,
+                                      const fusec::Shape &shape,
+                                      const fusec::Shape &strides);
+
 } // namespace fuse
 
 #endif

@@ -6,6 +6,7 @@
 #include "frontends/Importer.h"
 #include "ir/FuseDialect.h"
 #include "passes/Passes.h"
+#include "runtime/CudaApi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -127,7 +128,8 @@ Lowering lower(const CompileOptions &options, bool captureIR,
   if (captureIR)
     lowering.fusedIR = printModule(*module);
 
-  FailureOr<Program> program = fuse::buildProgram(*module, options.target);
+  FailureOr<Program> program =
+      fuse::buildProgram(*module, resolveTarget(options));
   if (failed(program))
     diagnostics.fail("fusec: code generation failed");
   lowering.program = std::move(*program);
@@ -161,9 +163,25 @@ Lowering lowerFile(const std::string &path, const CompileOptions &options,
   throw Error(path + ": error: unknown model format (expected .json or .mlir)");
 }
 
+Target resolveTarget(const CompileOptions &options) {
+  if (options.target)
+    return *options.target;
+  return cuda::unavailableReason().empty() ? Target::Cuda : Target::Cpu;
+}
+
+std::string resolveGpuArch(const CompileOptions &options) {
+  if (!options.gpuArch.empty())
+    return options.gpuArch;
+  return cuda::unavailableReason().empty() ? cuda::device().arch() : "sm_90a";
+}
+
 CompiledModel load(Program program, const CompileOptions &options) {
-  return CompiledModel(std::make_shared<Executable>(
-      std::move(program), KernelCache::forDirectory(options.cacheDir)));
+  CudaOptions cudaOptions;
+  cudaOptions.arch = options.gpuArch;
+  cudaOptions.fastMath = options.fastMath;
+  return CompiledModel(
+      makeExecutable(std::move(program),
+                     KernelCache::forDirectory(options.cacheDir), cudaOptions));
 }
 
 CompiledModel compile(const Graph &graph, const CompileOptions &options) {

@@ -20,13 +20,20 @@
 #include "runtime/Program.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace fusec {
 
 struct CompileOptions {
-  Target target = Target::Cpu;
+  /// Unset: cuda when a usable GPU is present, cpu otherwise.
+  std::optional<Target> target;
+  /// CUDA: compile with --use_fast_math (__sinf, __expf, ...).
+  bool fastMath = false;
+  /// CUDA: NVRTC architecture ("sm_80"); "" for the device's own, or sm_90a
+  /// when compiling without a GPU.
+  std::string gpuArch;
   /// false: one kernel per op, the eager-like baseline.
   bool fuse = true;
   /// Kernel cache directory; "" for KernelCache::defaultDirectory().
@@ -55,10 +62,18 @@ public:
   }
   std::vector<KernelInfo> kernels() const;
   const Program &program() const { return executable->program(); }
+  /// The executable behind the model (a CudaExecutable on the GPU).
+  Executable &executableForBenchmarks() { return *executable; }
 
 private:
   std::shared_ptr<Executable> executable;
 };
+
+/// The target `options` select on this machine.
+Target resolveTarget(const CompileOptions &options);
+/// The NVRTC architecture `options` select: --gpu-arch, else the device's,
+/// else sm_90a (H100/H200) when there is no GPU.
+std::string resolveGpuArch(const CompileOptions &options);
 
 /// The text of each stage, for `fusec --emit`.
 struct Lowering {

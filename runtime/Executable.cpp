@@ -6,8 +6,9 @@
 
 namespace fusec {
 
-Executable::Executable(Program program, std::shared_ptr<KernelCache> cache)
-    : prog(std::move(program)) {
+HostExecutable::HostExecutable(Program program,
+                               std::shared_ptr<KernelCache> cache)
+    : Executable(std::move(program)) {
   if (!prog.kernels.empty()) {
     library = cache->loadHostLibrary(prog.source);
     for (const KernelDesc &kernel : prog.kernels)
@@ -53,9 +54,7 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor> &inputs) {
   return outputs;
 }
 
-void Executable::run(const std::vector<Tensor> &inputs,
-                     std::vector<Tensor> &outputs) {
-  checkInputs(inputs);
+void Executable::prepareOutputs(std::vector<Tensor> &outputs) const {
   outputs.resize(prog.outputs.size());
   for (size_t i = 0; i < prog.outputs.size(); ++i) {
     const BufferDesc &buffer = prog.buffers[prog.outputs[i]];
@@ -63,6 +62,21 @@ void Executable::run(const std::vector<Tensor> &inputs,
         static_cast<int64_t>(outputs[i].bytes.size()) != buffer.byteSize())
       outputs[i] = Tensor(buffer.dtype, buffer.shape);
   }
+}
+
+std::shared_ptr<Executable> makeExecutable(Program program,
+                                           std::shared_ptr<KernelCache> cache,
+                                           const CudaOptions &cudaOptions) {
+  if (program.target == Target::Cuda)
+    return std::make_shared<CudaExecutable>(std::move(program),
+                                            std::move(cache), cudaOptions);
+  return std::make_shared<HostExecutable>(std::move(program), std::move(cache));
+}
+
+void HostExecutable::run(const std::vector<Tensor> &inputs,
+                         std::vector<Tensor> &outputs) {
+  checkInputs(inputs);
+  prepareOutputs(outputs);
 
   // Where every buffer lives for this run.
   std::vector<void *> address(prog.buffers.size(), nullptr);

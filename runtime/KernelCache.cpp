@@ -1,5 +1,6 @@
 #include "runtime/KernelCache.h"
 
+#include "runtime/CudaApi.h"
 #include "runtime/Error.h"
 #include "runtime/Hash.h"
 
@@ -85,6 +86,16 @@ std::string cpuFlags() {
 std::string uniqueSuffix() {
   static std::atomic<unsigned> counter{0};
   return std::to_string(getpid()) + "." + std::to_string(counter++);
+}
+
+/// The trailer that makes an entry self-validating.
+std::string trailerFor(const std::string &payload) {
+  uint64_t size = payload.size(), hash = hashBytes(payload);
+  std::string trailer(kTrailerBytes, '\0');
+  std::memcpy(trailer.data(), &size, 8);
+  std::memcpy(trailer.data() + 8, &hash, 8);
+  std::memcpy(trailer.data() + 16, kTrailerMagic, 8);
+  return trailer;
 }
 
 /// Why the entry at `path` cannot be trusted, or "" when it is valid.
@@ -225,25 +236,91 @@ KernelCache::loadHostLibrary(const std::string &source) {
   return library;
 }
 
+bool KernelCache::readEntry(const std::string &path, std::string &payload) {
+  bool exists = false;
+  std::string bytes = readFile(path, &exists);
+  if (!exists)
+    return false;
+  std::string problem = validateEntry(bytes);
+  if (problem.empty()) {
+    payload = bytes.substr(0, bytes.size() - kTrailerBytes);
+    return true;
+  }
+  ++counters.corruptEntries;
+  warn("fusec: warning: cache entry " + path + " is corrupt (" + problem +
+       "); recompiling it");
+  return false;
+}
+
+void KernelCache::failCompile(const std::string &key, const std::string &ext,
+                              const std::string &source,
+                              const std::string &message) {
+  makeDirectories(cacheDirectory + "/failed");
+  std::string saved = cacheDirectory + "/failed/" + key + ext;
+  std::ofstream(saved, std::ios::binary) << source;
+  throw Error(message + "\nthe kernel source is saved at " + saved);
+}
+
 std::shared_ptr<KernelLibrary>
 KernelCache::loadOrCompile(const std::string &key, const std::string &source) {
   std::string entryPath = cacheDirectory + "/host/" + key + ".so";
-  bool exists = false;
-  std::string bytes = readFile(entryPath, &exists);
-  if (exists) {
-    std::string problem = validateEntry(bytes);
-    if (problem.empty()) {
-      if (void *handle = dlopen(entryPath.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-        ++counters.diskHits;
-        return std::make_shared<KernelLibrary>(handle, entryPath);
-      }
-      problem = std::string("it cannot be loaded: ") + dlerror();
+  std::string payload;
+  if (readEntry(entryPath, payload)) {
+    if (void *handle = dlopen(entryPath.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      ++counters.diskHits;
+      return std::make_shared<KernelLibrary>(handle, entryPath);
     }
     ++counters.corruptEntries;
-    warn("fusec: warning: cache entry " + entryPath + " is corrupt (" +
-         problem + "); recompiling it");
+    warn("fusec: warning: cache entry " + entryPath +
+         " is corrupt (it "
+         "cannot be loaded: " +
+         dlerror() + "); recompiling it");
   }
   return compileAndLoad(key, source, entryPath);
+}
+
+std::shared_ptr<const std::string>
+KernelCache::loadCubin(const std::string &source, const std::string &arch,
+                       const std::vector<std::string> &options) {
+  std::string version = cuda::nvrtcVersion();
+  uint64_t hash = hashBytes(kCacheFormat);
+  hash = hashBytes("cuda " + version + " " + arch, hash);
+  for (const std::string &option : options)
+    hash = hashBytes(option + "\n", hash);
+  std::string key = toHex(hashBytes(source, hash));
+
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = cubins.find(key); it != cubins.end()) {
+    ++counters.memoryHits;
+    return it->second;
+  }
+  std::string entryPath = cacheDirectory + "/cuda/" + key + ".cubin";
+  std::string cubin;
+  if (readEntry(entryPath, cubin)) {
+    ++counters.diskHits;
+  } else {
+    try {
+      cubin = cuda::compileCuda(source, arch, options, /*ptx=*/false);
+    } catch (const Error &error) {
+      failCompile(key, ".cu", source, error.what());
+    }
+    ++counters.compiles;
+    makeDirectories(cacheDirectory + "/cuda");
+    makeDirectories(cacheDirectory + "/tmp");
+    std::string temp = cacheDirectory + "/tmp/" + key + "." + uniqueSuffix();
+    {
+      std::ofstream out(temp, std::ios::binary);
+      out << cubin << trailerFor(cubin);
+      if (!out)
+        throw Error("fusec: cannot write cache entry " + temp);
+    }
+    if (std::rename(temp.c_str(), entryPath.c_str()) != 0)
+      throw Error("fusec: cannot publish cache entry " + entryPath + ": " +
+                  std::strerror(errno));
+  }
+  auto shared = std::make_shared<const std::string>(std::move(cubin));
+  cubins[key] = shared;
+  return shared;
 }
 
 std::shared_ptr<KernelLibrary>
@@ -265,26 +342,20 @@ KernelCache::compileAndLoad(const std::string &key, const std::string &source,
   int status = runLogged(argv, logPath);
   ++counters.compiles;
   if (status != 0) {
-    makeDirectories(cacheDirectory + "/failed");
-    std::string savedSource = cacheDirectory + "/failed/" + key + ".cpp";
-    std::rename(sourcePath.c_str(), savedSource.c_str());
     std::string log = readFile(logPath);
-    std::remove(logPath.c_str());
-    std::remove(libraryPath.c_str());
+    for (const std::string &path : {sourcePath, logPath, libraryPath})
+      std::remove(path.c_str());
     std::string command;
     for (const std::string &arg : argv)
       command += (command.empty() ? "" : " ") + arg;
-    throw Error("fusec: the host compiler failed (exit " +
-                std::to_string(status) + ") on the kernel source saved at " +
-                savedSource + "\ncommand: " + command + "\n" + log);
+    failCompile(key, ".cpp", source,
+                "fusec: the host compiler failed (exit " +
+                    std::to_string(status) + ")\ncommand: " + command + "\n" +
+                    log);
   }
-  std::string library = readFile(libraryPath);
-  uint64_t size = library.size(), hash = hashBytes(library);
   {
     std::ofstream out(libraryPath, std::ios::binary | std::ios::app);
-    out.write(reinterpret_cast<const char *>(&size), 8);
-    out.write(reinterpret_cast<const char *>(&hash), 8);
-    out.write(kTrailerMagic, 8);
+    out << trailerFor(readFile(libraryPath));
     if (!out)
       throw Error("fusec: cannot write cache entry " + libraryPath);
   }

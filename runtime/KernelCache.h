@@ -55,6 +55,13 @@ public:
   /// a miss. Throws fusec::Error with the compiler's log on failure.
   std::shared_ptr<KernelLibrary> loadHostLibrary(const std::string &source);
 
+  /// The cubin NVRTC builds from `source` for `arch` (e.g. "sm_90a") with
+  /// `options`, compiled on a miss. The key adds the arch, the NVRTC version
+  /// and the options. Throws fusec::Error with NVRTC's log on failure.
+  std::shared_ptr<const std::string>
+  loadCubin(const std::string &source, const std::string &arch,
+            const std::vector<std::string> &options);
+
   const std::string &directory() const { return cacheDirectory; }
   CacheStats stats() const;
   /// Where warnings (e.g. a corrupt entry) go; stderr by default.
@@ -65,6 +72,11 @@ public:
 
 private:
   std::string keyFor(const std::string &source) const;
+  /// The entry's payload if it is valid; warns and counts it when corrupt.
+  bool readEntry(const std::string &path, std::string &payload);
+  [[noreturn]] void failCompile(const std::string &key, const std::string &ext,
+                                const std::string &source,
+                                const std::string &message);
   std::shared_ptr<KernelLibrary> loadOrCompile(const std::string &key,
                                                const std::string &source);
   std::shared_ptr<KernelLibrary> compileAndLoad(const std::string &key,
@@ -76,6 +88,7 @@ private:
   std::string compilerIdentity;
   mutable std::mutex mutex;
   std::map<std::string, std::shared_ptr<KernelLibrary>> loaded;
+  std::map<std::string, std::shared_ptr<const std::string>> cubins;
   CacheStats counters;
   std::function<void(const std::string &)> warningHandler;
 };

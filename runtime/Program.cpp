@@ -8,6 +8,8 @@ const char *targetName(Target target) {
   switch (target) {
   case Target::Cpu:
     return "cpu";
+  case Target::Cuda:
+    return "cuda";
   }
   return "?";
 }

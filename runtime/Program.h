@@ -17,7 +17,7 @@
 
 namespace fusec {
 
-enum class Target { Cpu };
+enum class Target { Cpu, Cuda };
 const char *targetName(Target target);
 
 enum class BufferRole {
@@ -45,6 +45,11 @@ struct KernelDesc {
   /// This kernel's function in `Program::source`.
   std::string source;
   std::vector<int> inputs, outputs;
+  /// Launch facts for GPU targets: the elements the kernel covers and how
+  /// many each thread handles per step (the runtime sizes the grid from the
+  /// device's SM count).
+  int64_t numElements = 0;
+  int vectorWidth = 1;
 };
 
 struct Program {

@@ -17,3 +17,8 @@ for name in ("HOME", "CXX", "PATH"):
 config.environment["PATH"] = os.pathsep.join(
     [config.fusec_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
 config.substitutions.append(("%examples", os.path.join(config.fusec_source_dir, "examples")))
+
+# NVRTC compiles CUDA without a GPU; tests of --emit=ptx need it.
+for nvrtc in ("/usr/local/cuda/lib64/libnvrtc.so",):
+    if os.path.exists(nvrtc):
+        config.available_features.add("nvrtc")

@@ -2,6 +2,7 @@
 
 #include "compiler/Compiler.h"
 #include "runtime/Compare.h"
+#include "runtime/CudaApi.h"
 #include "runtime/Npy.h"
 
 #include <cstdio>
@@ -19,10 +20,14 @@ const char *kUsage = R"(usage: fusec MODEL [options]
 Compiles a model (.json or .mlir), fusing its pointwise work into kernels.
 With no action, prints the kernels (name and fused ops).
 
-  --target=cpu            backend to generate code for (default: cpu)
+  --target=cpu|cuda       backend (default: cuda when a usable GPU is
+                          present, cpu otherwise)
   --emit=STAGE            print a stage: ir (imported fuse IR), fused (after
                           fusion), plan (JSON kernels and buffers), source
-                          (generated kernels)
+                          (generated kernels), ptx (CUDA only)
+  --gpu-arch=sm_XY        CUDA architecture to compile for (default: the
+                          GPU's own, or sm_90a without a GPU)
+  --fast-math             CUDA: fast intrinsics (__sinf, __expf, ...)
   -o PATH                 write --emit's output to PATH instead of stdout
   --dump-kernels=DIR      write each kernel's source to DIR/<kernel>.cpp
   --run                   run the model and print each output's shape, dtype
@@ -79,16 +84,27 @@ CliOptions parseArguments(int argc, char **argv) {
       std::exit(0);
     } else if (is("--target")) {
       std::string target = value("--target");
-      if (target != "cpu")
+      if (target == "cpu")
+        options.compile.target = Target::Cpu;
+      else if (target == "cuda")
+        options.compile.target = Target::Cuda;
+      else
         throw UsageError{"unknown --target '" + target +
-                         "' (this build supports: cpu)"};
-      options.compile.target = Target::Cpu;
+                         "' (expected cpu or cuda)"};
+    } else if (is("--gpu-arch")) {
+      options.compile.gpuArch = value("--gpu-arch");
+      if (!startsWith(options.compile.gpuArch, "sm_"))
+        throw UsageError{"--gpu-arch expects sm_XY (e.g. sm_90a), got '" +
+                         options.compile.gpuArch + "'"};
+    } else if (arg == "--fast-math") {
+      options.compile.fastMath = true;
     } else if (is("--emit")) {
       options.emit = value("--emit");
       if (options.emit != "ir" && options.emit != "fused" &&
-          options.emit != "plan" && options.emit != "source")
+          options.emit != "plan" && options.emit != "source" &&
+          options.emit != "ptx")
         throw UsageError{"unknown --emit stage '" + options.emit +
-                         "' (expected ir, fused, plan or source)"};
+                         "' (expected ir, fused, plan, source or ptx)"};
     } else if (arg == "-o") {
       options.outputPath = value("-o");
     } else if (is("--dump-kernels")) {
@@ -132,6 +148,8 @@ CliOptions parseArguments(int argc, char **argv) {
     throw UsageError{"--outputs-dir needs --run"};
   if (!options.inputFiles.empty() && !options.run && !options.check)
     throw UsageError{"--inputs needs --run or --check"};
+  if (options.emit == "ptx" && options.compile.target != Target::Cuda)
+    throw UsageError{"--emit=ptx needs --target=cuda"};
   return options;
 }
 
@@ -160,6 +178,14 @@ std::string emitStage(const CliOptions &options, const Lowering &lowering) {
     return lowering.fusedIR;
   if (options.emit == "plan")
     return lowering.program.planJson();
+  if (options.emit == "ptx") {
+    std::vector<std::string> nvrtcOptions;
+    if (options.compile.fastMath)
+      nvrtcOptions.push_back("--use_fast_math");
+    return cuda::compileCuda(lowering.program.source,
+                             resolveGpuArch(options.compile), nvrtcOptions,
+                             /*ptx=*/true);
+  }
   return lowering.program.source;
 }
 
@@ -248,14 +274,17 @@ int runCli(const CliOptions &options) {
   if (!options.check)
     return 0;
 
+  // The reference: unfused execution on the CPU backend.
   CompileOptions unfusedOptions = options.compile;
   unfusedOptions.fuse = false;
   unfusedOptions.remarks = false;
+  unfusedOptions.target = Target::Cpu;
   CompiledModel unfused =
       load(lowerFile(options.model, unfusedOptions).program, unfusedOptions);
   std::vector<Tensor> expected = unfused.run(inputs);
   bool allOk = true;
-  std::printf("check: %zu kernel%s vs %zu unfused\n", program.kernels.size(),
+  std::printf("check: %zu %s kernel%s vs %zu unfused on cpu\n",
+              program.kernels.size(), targetName(program.target),
               program.kernels.size() == 1 ? "" : "s",
               unfused.program().kernels.size());
   for (size_t i = 0; i < outputs.size(); ++i) {

@@ -134,7 +134,9 @@ TEST_CASE("a failed compile reports the log and keeps the source", "[cache]") {
   CHECK_THAT(message, Contains("error"));
   size_t at = message.find("saved at ");
   REQUIRE(at != std::string::npos);
-  std::string saved = message.substr(at + 9, message.find('\n') - at - 9);
+  size_t end = message.find('\n', at);
+  std::string saved = message.substr(
+      at + 9, end == std::string::npos ? std::string::npos : end - at - 9);
   std::ifstream source(saved);
   CHECK(source.good());
 }

@@ -63,7 +63,9 @@ Tensor referenceResult(const fuse::ElementwiseOpInfo &info, const Tensor &a,
   return result;
 }
 
-void checkAllOps(DType dtype) {
+} // namespace
+
+void test::checkAllOps(DType dtype, Target target) {
   for (const ShapeCase &shapes : kShapeCases) {
     INFO("dtype " << dtypeName(dtype) << ", shapes " << shapes.label);
     std::mt19937_64 rng(42);
@@ -112,9 +114,12 @@ void checkAllOps(DType dtype) {
       expected.emplace_back("select", std::move(reference));
     }
 
+    if (target == Target::Cpu && shapes.lhs.size() > 1)
+      test::compileForGpus(builder.build());
     for (bool fuse : {true, false}) {
-      INFO((fuse ? "fused" : "unfused"));
-      CompiledModel model = compile(builder.build(), test::testOptions(fuse));
+      INFO((fuse ? "fused" : "unfused") << " on " << targetName(target));
+      CompiledModel model =
+          compile(builder.build(), test::testOptions(fuse, target));
       std::vector<Tensor> outputs = model.run(inputs);
       REQUIRE(outputs.size() == expected.size());
       for (size_t i = 0; i < outputs.size(); ++i) {
@@ -130,31 +135,29 @@ void checkAllOps(DType dtype) {
   }
 }
 
-} // namespace
-
 TEST_CASE("every op on f64 matches the reference", "[ops]") {
-  checkAllOps(DType::F64);
+  test::checkAllOps(DType::F64, Target::Cpu);
 }
 TEST_CASE("every op on f32 matches the reference", "[ops]") {
-  checkAllOps(DType::F32);
+  test::checkAllOps(DType::F32, Target::Cpu);
 }
 TEST_CASE("every op on f16 matches the reference", "[ops]") {
-  checkAllOps(DType::F16);
+  test::checkAllOps(DType::F16, Target::Cpu);
 }
 TEST_CASE("every op on bf16 matches the reference", "[ops]") {
-  checkAllOps(DType::BF16);
+  test::checkAllOps(DType::BF16, Target::Cpu);
 }
 TEST_CASE("every op on i8 matches the reference", "[ops]") {
-  checkAllOps(DType::I8);
+  test::checkAllOps(DType::I8, Target::Cpu);
 }
 TEST_CASE("every op on i32 matches the reference", "[ops]") {
-  checkAllOps(DType::I32);
+  test::checkAllOps(DType::I32, Target::Cpu);
 }
 TEST_CASE("every op on i64 matches the reference", "[ops]") {
-  checkAllOps(DType::I64);
+  test::checkAllOps(DType::I64, Target::Cpu);
 }
 TEST_CASE("every op on i1 matches the reference", "[ops]") {
-  checkAllOps(DType::I1);
+  test::checkAllOps(DType::I1, Target::Cpu);
 }
 
 TEST_CASE("cast converts between every pair of dtypes", "[ops]") {

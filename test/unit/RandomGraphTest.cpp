@@ -118,12 +118,20 @@ private:
   std::vector<std::pair<std::string, Shape>> values;
 };
 
-void checkRandomGraphs(DType dtype, uint64_t firstSeed, int count) {
+} // namespace
+
+void test::checkRandomGraphs(DType dtype, uint64_t firstSeed, int count,
+                             Target target) {
   for (uint64_t seed = firstSeed; seed < firstSeed + count; ++seed) {
-    INFO("dtype " << dtypeName(dtype) << ", seed " << seed);
+    INFO("dtype " << dtypeName(dtype) << ", seed " << seed << ", on "
+                  << targetName(target));
     RandomGraph random = RandomGraphGenerator(seed, dtype).generate();
-    CompiledModel fused = compile(random.graph, test::testOptions(true));
-    CompiledModel unfused = compile(random.graph, test::testOptions(false));
+    if (target == Target::Cpu && seed % 4 == 0)
+      test::compileForGpus(random.graph);
+    CompiledModel fused =
+        compile(random.graph, test::testOptions(true, target));
+    CompiledModel unfused =
+        compile(random.graph, test::testOptions(false, Target::Cpu));
     CHECK(fused.kernels().size() <= unfused.kernels().size());
     std::vector<Tensor> expected = unfused.run(random.inputs);
     std::vector<Tensor> actual = fused.run(random.inputs);
@@ -137,16 +145,14 @@ void checkRandomGraphs(DType dtype, uint64_t firstSeed, int count) {
   }
 }
 
-} // namespace
-
 TEST_CASE("random f32 graphs: fused matches unfused", "[random]") {
-  checkRandomGraphs(DType::F32, 1, 24);
+  test::checkRandomGraphs(DType::F32, 1, 24, Target::Cpu);
 }
 
 TEST_CASE("random f16 graphs: fused matches unfused", "[random]") {
-  checkRandomGraphs(DType::F16, 101, 8);
+  test::checkRandomGraphs(DType::F16, 101, 8, Target::Cpu);
 }
 
 TEST_CASE("random i32 graphs: fused matches unfused", "[random]") {
-  checkRandomGraphs(DType::I32, 201, 8);
+  test::checkRandomGraphs(DType::I32, 201, 8, Target::Cpu);
 }

@@ -1,16 +1,53 @@
 #include "TestUtil.h"
 
+#include "runtime/CudaApi.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <unistd.h>
 
 namespace fusec::test {
 
-CompileOptions testOptions(bool fuse) {
+/// The build tree's cache, unless FUSEC_TEST_CACHE_DIR names another (the
+/// staged binaries run on a machine without this build tree).
+static std::string testCacheDir() {
+  const char *dir = std::getenv("FUSEC_TEST_CACHE_DIR");
+  return dir && *dir ? dir : FUSEC_TEST_CACHE_DIR;
+}
+
+CompileOptions testOptions(bool fuse, Target target) {
   CompileOptions options;
   options.fuse = fuse;
-  options.cacheDir = FUSEC_TEST_CACHE_DIR;
+  options.target = target;
+  options.cacheDir = testCacheDir();
   return options;
+}
+
+void skip(const std::string &reason) {
+  if (std::getenv("FUSEC_TEST_SKIP_EXIT")) {
+    std::printf("skipped: %s\n", reason.c_str());
+    std::fflush(stdout);
+    std::_Exit(77);
+  }
+  WARN("skipped: " << reason);
+}
+
+void compileForGpus(const Graph &graph) {
+  if (!cuda::nvrtcUnavailableReason().empty())
+    return;
+  std::shared_ptr<KernelCache> cache =
+      KernelCache::forDirectory(testCacheDir());
+  for (bool fuse : {true, false}) {
+    Program program =
+        lowerGraph(graph, testOptions(fuse, Target::Cuda)).program;
+    for (const char *arch : {"sm_90a", "sm_80"}) {
+      INFO("NVRTC for " << arch << (fuse ? ", fused" : ", unfused"));
+      CHECK_NOTHROW(cache->loadCubin(program.source, arch, {}));
+    }
+  }
 }
 
 std::string freshTempDir(const std::string &stem) {

@@ -10,7 +10,30 @@
 namespace fusec::test {
 
 /// Options whose kernel cache lives in the build tree.
-CompileOptions testOptions(bool fuse = true);
+CompileOptions testOptions(bool fuse = true, Target target = Target::Cpu);
+
+/// Ends the test as skipped: exit code 77 under ctest (which reports it as
+/// skipped, FUSEC_TEST_SKIP_EXIT set), a warning when run by hand.
+void skip(const std::string &reason);
+#define FUSEC_SKIP_IF(reasonExpression)                                        \
+  do {                                                                         \
+    std::string fusecSkipReason = (reasonExpression);                          \
+    if (!fusecSkipReason.empty()) {                                            \
+      ::fusec::test::skip(fusecSkipReason);                                    \
+      return;                                                                  \
+    }                                                                          \
+  } while (0)
+
+/// Compiles the program's kernels as CUDA (fused and unfused) with NVRTC for
+/// sm_90a and sm_80, when NVRTC is present: every kernel the CPU tests
+/// generate is also compile-tested for the GPU.
+void compileForGpus(const Graph &graph);
+
+/// Every op of the table on `dtype`, on `target`, against the reference.
+void checkAllOps(DType dtype, Target target);
+/// Seeded random graphs: fused on `target` against unfused on the CPU.
+void checkRandomGraphs(DType dtype, uint64_t firstSeed, int count,
+                       Target target);
 /// A fresh, empty directory under the system temp dir.
 std::string freshTempDir(const std::string &stem);
 /// "max abs error 0.1 at element 3: got 1.5, expected 1.4" for messages.

@@ -1,0 +1,211 @@
+//===- CudaKernelPrinter.cpp - Pointwise regions as CUDA C ---------------===//
+//
+// The same per-element statements as the C++ target (ScalarExprPrinter),
+// wrapped in a grid-stride loop over vectors: each step a thread loads 16
+// bytes of every contiguous input, computes `width` elements and stores 16
+// bytes of every output; a scalar loop covers the tail. Broadcast inputs are
+// read through index arithmetic on compile-time constants.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/PointwiseKernel.h"
+
+#include <climits>
+#include <sstream>
+
+using fusec::DType;
+using fusec::Shape;
+
+namespace fuse {
+
+namespace {
+
+/// Kernels covering more elements than this index in 64 bits: a grid-stride
+/// index may run past the last element by up to one grid (< 2^24 threads).
+constexpr int64_t kMax32BitElements = INT32_MAX - (int64_t(1) << 24);
+constexpr int kMaxVectorWidth = 8;
+
+const char *storageType(DType dtype) {
+  return fusec::dtypeInfo(dtype).storageCType;
+}
+const char *computeType(DType dtype) {
+  return fusec::dtypeInfo(dtype).computeCType;
+}
+
+/// A broadcast input whose innermost dim is contiguous and a multiple of the
+/// width: each thread's vector reads one contiguous, aligned run of it.
+bool isVectorBroadcast(const KernelInput &input, const Shape &iteration,
+                       int width) {
+  return input.access == InputAccess::Broadcast && input.strides.back() == 1 &&
+         iteration.back() % width == 0;
+}
+
+} // namespace
+
+int cudaVectorWidth(const PointwiseKernel &kernel) {
+  size_t widest = 1;
+  for (const KernelInput &input : kernel.inputs)
+    if (input.access == InputAccess::Contiguous)
+      widest = std::max(widest, fusec::dtypeBytes(input.dtype));
+  for (const KernelOutput &output : kernel.outputs)
+    widest = std::max(widest, fusec::dtypeBytes(output.dtype));
+  return std::min<int>(kMaxVectorWidth, 16 / static_cast<int>(widest));
+}
+
+std::string cudaPrelude() {
+  return R"(// NVRTC provides no standard headers: the few types and helpers kernels use.
+typedef signed char int8_t;
+typedef int int32_t;
+typedef long long int64_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+#define NAN __int_as_float(0x7fffffff)
+#define INFINITY __int_as_float(0x7f800000)
+
+// f16 and bf16 are stored as 16 bits and computed in f32; the conversions
+// round to nearest even (hardware cvt).
+static __device__ __forceinline__ float fusec_f16_to_f32(uint16_t h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+static __device__ __forceinline__ uint16_t fusec_f32_to_f16(float f) {
+  uint16_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+static __device__ __forceinline__ float fusec_bf16_to_f32(uint16_t h) {
+  return __uint_as_float(((uint32_t)h) << 16);
+}
+static __device__ __forceinline__ uint16_t fusec_f32_to_bf16(float f) {
+  uint16_t h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+
+// N elements moved as one aligned access (16 bytes at most).
+template <typename T, int N> struct alignas(sizeof(T) * N) FusecVector {
+  T v[N];
+};
+)";
+}
+
+std::string printCudaKernel(const PointwiseKernel &kernel) {
+  const int width = cudaVectorWidth(kernel);
+  const int64_t count = kernel.numElements();
+  const char *index = count > kMax32BitElements ? "int64_t" : "int32_t";
+  std::ostringstream os;
+  os << "// " << kernel.name << ": ";
+  for (size_t i = 0; i < kernel.ops.size(); ++i)
+    os << (i ? " -> " : "") << kernel.ops[i];
+  os << " over " << fusec::formatShape(kernel.iterationShape) << " elements, "
+     << width << " per thread and step\n";
+  os << "extern \"C\" __global__ void __launch_bounds__(256) " << kernel.name
+     << "(";
+  for (size_t i = 0; i < kernel.inputs.size(); ++i)
+    os << (i ? ", " : "") << "const " << storageType(kernel.inputs[i].dtype)
+       << " *__restrict__ in" << i;
+  for (size_t i = 0; i < kernel.outputs.size(); ++i)
+    os << (kernel.inputs.empty() && i == 0 ? "" : ", ")
+       << storageType(kernel.outputs[i].dtype) << " *__restrict__ out" << i;
+  os << ") {\n";
+  os << "  const " << index << " count = " << count << ";\n";
+  os << "  const " << index << " stride = (" << index
+     << ")gridDim.x * blockDim.x;\n";
+  os << "  const " << index << " first = (" << index
+     << ")blockIdx.x * blockDim.x + threadIdx.x;\n";
+  for (size_t i = 0; i < kernel.inputs.size(); ++i)
+    if (kernel.inputs[i].access == InputAccess::Scalar)
+      os << "  const " << computeType(kernel.inputs[i].dtype) << " "
+         << kernel.inputs[i].value << " = "
+         << fromStorage(kernel.inputs[i].dtype,
+                        "in" + std::to_string(i) + "[0]")
+         << ";\n";
+
+  auto vectorType = [&](DType dtype) {
+    return "FusecVector<" + std::string(storageType(dtype)) + ", " +
+           std::to_string(width) + ">";
+  };
+  auto printStatements = [&](const std::string &indent) {
+    for (const std::string &statement : kernel.statements)
+      os << indent << statement << "\n";
+  };
+  auto loadElement = [&](size_t i, const std::string &indent) {
+    const KernelInput &input = kernel.inputs[i];
+    std::string pointer = "in" + std::to_string(i);
+    std::string offset = input.access == InputAccess::Contiguous
+                             ? "i"
+                             : broadcastOffsetExpression(
+                                   "i", kernel.iterationShape, input.strides);
+    os << indent << "const " << computeType(input.dtype) << " " << input.value
+       << " = " << fromStorage(input.dtype, pointer + "[" + offset + "]")
+       << ";\n";
+  };
+
+  // Whole vectors.
+  if (width > 1 && count >= width) {
+    os << "  for (" << index << " vector = first; vector < count / " << width
+       << "; vector += stride) {\n";
+    os << "    const " << index << " base = vector * " << width << ";\n";
+    for (size_t i = 0; i < kernel.inputs.size(); ++i) {
+      const KernelInput &input = kernel.inputs[i];
+      std::string offset;
+      if (input.access == InputAccess::Contiguous)
+        offset = "base";
+      else if (isVectorBroadcast(input, kernel.iterationShape, width))
+        offset = broadcastOffsetExpression("base", kernel.iterationShape,
+                                           input.strides);
+      else
+        continue;
+      os << "    const " << vectorType(input.dtype) << " in" << i
+         << "_vector = *reinterpret_cast<const " << vectorType(input.dtype)
+         << " *>(in" << i << " + " << offset << ");\n";
+    }
+    for (size_t i = 0; i < kernel.outputs.size(); ++i)
+      os << "    " << vectorType(kernel.outputs[i].dtype) << " out" << i
+         << "_vector;\n";
+    os << "#pragma unroll\n";
+    os << "    for (int lane = 0; lane < " << width << "; ++lane) {\n";
+    os << "      const " << index << " i = base + lane;\n";
+    for (size_t i = 0; i < kernel.inputs.size(); ++i) {
+      const KernelInput &input = kernel.inputs[i];
+      if (input.access == InputAccess::Scalar)
+        continue;
+      if (input.access == InputAccess::Contiguous ||
+          isVectorBroadcast(input, kernel.iterationShape, width))
+        os << "      const " << computeType(input.dtype) << " " << input.value
+           << " = "
+           << fromStorage(input.dtype,
+                          "in" + std::to_string(i) + "_vector.v[lane]")
+           << ";\n";
+      else
+        loadElement(i, "      ");
+    }
+    printStatements("      ");
+    for (size_t i = 0; i < kernel.outputs.size(); ++i)
+      os << "      out" << i << "_vector.v[lane] = "
+         << toStorage(kernel.outputs[i].dtype, kernel.outputs[i].value)
+         << ";\n";
+    os << "    }\n";
+    for (size_t i = 0; i < kernel.outputs.size(); ++i)
+      os << "    *reinterpret_cast<" << vectorType(kernel.outputs[i].dtype)
+         << " *>(out" << i << " + base) = out" << i << "_vector;\n";
+    os << "  }\n";
+  }
+
+  // The tail (or everything, for a width of 1), one element per step.
+  int64_t vectorized = width > 1 ? count / width * width : 0;
+  os << "  for (" << index << " i = " << vectorized
+     << " + first; i < count; i += stride) {\n";
+  for (size_t i = 0; i < kernel.inputs.size(); ++i)
+    if (kernel.inputs[i].access != InputAccess::Scalar)
+      loadElement(i, "    ");
+  printStatements("    ");
+  for (size_t i = 0; i < kernel.outputs.size(); ++i)
+    os << "    out" << i << "[i] = "
+       << toStorage(kernel.outputs[i].dtype, kernel.outputs[i].value) << ";\n";
+  os << "  }\n}\n";
+  return os.str();
+}
+
+} // namespace fuse

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Stages what a GPU machine without MLIR/LLVM needs into stage/ (git-ignored,
+# carried to the device): the binaries, stripped (MLIR and LLVM are linked
+# in statically), the example models and a script that runs the GPU tests,
+# the benchmarks and the CLI there. The binaries need only libc, libstdc++
+# and libgomp; libcuda and libnvrtc are dlopen'ed from the machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/build.sh
+rm -rf stage
+mkdir -p stage/bin stage/examples
+for binary in build/tools/fusec build/test/fusec-unit-tests build/bench/fusec-bench; do
+  strip -o "stage/bin/$(basename "$binary")" "$binary"
+done
+cp examples/*.json stage/examples/
+cat > stage/run-gpu.sh <<'SCRIPT'
+#!/usr/bin/env bash
+# On the GPU machine: GPU tests, the CLI on the example, benchmarks.
+set -uo pipefail
+cd "$(dirname "$0")"
+export FUSEC_CACHE_DIR=$PWD/cache FUSEC_TEST_CACHE_DIR=$PWD/test-cache
+out=${OUT:-$PWD/out}
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+echo "== fusec on the example"
+bin/fusec examples/seed.json --emit=source | head -5
+bin/fusec examples/seed.json --run --check
+echo "== GPU tests"
+bin/fusec-unit-tests "[gpu]" --use-colour no 2>&1 | tee "$out/gpu-tests.log" | tail -25
+echo "== benchmarks"
+bin/fusec-bench --target=cuda 2>&1 | tee "$out/bench-cuda.jsonl"
+SCRIPT
+chmod +x stage/run-gpu.sh
+du -sh stage
+for binary in stage/bin/*; do
+  echo "$binary needs: $(ldd "$binary" | awk '{print $1}' | tr '\n' ' ')"
+done

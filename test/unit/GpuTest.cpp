@@ -1,0 +1,92 @@
+//===- GpuTest.cpp - The CUDA backend on a real GPU ----------------------===//
+//
+// Tagged [gpu]: ctest labels them `gpu` and reports them skipped (exit 77)
+// on machines without a usable GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+#include "runtime/CudaApi.h"
+
+#include <catch2/catch.hpp>
+
+using namespace fusec;
+
+#define GPU_OPS_TEST(dtype)                                                    \
+  TEST_CASE("every op on " #dtype " matches the reference on the GPU",         \
+            "[gpu]") {                                                         \
+    FUSEC_SKIP_IF(cuda::unavailableReason());                                  \
+    test::checkAllOps(DType::dtype, Target::Cuda);                             \
+  }
+GPU_OPS_TEST(F64)
+GPU_OPS_TEST(F32)
+GPU_OPS_TEST(F16)
+GPU_OPS_TEST(BF16)
+GPU_OPS_TEST(I8)
+GPU_OPS_TEST(I32)
+GPU_OPS_TEST(I64)
+GPU_OPS_TEST(I1)
+
+TEST_CASE("random graphs on the GPU match unfused CPU execution", "[gpu]") {
+  FUSEC_SKIP_IF(cuda::unavailableReason());
+  test::checkRandomGraphs(DType::F32, 1, 24, Target::Cuda);
+  test::checkRandomGraphs(DType::BF16, 301, 8, Target::Cuda);
+  test::checkRandomGraphs(DType::I32, 201, 8, Target::Cuda);
+}
+
+TEST_CASE("sizes around the vector width on the GPU", "[gpu]") {
+  FUSEC_SKIP_IF(cuda::unavailableReason());
+  for (int64_t size : {1, 3, 4, 5, 7, 8, 9, 15, 17, 1023, 4097, 1000003}) {
+    for (DType dtype : {DType::F32, DType::BF16, DType::I8}) {
+      INFO("size " << size << " " << dtypeName(dtype));
+      GraphBuilder b("tail");
+      std::string x = b.input("x", dtype, {size});
+      std::string y = b.input("y", dtype, {size});
+      b.output(b.op("max", {b.op("neg", {x}), y}));
+      std::mt19937_64 rng(size);
+      std::vector<Tensor> inputs = {randomTensor(dtype, {size}, rng, -9, 9),
+                                    randomTensor(dtype, {size}, rng, -9, 9)};
+      Tensor gpu = compile(b.build(), test::testOptions(true, Target::Cuda))
+                       .run(inputs)[0];
+      Tensor cpu = compile(b.build(), test::testOptions(false, Target::Cpu))
+                       .run(inputs)[0];
+      Comparison comparison = compareTensors(gpu, cpu);
+      INFO(test::describeMismatch(gpu, cpu, comparison));
+      CHECK(comparison.ok());
+    }
+  }
+}
+
+TEST_CASE("more than 2^31 elements index in 64 bits on the GPU", "[gpu]") {
+  FUSEC_SKIP_IF(cuda::unavailableReason());
+  const int64_t size = (int64_t(1) << 31) + 5;
+  GraphBuilder b("huge");
+  std::string x = b.input("x", DType::I8, {size});
+  b.output(b.op("neg", {x}));
+  CompiledModel model =
+      compile(b.build(), test::testOptions(true, Target::Cuda));
+  CHECK(model.kernels()[0].source.find("const int64_t count = 2147483653;") !=
+        std::string::npos);
+  Tensor input(DType::I8, {size});
+  for (int64_t i = 0; i < size; ++i)
+    input.as<int8_t>()[i] = static_cast<int8_t>(i * 7);
+  Tensor output = model.run({input})[0];
+  int64_t mismatches = 0, firstMismatch = -1;
+  for (int64_t i = 0; i < size; ++i)
+    if (output.as<int8_t>()[i] != static_cast<int8_t>(-input.as<int8_t>()[i]))
+      if (mismatches++ == 0)
+        firstMismatch = i;
+  INFO("first mismatch at " << firstMismatch);
+  CHECK(mismatches == 0);
+}
+
+TEST_CASE("CUDA errors name the kernel or buffer", "[gpu]") {
+  FUSEC_SKIP_IF(cuda::unavailableReason());
+  GraphBuilder b("too_big");
+  // 2^40 f32 elements: far beyond any GPU's memory.
+  b.output(b.op("neg", {b.input("x", DType::F32, {int64_t(1) << 40})}));
+  CHECK_THROWS_WITH(compile(b.build(), test::testOptions(true, Target::Cuda)),
+                    Catch::Matchers::Contains("cuMemAlloc for buffer 'x'") &&
+                        Catch::Matchers::Contains("OUT_OF_MEMORY"));
+}
