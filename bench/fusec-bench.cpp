@@ -241,6 +241,7 @@ void runCpu(const std::vector<BenchCase> &cases, int reps) {
 }
 
 void runCuda(const std::vector<BenchCase> &cases, int reps, bool fastMath) {
+  cuda::device(); // initializes the driver and makes the context current
   double ceiling = cudaCopyGBps(k64M * 4, reps);
   std::printf("{\"device\": \"%s\", \"arch\": \"%s\", \"sms\": %d, "
               "\"nvrtc\": \"%s\"}\n",

@@ -94,31 +94,43 @@ public:
 
   /// If merging the groups of `a` and `b` would make a cycle, the first op
   /// outside them on the offending path; nullptr when the merge is legal.
-  /// A cycle exists when some path leaves the union and comes back.
+  /// Each group becomes one region, so reachability is taken between groups
+  /// (an op outside any group is a node of its own): the merge is illegal
+  /// when a path leaves the two groups and comes back, even one that enters
+  /// a third group through one member and leaves it through another.
   Operation *cycleThrough(Operation *a, Operation *b) const {
-    llvm::SmallPtrSet<Operation *, 32> merged;
-    unsigned last = 0;
-    for (Operation *leaderOp : {leader(a), leader(b)})
-      for (Operation *member : members(leaderOp)) {
-        merged.insert(member);
-        last = std::max(last, position.lookup(member));
-      }
+    Operation *first = leader(a), *second = leader(b);
+    auto nodeOf = [&](Operation *op) { return contains(op) ? leader(op) : op; };
+    auto isMerged = [&](Operation *node) {
+      return node == first || node == second;
+    };
     SmallVector<std::pair<Operation *, Operation *>> worklist;
     llvm::SmallPtrSet<Operation *, 32> visited;
-    auto pushUsers = [&](Operation *op, Operation *exit) {
-      for (Operation *user : op->getUsers())
-        if (!merged.contains(user) && position.lookup(user) < last &&
-            visited.insert(user).second)
-          worklist.push_back({user, exit ? exit : user});
+    // Pushes the successors of `node`; returns the exit op of a path that
+    // came back into the merged groups, if it finds one.
+    auto pushSuccessors = [&](Operation *node, Operation *exit) -> Operation * {
+      SmallVector<Operation *, 1> single = {node};
+      ArrayRef<Operation *> nodeMembers =
+          contains(node) ? members(node) : ArrayRef<Operation *>(single);
+      for (Operation *member : nodeMembers)
+        for (Operation *user : member->getUsers()) {
+          Operation *next = nodeOf(user);
+          if (isMerged(next)) {
+            if (exit)
+              return exit;
+            continue;
+          }
+          if (visited.insert(next).second)
+            worklist.push_back({next, exit ? exit : user});
+        }
+      return nullptr;
     };
-    for (Operation *member : merged)
-      pushUsers(member, nullptr);
+    pushSuccessors(first, nullptr);
+    pushSuccessors(second, nullptr);
     while (!worklist.empty()) {
-      auto [op, exit] = worklist.pop_back_val();
-      for (Operation *user : op->getUsers())
-        if (merged.contains(user))
-          return exit;
-      pushUsers(op, exit);
+      auto [node, exit] = worklist.pop_back_val();
+      if (Operation *cycleExit = pushSuccessors(node, exit))
+        return cycleExit;
     }
     return nullptr;
   }

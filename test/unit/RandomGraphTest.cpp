@@ -153,6 +153,10 @@ TEST_CASE("random f16 graphs: fused matches unfused", "[random]") {
   test::checkRandomGraphs(DType::F16, 101, 8, Target::Cpu);
 }
 
+TEST_CASE("random bf16 graphs: fused matches unfused", "[random]") {
+  test::checkRandomGraphs(DType::BF16, 301, 8, Target::Cpu);
+}
+
 TEST_CASE("random i32 graphs: fused matches unfused", "[random]") {
   test::checkRandomGraphs(DType::I32, 201, 8, Target::Cpu);
 }
