@@ -151,8 +151,18 @@ double medianGpuMicros(int reps, const std::function<void()> &launch) {
   cuda::CUevent start, stop;
   cuda::check(driver.cuEventCreate(&start, 0), "cuEventCreate", "bench");
   cuda::check(driver.cuEventCreate(&stop, 0), "cuEventCreate", "bench");
-  for (int i = 0; i < 5; ++i)
+  // Warm up for 20 ms at least: after a pause (an NVRTC compile) the SM
+  // clocks need that long to ramp back up, which compute-heavy kernels feel.
+  auto warmStart = std::chrono::steady_clock::now();
+  for (int i = 0;
+       i < 5 || std::chrono::steady_clock::now() - warmStart <
+                    std::chrono::milliseconds(20);
+       ++i) {
     launch();
+    if (i % 16 == 15)
+      driver.cuStreamSynchronize(stream);
+  }
+  driver.cuStreamSynchronize(stream);
   std::vector<double> times;
   for (int i = 0; i < reps; ++i) {
     driver.cuEventRecord(start, stream);

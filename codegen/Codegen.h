@@ -11,8 +11,10 @@ namespace fuse {
 /// Lowers a module whose single function holds fusion regions, constants,
 /// reshapes and a return (the output of the default pipeline) to a Program
 /// of generated kernels. Emits an error at the offending op on failure.
+/// With `fastMath`, CUDA kernels call fast intrinsics (__sinf, __expf, ...).
 mlir::FailureOr<fusec::Program> buildProgram(mlir::ModuleOp module,
-                                             fusec::Target target);
+                                             fusec::Target target,
+                                             bool fastMath = false);
 
 /// Attribute naming a graph input (on function arguments) or output (on
 /// function results); absent names become argN / resultN.

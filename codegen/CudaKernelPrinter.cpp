@@ -52,6 +52,20 @@ int cudaVectorWidth(const PointwiseKernel &kernel) {
   return std::min<int>(kMaxVectorWidth, 16 / static_cast<int>(widest));
 }
 
+const MathFunctionMap &cudaFastMathFunctions() {
+  static const MathFunctionMap functions = [] {
+    MathFunctionMap map;
+    map["sin"] = "__sinf";
+    map["cos"] = "__cosf";
+    map["exp"] = "__expf";
+    map["log"] = "__logf";
+    map["pow"] = "__powf";
+    map["tanh"] = "fusec_tanh_approx";
+    return map;
+  }();
+  return functions;
+}
+
 std::string cudaPrelude() {
   return R"(// NVRTC provides no standard headers: the few types and helpers kernels use.
 typedef signed char int8_t;
@@ -81,6 +95,13 @@ static __device__ __forceinline__ uint16_t fusec_f32_to_bf16(float f) {
   uint16_t h;
   asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
   return h;
+}
+
+// tanh has no __tanhf: the hardware approximation (sm_75+), for --fast-math.
+static __device__ __forceinline__ float fusec_tanh_approx(float x) {
+  float y;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
 }
 
 // N elements moved as one aligned access (16 bytes at most).

@@ -41,8 +41,9 @@ bool PointwiseKernel::usesHalfTypes() const {
          });
 }
 
-FailureOr<PointwiseKernel> analyzePointwiseRegion(FusionOp fusion,
-                                                  unsigned index) {
+FailureOr<PointwiseKernel>
+analyzePointwiseRegion(FusionOp fusion, unsigned index,
+                       const MathFunctionMap *f32Functions) {
   PointwiseKernel kernel;
   Block &body = fusion.getBody().front();
   YieldOp yield = fusion.getYield();
@@ -78,7 +79,7 @@ FailureOr<PointwiseKernel> analyzePointwiseRegion(FusionOp fusion,
     kernel.ops.push_back(op.getName().stripDialect().str());
   }
 
-  ScalarExprPrinter printer;
+  ScalarExprPrinter printer(f32Functions);
   for (BlockArgument arg : body.getArguments()) {
     KernelInput input;
     input.dtype = dtypeOf(arg.getType());

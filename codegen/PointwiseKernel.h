@@ -9,6 +9,7 @@
 #ifndef FUSE_CODEGEN_POINTWISEKERNEL_H
 #define FUSE_CODEGEN_POINTWISEKERNEL_H
 
+#include "codegen/ScalarExprPrinter.h"
 #include "ir/FuseDialect.h"
 #include "runtime/DType.h"
 #include "runtime/Shape.h"
@@ -51,9 +52,12 @@ struct PointwiseKernel {
   bool usesHalfTypes() const;
 };
 
-/// Analyzes a region. Emits an error on the op that cannot be generated.
-mlir::FailureOr<PointwiseKernel> analyzePointwiseRegion(FusionOp fusion,
-                                                        unsigned index);
+/// Analyzes a region. `f32Functions` renames the math calls of f32-computed
+/// expressions (fast-math intrinsics). Emits an error on the op that cannot
+/// be generated.
+mlir::FailureOr<PointwiseKernel>
+analyzePointwiseRegion(FusionOp fusion, unsigned index,
+                       const MathFunctionMap *f32Functions = nullptr);
 
 /// The kernel as C++ with OpenMP: `extern "C" void NAME(const void *const *,
 /// void *const *)`.
@@ -71,6 +75,8 @@ std::string printCudaKernel(const PointwiseKernel &kernel);
 /// What every CUDA translation unit of kernels starts with (NVRTC has no
 /// standard headers).
 std::string cudaPrelude();
+/// CUDA's fast intrinsics for the table's f32 math calls (--fast-math).
+const MathFunctionMap &cudaFastMathFunctions();
 
 /// An element as stored converted to its compute type (f16/bf16 -> f32),
 /// and a computed value converted back for storing.

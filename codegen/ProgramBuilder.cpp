@@ -42,7 +42,8 @@ static std::vector<uint8_t> constantBytes(DenseElementsAttr attr) {
 namespace {
 class ProgramBuilder {
 public:
-  ProgramBuilder(fusec::Program &program) : program(program) {}
+  ProgramBuilder(fusec::Program &program, const MathFunctionMap *f32Functions)
+      : program(program), f32Functions(f32Functions) {}
 
   int addBuffer(Value value, std::string name, BufferRole role) {
     // Names are unique in a plan: later duplicates get a suffix.
@@ -105,7 +106,7 @@ public:
         program.buffers[id].aliasOf = source;
       } else if (auto fusion = dyn_cast<FusionOp>(op)) {
         FailureOr<PointwiseKernel> kernel =
-            analyzePointwiseRegion(fusion, program.kernels.size());
+            analyzePointwiseRegion(fusion, program.kernels.size(), f32Functions);
         if (failed(kernel))
           return failure();
         fusec::KernelDesc desc;
@@ -144,6 +145,7 @@ public:
 
 private:
   fusec::Program &program;
+  const MathFunctionMap *f32Functions;
   DenseMap<Value, int> bufferOf;
   DenseMap<Value, std::string> outputNameOf;
   std::set<std::string> usedNames;
@@ -151,7 +153,8 @@ private:
 };
 } // namespace
 
-FailureOr<fusec::Program> buildProgram(ModuleOp module, fusec::Target target) {
+FailureOr<fusec::Program> buildProgram(ModuleOp module, fusec::Target target,
+                                       bool fastMath) {
   SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
   if (funcs.size() != 1)
     return module.emitError() << "codegen: expected one function in the "
@@ -161,7 +164,10 @@ FailureOr<fusec::Program> buildProgram(ModuleOp module, fusec::Target target) {
     return funcs.front().emitError("codegen: expected a single-block function");
   fusec::Program program;
   program.target = target;
-  if (failed(ProgramBuilder(program).build(funcs.front())))
+  const MathFunctionMap *f32Functions =
+      fastMath && target == fusec::Target::Cuda ? &cudaFastMathFunctions()
+                                                 : nullptr;
+  if (failed(ProgramBuilder(program, f32Functions).build(funcs.front())))
     return failure();
   return program;
 }

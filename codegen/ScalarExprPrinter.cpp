@@ -4,6 +4,7 @@
 #include "ir/FuseDialect.h"
 #include "ir/TypeUtils.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 
@@ -64,6 +65,30 @@ static std::string instantiate(const char *pattern,
   return result;
 }
 
+/// Renames the calls `name(` of `expression` found in `functions`.
+static std::string renameCalls(const std::string &expression,
+                               const MathFunctionMap &functions) {
+  std::string result;
+  for (size_t i = 0; i < expression.size();) {
+    if (!std::isalpha(static_cast<unsigned char>(expression[i])) &&
+        expression[i] != '_') {
+      result += expression[i++];
+      continue;
+    }
+    size_t end = i;
+    while (end < expression.size() &&
+           (std::isalnum(static_cast<unsigned char>(expression[end])) ||
+            expression[end] == '_'))
+      ++end;
+    std::string word = expression.substr(i, end - i);
+    auto it = functions.find(word);
+    bool isCall = end < expression.size() && expression[end] == '(';
+    result += isCall && it != functions.end() ? it->second : word;
+    i = end;
+  }
+  return result;
+}
+
 /// A conversion between compute types with fusec's cast semantics.
 static std::string castExpression(const std::string &operand, DType from,
                                   DType to) {
@@ -108,6 +133,9 @@ LogicalResult ScalarExprPrinter::print(Block &body,
       DType operandDType = dtypeOf(op.getOperand(0).getType());
       expression =
           instantiate(info->cExpression(operandDType), operandVariables());
+      if (f32Functions && std::string(fusec::dtypeInfo(operandDType)
+                                          .computeCType) == "float")
+        expression = renameCalls(expression, *f32Functions);
     } else if (isa<SelectOp>(op)) {
       SmallVector<std::string> names = operandVariables();
       expression = "(" + names[0] + " ? " + names[1] + " : " + names[2] + ")";

@@ -14,14 +14,21 @@
 #include "mlir/IR/Block.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <string>
 #include <vector>
 
 namespace fuse {
 
+/// Replacement names for math functions (e.g. sin -> __sinf), applied to
+/// the calls of f32-computed expressions.
+using MathFunctionMap = llvm::StringMap<std::string>;
+
 class ScalarExprPrinter {
 public:
+  explicit ScalarExprPrinter(const MathFunctionMap *f32Functions = nullptr)
+      : f32Functions(f32Functions) {}
   /// Gives a value (a block argument) the variable that holds its element.
   void bind(mlir::Value value, std::string variable);
   /// Appends the statements for every op of `body` but its terminator.
@@ -35,6 +42,7 @@ public:
 
 private:
   std::string newVariable();
+  const MathFunctionMap *f32Functions;
   llvm::DenseMap<mlir::Value, std::string> variables;
   unsigned counter = 0;
 };

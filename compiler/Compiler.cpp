@@ -129,7 +129,7 @@ Lowering lower(const CompileOptions &options, bool captureIR,
     lowering.fusedIR = printModule(*module);
 
   FailureOr<Program> program =
-      fuse::buildProgram(*module, resolveTarget(options));
+      fuse::buildProgram(*module, resolveTarget(options), options.fastMath);
   if (failed(program))
     diagnostics.fail("fusec: code generation failed");
   lowering.program = std::move(*program);

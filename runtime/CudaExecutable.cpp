@@ -5,6 +5,7 @@
 #include "runtime/Executable.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -118,8 +119,9 @@ CudaExecutable::CudaExecutable(Program program,
     int64_t steps =
         (kernel.numElements + kernel.vectorWidth - 1) / kernel.vectorWidth;
     int64_t blocks = (steps + kThreadsPerBlock - 1) / kThreadsPerBlock;
+    int64_t perSm = std::getenv("FUSEC_EXPERIMENT_BLOCKS") ? std::atoll(std::getenv("FUSEC_EXPERIMENT_BLOCKS")) : kBlocksPerMultiprocessor;
     launch.blocks = static_cast<unsigned>(std::clamp<int64_t>(
-        blocks, 1, int64_t(device.multiprocessors) * kBlocksPerMultiprocessor));
+        blocks, 1, perSm ? int64_t(device.multiprocessors) * perSm : blocks));
     for (int id : kernel.inputs)
       launch.arguments.push_back(deviceAddress[id]);
     for (int id : kernel.outputs)
