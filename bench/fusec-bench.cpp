@@ -154,9 +154,8 @@ double medianGpuMicros(int reps, const std::function<void()> &launch) {
   // Warm up for 20 ms at least: after a pause (an NVRTC compile) the SM
   // clocks need that long to ramp back up, which compute-heavy kernels feel.
   auto warmStart = std::chrono::steady_clock::now();
-  for (int i = 0;
-       i < 5 || std::chrono::steady_clock::now() - warmStart <
-                    std::chrono::milliseconds(20);
+  for (int i = 0; i < 5 || std::chrono::steady_clock::now() - warmStart <
+                               std::chrono::milliseconds(20);
        ++i) {
     launch();
     if (i % 16 == 15)
@@ -314,7 +313,11 @@ void runCuda(const std::vector<BenchCase> &cases, int reps, bool fastMath) {
   b.output(s);
   b.output(b.op("add", {b.op("mul", {x, y}), x}));
   Graph graph = b.build();
-  std::string dir = "/tmp/fusec-bench-cache-" + std::to_string(getpid());
+  // A new, empty cache directory: the cold number must never be a hit.
+  char pattern[] = "/tmp/fusec-bench-cache-XXXXXX";
+  if (!mkdtemp(pattern))
+    throw Error("fusec-bench: cannot create a temp cache directory");
+  std::string dir = pattern;
   CompileOptions options;
   options.target = Target::Cuda;
   options.cacheDir = dir;
@@ -335,6 +338,7 @@ void runCuda(const std::vector<BenchCase> &cases, int reps, bool fastMath) {
               "\"warm_start_from_disk_ms\": %.2f}\n",
               program.kernels.size(), lowerUs / 1e3, coldUs / 1e3,
               warmUs / 1e3);
+  std::system(("rm -rf '" + dir + "'").c_str());
 }
 
 } // namespace

@@ -105,8 +105,8 @@ public:
         int id = addBuffer(reshape, temporaryName(reshape), BufferRole::Alias);
         program.buffers[id].aliasOf = source;
       } else if (auto fusion = dyn_cast<FusionOp>(op)) {
-        FailureOr<PointwiseKernel> kernel =
-            analyzePointwiseRegion(fusion, program.kernels.size(), f32Functions);
+        FailureOr<PointwiseKernel> kernel = analyzePointwiseRegion(
+            fusion, program.kernels.size(), f32Functions);
         if (failed(kernel))
           return failure();
         fusec::KernelDesc desc;
@@ -166,7 +166,7 @@ FailureOr<fusec::Program> buildProgram(ModuleOp module, fusec::Target target,
   program.target = target;
   const MathFunctionMap *f32Functions =
       fastMath && target == fusec::Target::Cuda ? &cudaFastMathFunctions()
-                                                 : nullptr;
+                                                : nullptr;
   if (failed(ProgramBuilder(program, f32Functions).build(funcs.front())))
     return failure();
   return program;

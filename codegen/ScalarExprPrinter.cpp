@@ -133,8 +133,8 @@ LogicalResult ScalarExprPrinter::print(Block &body,
       DType operandDType = dtypeOf(op.getOperand(0).getType());
       expression =
           instantiate(info->cExpression(operandDType), operandVariables());
-      if (f32Functions && std::string(fusec::dtypeInfo(operandDType)
-                                          .computeCType) == "float")
+      if (f32Functions &&
+          std::string(fusec::dtypeInfo(operandDType).computeCType) == "float")
         expression = renameCalls(expression, *f32Functions);
     } else if (isa<SelectOp>(op)) {
       SmallVector<std::string> names = operandVariables();

@@ -52,34 +52,10 @@ LoadedDriver loadDriver() {
     return loaded;
   }
   std::string missing;
-  Driver &d = loaded.api;
-  resolve(library, d.cuInit, "cuInit", false, missing);
-  resolve(library, d.cuDeviceGetCount, "cuDeviceGetCount", false, missing);
-  resolve(library, d.cuDeviceGet, "cuDeviceGet", false, missing);
-  resolve(library, d.cuDeviceGetAttribute, "cuDeviceGetAttribute", false,
-          missing);
-  resolve(library, d.cuDeviceGetName, "cuDeviceGetName", false, missing);
-  resolve(library, d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain",
-          false, missing);
-  resolve(library, d.cuCtxSetCurrent, "cuCtxSetCurrent", false, missing);
-  resolve(library, d.cuModuleLoadData, "cuModuleLoadData", false, missing);
-  resolve(library, d.cuModuleGetFunction, "cuModuleGetFunction", false,
-          missing);
-  resolve(library, d.cuLaunchKernel, "cuLaunchKernel", false, missing);
-  resolve(library, d.cuMemAlloc, "cuMemAlloc", true, missing);
-  resolve(library, d.cuMemFree, "cuMemFree", true, missing);
-  resolve(library, d.cuMemGetInfo, "cuMemGetInfo", true, missing);
-  resolve(library, d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync", true, missing);
-  resolve(library, d.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync", true, missing);
-  resolve(library, d.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync", true, missing);
-  resolve(library, d.cuStreamCreate, "cuStreamCreate", false, missing);
-  resolve(library, d.cuStreamSynchronize, "cuStreamSynchronize", false,
-          missing);
-  resolve(library, d.cuEventCreate, "cuEventCreate", false, missing);
-  resolve(library, d.cuEventRecord, "cuEventRecord", false, missing);
-  resolve(library, d.cuEventSynchronize, "cuEventSynchronize", false, missing);
-  resolve(library, d.cuEventElapsedTime, "cuEventElapsedTime", true, missing);
-  resolve(library, d.cuGetErrorName, "cuGetErrorName", false, missing);
+#define FUSEC_RESOLVE_DRIVER(name, parameters, versioned)                      \
+  resolve(library, loaded.api.name, #name, versioned, missing);
+  FUSEC_CUDA_DRIVER_ENTRY_POINTS(FUSEC_RESOLVE_DRIVER)
+#undef FUSEC_RESOLVE_DRIVER
   if (!missing.empty())
     loaded.error = "the CUDA driver lacks entry points: " + missing;
   return loaded;
@@ -152,19 +128,27 @@ const LoadedDevice &loadedDevice() {
 //===----------------------------------------------------------------------===//
 
 using nvrtcProgram = struct _nvrtcProgram *;
+/// The NVRTC entry points fusec uses: (name, return, parameters).
+#define FUSEC_NVRTC_ENTRY_POINTS(X)                                            \
+  X(nvrtcVersion, int, (int *, int *))                                         \
+  X(nvrtcCreateProgram, int,                                                   \
+    (nvrtcProgram *, const char *, const char *, int, const char *const *,     \
+     const char *const *))                                                     \
+  X(nvrtcCompileProgram, int, (nvrtcProgram, int, const char *const *))        \
+  X(nvrtcGetProgramLogSize, int, (nvrtcProgram, size_t *))                     \
+  X(nvrtcGetProgramLog, int, (nvrtcProgram, char *))                           \
+  X(nvrtcGetCUBINSize, int, (nvrtcProgram, size_t *))                          \
+  X(nvrtcGetCUBIN, int, (nvrtcProgram, char *))                                \
+  X(nvrtcGetPTXSize, int, (nvrtcProgram, size_t *))                            \
+  X(nvrtcGetPTX, int, (nvrtcProgram, char *))                                  \
+  X(nvrtcDestroyProgram, int, (nvrtcProgram *))                                \
+  X(nvrtcGetErrorString, const char *, (int))
+
 struct Nvrtc {
-  int (*nvrtcVersion)(int *, int *);
-  int (*nvrtcCreateProgram)(nvrtcProgram *, const char *, const char *, int,
-                            const char *const *, const char *const *);
-  int (*nvrtcCompileProgram)(nvrtcProgram, int, const char *const *);
-  int (*nvrtcGetProgramLogSize)(nvrtcProgram, size_t *);
-  int (*nvrtcGetProgramLog)(nvrtcProgram, char *);
-  int (*nvrtcGetCUBINSize)(nvrtcProgram, size_t *);
-  int (*nvrtcGetCUBIN)(nvrtcProgram, char *);
-  int (*nvrtcGetPTXSize)(nvrtcProgram, size_t *);
-  int (*nvrtcGetPTX)(nvrtcProgram, char *);
-  int (*nvrtcDestroyProgram)(nvrtcProgram *);
-  const char *(*nvrtcGetErrorString)(int);
+#define FUSEC_NVRTC_FIELD(name, result, parameters)                            \
+  result(*name) parameters = nullptr;
+  FUSEC_NVRTC_ENTRY_POINTS(FUSEC_NVRTC_FIELD)
+#undef FUSEC_NVRTC_FIELD
 };
 
 struct LoadedNvrtc {
@@ -191,22 +175,10 @@ LoadedNvrtc loadNvrtc() {
     return loaded;
   }
   std::string missing;
-  Nvrtc &n = loaded.api;
-  resolve(library, n.nvrtcVersion, "nvrtcVersion", false, missing);
-  resolve(library, n.nvrtcCreateProgram, "nvrtcCreateProgram", false, missing);
-  resolve(library, n.nvrtcCompileProgram, "nvrtcCompileProgram", false,
-          missing);
-  resolve(library, n.nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize", false,
-          missing);
-  resolve(library, n.nvrtcGetProgramLog, "nvrtcGetProgramLog", false, missing);
-  resolve(library, n.nvrtcGetCUBINSize, "nvrtcGetCUBINSize", false, missing);
-  resolve(library, n.nvrtcGetCUBIN, "nvrtcGetCUBIN", false, missing);
-  resolve(library, n.nvrtcGetPTXSize, "nvrtcGetPTXSize", false, missing);
-  resolve(library, n.nvrtcGetPTX, "nvrtcGetPTX", false, missing);
-  resolve(library, n.nvrtcDestroyProgram, "nvrtcDestroyProgram", false,
-          missing);
-  resolve(library, n.nvrtcGetErrorString, "nvrtcGetErrorString", false,
-          missing);
+#define FUSEC_RESOLVE_NVRTC(name, result, parameters)                          \
+  resolve(library, loaded.api.name, #name, false, missing);
+  FUSEC_NVRTC_ENTRY_POINTS(FUSEC_RESOLVE_NVRTC)
+#undef FUSEC_RESOLVE_NVRTC
   if (!missing.empty())
     loaded.error = "NVRTC lacks entry points: " + missing;
   return loaded;

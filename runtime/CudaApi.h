@@ -26,32 +26,40 @@ using CUfunction = struct CUfunc_st *;
 using CUstream = struct CUstream_st *;
 using CUevent = struct CUevent_st *;
 
+/// The driver entry points fusec uses: (name, return, parameters,
+/// versioned). A versioned entry point is resolved as `name_v2` first.
+#define FUSEC_CUDA_DRIVER_ENTRY_POINTS(X)                                      \
+  X(cuInit, (unsigned), false)                                                 \
+  X(cuDeviceGetCount, (int *), false)                                          \
+  X(cuDeviceGet, (CUdevice *, int), false)                                     \
+  X(cuDeviceGetAttribute, (int *, int, CUdevice), false)                       \
+  X(cuDeviceGetName, (char *, int, CUdevice), false)                           \
+  X(cuDevicePrimaryCtxRetain, (CUcontext *, CUdevice), false)                  \
+  X(cuCtxSetCurrent, (CUcontext), false)                                       \
+  X(cuModuleLoadData, (CUmodule *, const void *), false)                       \
+  X(cuModuleGetFunction, (CUfunction *, CUmodule, const char *), false)        \
+  X(cuLaunchKernel,                                                            \
+    (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,   \
+     unsigned, CUstream, void **, void **),                                    \
+    false)                                                                     \
+  X(cuMemAlloc, (CUdeviceptr *, size_t), true)                                 \
+  X(cuMemFree, (CUdeviceptr), true)                                            \
+  X(cuMemcpyHtoDAsync, (CUdeviceptr, const void *, size_t, CUstream), true)    \
+  X(cuMemcpyDtoHAsync, (void *, CUdeviceptr, size_t, CUstream), true)          \
+  X(cuMemcpyDtoDAsync, (CUdeviceptr, CUdeviceptr, size_t, CUstream), true)     \
+  X(cuStreamCreate, (CUstream *, unsigned), false)                             \
+  X(cuStreamSynchronize, (CUstream), false)                                    \
+  X(cuEventCreate, (CUevent *, unsigned), false)                               \
+  X(cuEventRecord, (CUevent, CUstream), false)                                 \
+  X(cuEventSynchronize, (CUevent), false)                                      \
+  X(cuEventElapsedTime, (float *, CUevent, CUevent), true)                     \
+  X(cuGetErrorName, (CUresult, const char **), false)
+
 struct Driver {
-  CUresult (*cuInit)(unsigned);
-  CUresult (*cuDeviceGetCount)(int *);
-  CUresult (*cuDeviceGet)(CUdevice *, int);
-  CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
-  CUresult (*cuDeviceGetName)(char *, int, CUdevice);
-  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
-  CUresult (*cuCtxSetCurrent)(CUcontext);
-  CUresult (*cuModuleLoadData)(CUmodule *, const void *);
-  CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
-                             unsigned, unsigned, unsigned, CUstream, void **,
-                             void **);
-  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
-  CUresult (*cuMemFree)(CUdeviceptr);
-  CUresult (*cuMemGetInfo)(size_t *, size_t *);
-  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
-  CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
-  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
-  CUresult (*cuStreamCreate)(CUstream *, unsigned);
-  CUresult (*cuStreamSynchronize)(CUstream);
-  CUresult (*cuEventCreate)(CUevent *, unsigned);
-  CUresult (*cuEventRecord)(CUevent, CUstream);
-  CUresult (*cuEventSynchronize)(CUevent);
-  CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
-  CUresult (*cuGetErrorName)(CUresult, const char **);
+#define FUSEC_DRIVER_FIELD(name, parameters, versioned)                        \
+  CUresult(*name) parameters = nullptr;
+  FUSEC_CUDA_DRIVER_ENTRY_POINTS(FUSEC_DRIVER_FIELD)
+#undef FUSEC_DRIVER_FIELD
 };
 
 /// The loaded driver, or throws fusec::Error saying why there is none.

@@ -1,9 +1,10 @@
 /*===- HalfFloat.h - f16 and bf16 conversions -------------------*- C -*-===//
  *
- * Used by the runtime and embedded verbatim into every generated kernel that
- * touches f16 or bf16, so host and kernels convert identically. Keep it
- * self-contained C (kernels compile it with no include path). Conversions to
- * 16-bit round to nearest even; NaN stays NaN.
+ * Used by the runtime and embedded verbatim into every generated C++ kernel
+ * that touches f16 or bf16, so host and kernels convert identically (CUDA
+ * kernels use the hardware's cvt instructions, which round the same way).
+ * Keep it self-contained C (kernels compile it with no include path).
+ * Conversions to 16-bit round to nearest even; NaN stays NaN.
  *
  *===---------------------------------------------------------------------===*/
 #ifndef FUSEC_HALF_FLOAT_H
@@ -13,23 +14,19 @@
 #include <stdint.h>
 #include <string.h>
 
-#ifndef FUSEC_HOST_DEVICE
-#define FUSEC_HOST_DEVICE
-#endif
-
-static inline FUSEC_HOST_DEVICE float fusec_bits_to_f32(uint32_t bits) {
+static inline float fusec_bits_to_f32(uint32_t bits) {
   float value;
   memcpy(&value, &bits, sizeof value);
   return value;
 }
 
-static inline FUSEC_HOST_DEVICE uint32_t fusec_f32_to_bits(float value) {
+static inline uint32_t fusec_f32_to_bits(float value) {
   uint32_t bits;
   memcpy(&bits, &value, sizeof bits);
   return bits;
 }
 
-static inline FUSEC_HOST_DEVICE float fusec_f16_to_f32(uint16_t h) {
+static inline float fusec_f16_to_f32(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
   uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
   if (exponent == 0x1f) /* inf or nan */
@@ -42,7 +39,7 @@ static inline FUSEC_HOST_DEVICE float fusec_f16_to_f32(uint16_t h) {
   return fusec_bits_to_f32(sign | fusec_f32_to_bits(magnitude));
 }
 
-static inline FUSEC_HOST_DEVICE uint16_t fusec_f32_to_f16(float value) {
+static inline uint16_t fusec_f32_to_f16(float value) {
   uint32_t bits = fusec_f32_to_bits(value);
   uint16_t sign = (uint16_t)((bits >> 16) & 0x8000u);
   uint32_t magnitude = bits & 0x7fffffffu;
@@ -61,11 +58,11 @@ static inline FUSEC_HOST_DEVICE uint16_t fusec_f32_to_f16(float value) {
   return (uint16_t)(sign | half);
 }
 
-static inline FUSEC_HOST_DEVICE float fusec_bf16_to_f32(uint16_t h) {
+static inline float fusec_bf16_to_f32(uint16_t h) {
   return fusec_bits_to_f32((uint32_t)h << 16);
 }
 
-static inline FUSEC_HOST_DEVICE uint16_t fusec_f32_to_bf16(float value) {
+static inline uint16_t fusec_f32_to_bf16(float value) {
   uint32_t bits = fusec_f32_to_bits(value);
   if ((bits & 0x7fffffffu) > 0x7f800000u) /* nan: keep it quiet */
     return (uint16_t)((bits >> 16) | 0x40u);

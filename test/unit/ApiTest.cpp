@@ -32,6 +32,7 @@ Graph seedGraph() {
 } // namespace
 
 TEST_CASE("sin4 * y + sin4 becomes one kernel with two outputs", "[api]") {
+  test::compileForGpus(seedGraph());
   CompiledModel model = compile(seedGraph(), test::testOptions());
   std::vector<KernelInfo> kernels = model.kernels();
   REQUIRE(kernels.size() == 1);

@@ -2,6 +2,7 @@
 
 #include "TestUtil.h"
 
+#include "runtime/CudaApi.h"
 #include "runtime/KernelCache.h"
 
 #include <catch2/catch.hpp>
@@ -174,4 +175,43 @@ TEST_CASE("processes compiling the same kernel at once all succeed",
   after.loadHostLibrary(kSource);
   CHECK(after.stats().diskHits == 1);
   CHECK(after.stats().corruptEntries == 0);
+}
+
+TEST_CASE("a failed NVRTC compile reports the log and keeps the source",
+          "[cache][nvrtc]") {
+  FUSEC_SKIP_IF(cuda::nvrtcUnavailableReason());
+  std::string dir = test::freshTempDir("nvrtc-failed");
+  KernelCache cache(dir);
+  std::string message;
+  try {
+    cache.loadCubin("extern \"C\" __global__ void k() { undeclared(); }\n",
+                    "sm_90a", {});
+  } catch (const Error &error) {
+    message = error.what();
+  }
+  CHECK_THAT(message, Contains("NVRTC failed"));
+  CHECK_THAT(message, Contains("undeclared"));
+  size_t at = message.find("saved at ");
+  REQUIRE(at != std::string::npos);
+  std::ifstream source(message.substr(at + 9));
+  CHECK(source.good());
+}
+
+TEST_CASE("cubins are cached by source, arch and options", "[cache][nvrtc]") {
+  FUSEC_SKIP_IF(cuda::nvrtcUnavailableReason());
+  std::string dir = test::freshTempDir("cubins");
+  const char *source = "extern \"C\" __global__ void k(float *x) { x[0] = "
+                       "sinf(x[0]); }\n";
+  KernelCache cache(dir);
+  auto precise = cache.loadCubin(source, "sm_90a", {});
+  auto again = cache.loadCubin(source, "sm_90a", {});
+  auto older = cache.loadCubin(source, "sm_80", {});
+  auto fast = cache.loadCubin(source, "sm_90a", {"--use_fast_math"});
+  CHECK(precise == again);
+  CHECK(cache.stats().compiles == 3);
+  CHECK(*precise != *older);
+  KernelCache second(dir);
+  CHECK(*second.loadCubin(source, "sm_80", {}) == *older);
+  CHECK(second.stats().diskHits == 1);
+  CHECK(second.stats().compiles == 0);
 }

@@ -114,7 +114,7 @@ void test::checkAllOps(DType dtype, Target target) {
       expected.emplace_back("select", std::move(reference));
     }
 
-    if (target == Target::Cpu && shapes.lhs.size() > 1)
+    if (target == Target::Cpu)
       test::compileForGpus(builder.build());
     for (bool fuse : {true, false}) {
       INFO((fuse ? "fused" : "unfused") << " on " << targetName(target));
@@ -182,6 +182,7 @@ TEST_CASE("cast converts between every pair of dtypes", "[ops]") {
       }
       expected.push_back(std::move(reference));
     }
+    test::compileForGpus(builder.build());
     std::vector<Tensor> outputs =
         compile(builder.build(), test::testOptions()).run({input});
     for (size_t i = 0; i < outputs.size(); ++i) {

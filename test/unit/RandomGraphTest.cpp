@@ -126,7 +126,7 @@ void test::checkRandomGraphs(DType dtype, uint64_t firstSeed, int count,
     INFO("dtype " << dtypeName(dtype) << ", seed " << seed << ", on "
                   << targetName(target));
     RandomGraph random = RandomGraphGenerator(seed, dtype).generate();
-    if (target == Target::Cpu && seed % 4 == 0)
+    if (target == Target::Cpu)
       test::compileForGpus(random.graph);
     CompiledModel fused =
         compile(random.graph, test::testOptions(true, target));
