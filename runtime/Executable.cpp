@@ -78,8 +78,8 @@ void HostExecutable::run(const std::vector<Tensor> &inputs,
   checkInputs(inputs);
   prepareOutputs(outputs);
 
-  // Where every buffer lives for this run.
-  std::vector<void *> address(prog.buffers.size(), nullptr);
+  // Where every buffer lives for this run (members: no allocation per run).
+  address.assign(prog.buffers.size(), nullptr);
   for (size_t i = 0; i < prog.inputs.size(); ++i)
     address[prog.inputs[i]] = const_cast<void *>(inputs[i].data());
   for (size_t id = 0; id < prog.buffers.size(); ++id) {
@@ -95,8 +95,6 @@ void HostExecutable::run(const std::vector<Tensor> &inputs,
     if (prog.buffers[id].role == BufferRole::Alias)
       address[id] = address[prog.buffers[id].aliasOf];
 
-  std::vector<const void *> kernelInputs;
-  std::vector<void *> kernelOutputs;
   for (size_t k = 0; k < prog.kernels.size(); ++k) {
     const KernelDesc &kernel = prog.kernels[k];
     kernelInputs.clear();

@@ -52,6 +52,10 @@ private:
   std::vector<std::vector<uint8_t>> temporaryStorage;
   /// Which graph output (index) each buffer is written into directly, or -1.
   std::vector<int> outputSlot;
+  /// Scratch of run(): each buffer's address, each launch's arguments.
+  std::vector<void *> address;
+  std::vector<const void *> kernelInputs;
+  std::vector<void *> kernelOutputs;
 };
 
 struct CudaOptions {
