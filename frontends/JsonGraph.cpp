@@ -21,6 +21,8 @@ namespace fusec {
 
 namespace {
 
+constexpr int64_t kMaxElements = int64_t(1) << 48;
+
 class JsonReader {
 public:
   explicit JsonReader(std::string path) : path(std::move(path)) {}
@@ -93,11 +95,17 @@ private:
     if (!object.contains("shape") || !object["shape"].is_array())
       throw fail(where, "missing \"shape\" (an array of dims)");
     Shape dims;
+    int64_t elements = 1;
     for (const json &dim : object["shape"]) {
       if (!dim.is_number_integer() || dim.get<int64_t>() < 1)
         throw fail(where, "\"shape\" dims must be positive integers, got " +
                               dim.dump());
       dims.push_back(dim.get<int64_t>());
+      // Element counts stay far from int64 overflow in every index computation.
+      if (dims.back() > kMaxElements / elements)
+        throw fail(where, "\"shape\" " + object["shape"].dump() +
+                              " has more than 2^48 elements");
+      elements *= dims.back();
     }
     return dims;
   }

@@ -312,6 +312,10 @@ int main(int argc, char **argv) {
   } catch (const Error &error) {
     std::cerr << error.what() << "\n";
     return 1;
+  } catch (const std::bad_alloc &) {
+    std::cerr << "fusec: error: out of host memory (the model's tensors do "
+                 "not fit)\n";
+    return 1;
   } catch (const std::exception &error) {
     std::cerr << "fusec: error: " << error.what() << "\n";
     return 1;
