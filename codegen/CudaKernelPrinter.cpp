@@ -187,7 +187,13 @@ std::string printCudaKernel(const PointwiseKernel &kernel) {
          << "_vector;\n";
     os << "#pragma unroll\n";
     os << "    for (int lane = 0; lane < " << width << "; ++lane) {\n";
-    os << "      const " << index << " i = base + lane;\n";
+    bool elementIndexNeeded =
+        llvm::any_of(kernel.inputs, [&](const KernelInput &input) {
+          return input.access == InputAccess::Broadcast &&
+                 !isVectorBroadcast(input, kernel.iterationShape, width);
+        });
+    if (elementIndexNeeded)
+      os << "      const " << index << " i = base + lane;\n";
     for (size_t i = 0; i < kernel.inputs.size(); ++i) {
       const KernelInput &input = kernel.inputs[i];
       if (input.access == InputAccess::Scalar)

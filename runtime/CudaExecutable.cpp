@@ -114,10 +114,9 @@ CudaExecutable::CudaExecutable(Program program,
         "the kernels of '" + prog.name + "'");
   for (const KernelDesc &kernel : prog.kernels) {
     Launch launch;
-    cuda::CUfunction function = nullptr;
-    check(driver.cuModuleGetFunction(&function, module, kernel.name.c_str()),
+    check(driver.cuModuleGetFunction(&launch.function, module,
+                                     kernel.name.c_str()),
           "cuModuleGetFunction", "kernel '" + kernel.name + "'");
-    launch.function = function;
     int64_t steps =
         (kernel.numElements + kernel.vectorWidth - 1) / kernel.vectorWidth;
     int64_t blocks = (steps + kThreadsPerBlock - 1) / kThreadsPerBlock;
@@ -131,7 +130,7 @@ CudaExecutable::CudaExecutable(Program program,
   }
   // Parameters point into `arguments`, which no longer moves.
   for (Launch &launch : launches)
-    for (unsigned long long &argument : launch.arguments)
+    for (cuda::CUdeviceptr &argument : launch.arguments)
       launch.parameters.push_back(&argument);
 }
 
@@ -158,9 +157,9 @@ void CudaExecutable::launch() {
   cuda::CUstream stream = cuda::device().stream;
   for (size_t k = 0; k < launches.size(); ++k) {
     Launch &launch = launches[k];
-    check(driver.cuLaunchKernel(static_cast<cuda::CUfunction>(launch.function),
-                                launch.blocks, 1, 1, kThreadsPerBlock, 1, 1, 0,
-                                stream, launch.parameters.data(), nullptr),
+    check(driver.cuLaunchKernel(launch.function, launch.blocks, 1, 1,
+                                kThreadsPerBlock, 1, 1, 0, stream,
+                                launch.parameters.data(), nullptr),
           "cuLaunchKernel", "kernel '" + prog.kernels[k].name + "'");
   }
 }

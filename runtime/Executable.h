@@ -2,6 +2,7 @@
 #ifndef FUSEC_RUNTIME_EXECUTABLE_H
 #define FUSEC_RUNTIME_EXECUTABLE_H
 
+#include "runtime/CudaApi.h"
 #include "runtime/KernelCache.h"
 #include "runtime/Program.h"
 #include "runtime/Tensor.h"
@@ -85,12 +86,12 @@ public:
 
 private:
   struct Launch {
-    void *function;
+    cuda::CUfunction function;
     unsigned blocks;
-    std::vector<unsigned long long> arguments;
-    std::vector<void *> parameters;
+    std::vector<cuda::CUdeviceptr> arguments;
+    std::vector<void *> parameters; ///< pointers to `arguments`
   };
-  std::vector<unsigned long long> deviceAddress; ///< per buffer
+  std::vector<cuda::CUdeviceptr> deviceAddress; ///< per buffer
   std::vector<Launch> launches;
 };
 
