@@ -38,31 +38,42 @@ bool resolve(void *library, Fn &slot, const char *name, bool versioned,
   return symbol != nullptr;
 }
 
-struct LoadedDriver {
-  Driver api{};
+/// A dlopen'ed library's entry points, or why they could not be had.
+template <typename Api> struct LoadedLibrary {
+  Api api{};
   std::string error;
 };
 
-LoadedDriver loadDriver() {
-  LoadedDriver loaded;
+/// Opens the first of `names` and lets `resolveAll(library, api, missing)`
+/// resolve every entry point; the error names the library (`what`) and any
+/// missing entry point.
+template <typename Api, typename ResolveAll>
+LoadedLibrary<Api>
+loadLibrary(const std::vector<std::string> &names, const std::string &what,
+            const std::string &installHint, ResolveAll resolveAll) {
+  LoadedLibrary<Api> loaded;
   std::string tried;
-  void *library = openFirst({"libcuda.so.1", "libcuda.so"}, tried);
+  void *library = openFirst(names, tried);
   if (!library) {
-    loaded.error = "the CUDA driver (libcuda.so.1) is not installed" + tried;
+    loaded.error = what + " is not installed" + installHint + tried;
     return loaded;
   }
   std::string missing;
-#define FUSEC_RESOLVE_DRIVER(name, parameters, versioned)                      \
-  resolve(library, loaded.api.name, #name, versioned, missing);
-  FUSEC_CUDA_DRIVER_ENTRY_POINTS(FUSEC_RESOLVE_DRIVER)
-#undef FUSEC_RESOLVE_DRIVER
+  resolveAll(library, loaded.api, missing);
   if (!missing.empty())
-    loaded.error = "the CUDA driver lacks entry points: " + missing;
+    loaded.error = what + " lacks entry points: " + missing;
   return loaded;
 }
 
-const LoadedDriver &loadedDriver() {
-  static const LoadedDriver loaded = loadDriver();
+const LoadedLibrary<Driver> &loadedDriver() {
+  static const LoadedLibrary<Driver> loaded = loadLibrary<Driver>(
+      {"libcuda.so.1", "libcuda.so"}, "the CUDA driver (libcuda.so.1)", "",
+      [](void *library, Driver &api, std::string &missing) {
+#define FUSEC_RESOLVE_DRIVER(name, parameters, versioned)                      \
+  resolve(library, api.name, #name, versioned, missing);
+        FUSEC_CUDA_DRIVER_ENTRY_POINTS(FUSEC_RESOLVE_DRIVER)
+#undef FUSEC_RESOLVE_DRIVER
+      });
   return loaded;
 }
 
@@ -73,7 +84,7 @@ struct LoadedDevice {
 
 LoadedDevice initDevice() {
   LoadedDevice loaded;
-  const LoadedDriver &driver = loadedDriver();
+  const LoadedLibrary<Driver> &driver = loadedDriver();
   if (!driver.error.empty()) {
     loaded.error = driver.error;
     return loaded;
@@ -151,13 +162,7 @@ struct Nvrtc {
 #undef FUSEC_NVRTC_FIELD
 };
 
-struct LoadedNvrtc {
-  Nvrtc api{};
-  std::string error;
-};
-
-LoadedNvrtc loadNvrtc() {
-  LoadedNvrtc loaded;
+std::vector<std::string> nvrtcCandidates() {
   std::vector<std::string> names;
   for (const char *variable : {"CUDA_HOME", "CUDA_PATH"})
     if (const char *root = std::getenv(variable); root && *root)
@@ -167,30 +172,23 @@ LoadedNvrtc loadNvrtc() {
                            "/usr/local/cuda/lib64/libnvrtc.so.12",
                            "/usr/local/cuda/lib64/libnvrtc.so"})
     names.push_back(name);
-  std::string tried;
-  void *library = openFirst(names, tried);
-  if (!library) {
-    loaded.error =
-        "NVRTC (libnvrtc.so) is not installed; set CUDA_HOME" + tried;
-    return loaded;
-  }
-  std::string missing;
-#define FUSEC_RESOLVE_NVRTC(name, result, parameters)                          \
-  resolve(library, loaded.api.name, #name, false, missing);
-  FUSEC_NVRTC_ENTRY_POINTS(FUSEC_RESOLVE_NVRTC)
-#undef FUSEC_RESOLVE_NVRTC
-  if (!missing.empty())
-    loaded.error = "NVRTC lacks entry points: " + missing;
-  return loaded;
+  return names;
 }
 
-const LoadedNvrtc &loadedNvrtc() {
-  static const LoadedNvrtc loaded = loadNvrtc();
+const LoadedLibrary<Nvrtc> &loadedNvrtc() {
+  static const LoadedLibrary<Nvrtc> loaded = loadLibrary<Nvrtc>(
+      nvrtcCandidates(), "NVRTC (libnvrtc.so)", "; set CUDA_HOME",
+      [](void *library, Nvrtc &api, std::string &missing) {
+#define FUSEC_RESOLVE_NVRTC(name, result, parameters)                          \
+  resolve(library, api.name, #name, false, missing);
+        FUSEC_NVRTC_ENTRY_POINTS(FUSEC_RESOLVE_NVRTC)
+#undef FUSEC_RESOLVE_NVRTC
+      });
   return loaded;
 }
 
 const Nvrtc &nvrtc() {
-  const LoadedNvrtc &loaded = loadedNvrtc();
+  const LoadedLibrary<Nvrtc> &loaded = loadedNvrtc();
   if (!loaded.error.empty())
     throw Error("fusec: cannot compile CUDA: " + loaded.error);
   return loaded.api;
@@ -199,7 +197,7 @@ const Nvrtc &nvrtc() {
 } // namespace
 
 const Driver &driver() {
-  const LoadedDriver &loaded = loadedDriver();
+  const LoadedLibrary<Driver> &loaded = loadedDriver();
   if (!loaded.error.empty())
     throw Error("fusec: the CUDA target is unavailable: " + loaded.error);
   return loaded.api;
