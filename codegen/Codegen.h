@@ -16,10 +16,6 @@ mlir::FailureOr<fusec::Program> buildProgram(mlir::ModuleOp module,
                                              fusec::Target target,
                                              bool fastMath = false);
 
-/// Attribute naming a graph input (on function arguments) or output (on
-/// function results); absent names become argN / resultN.
-constexpr const char *kValueNameAttr = "fuse.name";
-
 } // namespace fuse
 
 #endif

@@ -27,20 +27,6 @@ bool PointwiseKernel::hasBroadcastInput() const {
   });
 }
 
-bool PointwiseKernel::usesHalfTypes() const {
-  auto isHalf = [](DType dtype) {
-    return dtype == DType::F16 || dtype == DType::BF16;
-  };
-  return llvm::any_of(
-             inputs, [&](const KernelInput &in) { return isHalf(in.dtype); }) ||
-         llvm::any_of(
-             outputs,
-             [&](const KernelOutput &out) { return isHalf(out.dtype); }) ||
-         llvm::any_of(statements, [](const std::string &statement) {
-           return statement.find("fusec_f") != std::string::npos;
-         });
-}
-
 FailureOr<PointwiseKernel>
 analyzePointwiseRegion(FusionOp fusion, unsigned index,
                        const MathFunctionMap *f32Functions) {
@@ -107,6 +93,15 @@ analyzePointwiseRegion(FusionOp fusion, unsigned index,
   for (Value value : yield.getValues())
     kernel.outputs.push_back(
         {dtypeOf(value.getType()), printer.variableOf(value)});
+
+  auto isHalf = [](Value value) {
+    DType dtype = dtypeOf(value.getType());
+    return dtype == DType::F16 || dtype == DType::BF16;
+  };
+  kernel.usesHalfTypes = llvm::any_of(body.getArguments(), isHalf);
+  body.walk([&](Operation *op) {
+    kernel.usesHalfTypes |= llvm::any_of(op->getResults(), isHalf);
+  });
 
   kernel.name = "fused";
   for (size_t i = 0; i < kernel.ops.size() && i < kMaxOpsInName; ++i)

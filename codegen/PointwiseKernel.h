@@ -48,8 +48,10 @@ struct PointwiseKernel {
   std::vector<std::string> statements;
 
   int64_t numElements() const { return fusec::numElements(iterationShape); }
+  /// Some value of the region (input, intermediate, output) is f16/bf16.
+  bool usesHalfTypes = false;
+
   bool hasBroadcastInput() const;
-  bool usesHalfTypes() const;
 };
 
 /// Analyzes a region. `f32Functions` renames the math calls of f32-computed

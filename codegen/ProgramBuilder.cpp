@@ -116,7 +116,7 @@ public:
         desc.source = cuda ? printCudaKernel(*kernel) : printCppKernel(*kernel);
         desc.numElements = kernel->numElements();
         desc.vectorWidth = cuda ? cudaVectorWidth(*kernel) : 1;
-        usesHalfTypes |= kernel->usesHalfTypes();
+        usesHalfTypes |= kernel->usesHalfTypes;
         for (Value input : fusion.getInputs())
           desc.inputs.push_back(bufferOf.lookup(input));
         for (Value result : fusion.getResults())

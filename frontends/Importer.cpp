@@ -2,7 +2,6 @@
 
 #include "frontends/Importer.h"
 
-#include "codegen/Codegen.h"
 #include "ir/ElementwiseOps.h"
 #include "ir/FuseDialect.h"
 #include "ir/TypeUtils.h"

@@ -23,13 +23,6 @@ using fusec::DType;
 /// Folding materializes every element: stay away from large tensors.
 static constexpr int64_t kMaxFoldedElements = 1 << 16;
 
-static std::string typeString(Type type) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << type;
-  return text;
-}
-
 /// Broadcast result shape of several operands, or an error naming the pair.
 static LogicalResult broadcastOperandShapes(std::optional<Location> loc,
                                             ValueRange operands,

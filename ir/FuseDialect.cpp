@@ -108,7 +108,7 @@ double fuse::constantElement(DenseElementsAttr attr, int64_t index) {
 // Verifiers
 //===----------------------------------------------------------------------===//
 
-static std::string typeString(Type type) {
+std::string fuse::typeString(Type type) {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << type;

@@ -30,6 +30,13 @@ inferElementwiseResultType(llvm::StringRef opName, mlir::MLIRContext *context,
                            mlir::ValueRange operands,
                            llvm::SmallVectorImpl<mlir::Type> &inferred);
 
+/// Attribute naming a graph input (on function arguments) or output (on
+/// function results); absent names become argN / resultN.
+constexpr const char *kValueNameAttr = "fuse.name";
+
+/// "tensor<2x3xf32>", for messages.
+std::string typeString(mlir::Type type);
+
 /// The graph node an op came from (its NameLoc), or "" if it has none.
 std::string nodeNameOf(mlir::Location loc);
 /// "'fuse.add' (node 'a1')", for messages about an op.

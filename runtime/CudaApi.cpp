@@ -230,9 +230,21 @@ std::string unavailableReason() { return loadedDevice().error; }
 std::string nvrtcUnavailableReason() { return loadedNvrtc().error; }
 
 std::string nvrtcVersion() {
-  int major = 0, minor = 0;
-  nvrtc().nvrtcVersion(&major, &minor);
-  return std::to_string(major) + "." + std::to_string(minor);
+  // Part of every cubin cache key: asked once, not on each lookup.
+  static const std::string version = [] {
+    int major = 0, minor = 0;
+    nvrtc().nvrtcVersion(&major, &minor);
+    return std::to_string(major) + "." + std::to_string(minor);
+  }();
+  return version;
+}
+
+std::vector<std::string> nvrtcOptions(bool fastMath) {
+  // Kernels already call intrinsics under --fast-math (codegen); the flag
+  // adds flush-to-zero and approximate division and square root.
+  if (fastMath)
+    return {"--use_fast_math"};
+  return {};
 }
 
 std::string compileCuda(const std::string &source, const std::string &arch,

@@ -94,6 +94,9 @@ std::string nvrtcUnavailableReason();
 /// NVRTC's version as "13.0".
 std::string nvrtcVersion();
 
+/// The NVRTC options fusec compiles kernels with.
+std::vector<std::string> nvrtcOptions(bool fastMath);
+
 /// Compiles CUDA C with NVRTC for `arch` (e.g. "sm_90a") into a cubin (or
 /// PTX when `ptx` is true). Throws fusec::Error with the NVRTC log.
 std::string compileCuda(const std::string &source, const std::string &arch,

@@ -103,12 +103,9 @@ CudaExecutable::CudaExecutable(Program program,
 
   if (prog.kernels.empty())
     return;
-  std::vector<std::string> nvrtcOptions;
-  if (options.fastMath)
-    nvrtcOptions.push_back("--use_fast_math");
   std::shared_ptr<const std::string> cubin = cache->loadCubin(
       prog.source, options.arch.empty() ? device.arch() : options.arch,
-      nvrtcOptions);
+      cuda::nvrtcOptions(options.fastMath));
   cuda::CUmodule module = nullptr;
   check(driver.cuModuleLoadData(&module, cubin->data()), "cuModuleLoadData",
         "the kernels of '" + prog.name + "'");

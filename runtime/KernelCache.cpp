@@ -216,16 +216,17 @@ CacheStats KernelCache::stats() const {
   return counters;
 }
 
-std::string KernelCache::keyFor(const std::string &source) const {
+std::string KernelCache::keyFor(const std::string &toolchain,
+                                const std::string &source) const {
   uint64_t hash = hashBytes(kCacheFormat);
-  hash = hashBytes(compilerIdentity, hash);
+  hash = hashBytes(toolchain, hash);
   hash = hashBytes(source, hash);
   return toHex(hash);
 }
 
 std::shared_ptr<KernelLibrary>
 KernelCache::loadHostLibrary(const std::string &source) {
-  std::string key = keyFor(source);
+  std::string key = keyFor(compilerIdentity, source);
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = loaded.find(key); it != loaded.end()) {
     ++counters.memoryHits;
@@ -282,12 +283,10 @@ KernelCache::loadOrCompile(const std::string &key, const std::string &source) {
 std::shared_ptr<const std::string>
 KernelCache::loadCubin(const std::string &source, const std::string &arch,
                        const std::vector<std::string> &options) {
-  std::string version = cuda::nvrtcVersion();
-  uint64_t hash = hashBytes(kCacheFormat);
-  hash = hashBytes("cuda " + version + " " + arch, hash);
+  std::string toolchain = "nvrtc " + cuda::nvrtcVersion() + " " + arch;
   for (const std::string &option : options)
-    hash = hashBytes(option + "\n", hash);
-  std::string key = toHex(hashBytes(source, hash));
+    toolchain += " " + option;
+  std::string key = keyFor(toolchain, source);
 
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = cubins.find(key); it != cubins.end()) {

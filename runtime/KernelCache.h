@@ -71,7 +71,10 @@ public:
   static std::vector<std::string> hostCompileCommand();
 
 private:
-  std::string keyFor(const std::string &source) const;
+  /// Content address of `source` built by `toolchain` (compiler identity,
+  /// version, target, options).
+  std::string keyFor(const std::string &toolchain,
+                     const std::string &source) const;
   /// The entry's payload if it is valid; warns and counts it when corrupt.
   bool readEntry(const std::string &path, std::string &payload);
   [[noreturn]] void failCompile(const std::string &key, const std::string &ext,

@@ -179,11 +179,9 @@ std::string emitStage(const CliOptions &options, const Lowering &lowering) {
   if (options.emit == "plan")
     return lowering.program.planJson();
   if (options.emit == "ptx") {
-    std::vector<std::string> nvrtcOptions;
-    if (options.compile.fastMath)
-      nvrtcOptions.push_back("--use_fast_math");
     return cuda::compileCuda(lowering.program.source,
-                             resolveGpuArch(options.compile), nvrtcOptions,
+                             resolveGpuArch(options.compile),
+                             cuda::nvrtcOptions(options.compile.fastMath),
                              /*ptx=*/true);
   }
   return lowering.program.source;
