@@ -13,14 +13,10 @@
 
 #include "ir/FuseDialect.h.inc"
 
+#include "ir/FusionKind.h"
+#include "ir/FuseInterfaces.h.inc"
+
 namespace fuse {
-namespace OpTrait {
-/// Each result element depends only on the (broadcast) operand elements at
-/// the same index: the ops pointwise fusion may merge.
-template <typename ConcreteType>
-class PointwiseOp : public mlir::OpTrait::TraitBase<ConcreteType, PointwiseOp> {
-};
-} // namespace OpTrait
 
 /// Result type of an elementwise op of the table: NumPy broadcast of the
 /// operand shapes, dtype per the op's row.
@@ -41,6 +37,13 @@ std::string typeString(mlir::Type type);
 std::string nodeNameOf(mlir::Location loc);
 /// "'fuse.add' (node 'a1')", for messages about an op.
 std::string describeOp(mlir::Operation *op);
+
+/// The type of reducing `operand` along `axes` (sorted, non-negative).
+mlir::RankedTensorType reducedTensorType(mlir::RankedTensorType operand,
+                                         llvm::ArrayRef<int64_t> axes,
+                                         bool keepdims);
+/// ONNX's axis in [-rank, rank) as a dim index, or nullopt if out of range.
+std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 
 /// Constant folding and identities (x+0, x*1, ...) for the table's ops.
 mlir::OpFoldResult foldElementwise(mlir::Operation *op,

@@ -11,16 +11,16 @@ def Fuse_Dialect : Dialect {
   let name = "fuse";
   let summary = "Tensor-level operations of the fusec fusion compiler";
   let description = [{
-    Pointwise tensor operations on statically shaped builtin ranked tensors,
-    with NumPy broadcasting, plus `fuse.fusion`: a region that becomes one
-    generated kernel.
+    Tensor operations on statically shaped builtin ranked tensors:
+    elementwise ops with NumPy broadcasting, reductions, layout ops and
+    composites (softmax, layer_norm, ...) that a pass decomposes, plus
+    `fuse.fusion`: a region that becomes one generated kernel.
   }];
   let cppNamespace = "::fuse";
   let hasConstantMaterializer = 1;
 }
 
 // The dtypes fusec supports. Integers are signless in MLIR and read as signed.
-def Fuse_FloatElement : AnyTypeOf<[F64, F32, F16, BF16]>;
 def Fuse_FloatTensor : StaticShapeTensorOf<[F64, F32, F16, BF16]>;
 def Fuse_NumericTensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I8, I32, I64]>;
 def Fuse_BoolTensor : StaticShapeTensorOf<[I1]>;
@@ -34,12 +34,6 @@ defvar Fuse_SameResultOfAny = Fuse_AnyTensor;
 defvar Fuse_BoolResultOfFloat = Fuse_BoolTensor;
 defvar Fuse_BoolResultOfNumeric = Fuse_BoolTensor;
 defvar Fuse_BoolResultOfAny = Fuse_BoolTensor;
-
-// Marks ops that compute each output element from the same (broadcast)
-// element of their operands: these are what pointwise fusion may merge.
-def Fuse_Pointwise : NativeOpTrait<"PointwiseOp"> {
-  let cppNamespace = "::fuse::OpTrait";
-}
 
 class Fuse_Op<string mnemonic, list<Trait> traits = []>
     : Op<Fuse_Dialect, mnemonic, traits>;

@@ -8,15 +8,24 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/IR/RegionKindInterface.td"
+include "ir/FuseInterfaces.td"
+
+// The kind an op reports to fusion (FusionKindOpInterface).
+class Fuse_KindIs<string kind> {
+  code kindDeclaration = [{
+    ::fuse::FusionKind getFusionKind() { return ::fuse::FusionKind::}] # kind # [{; }
+  }];
+}
 
 //===----------------------------------------------------------------------===//
 // Elementwise ops: the classes here, the rows in ElementwiseOps.def.
 //===----------------------------------------------------------------------===//
 
 class Fuse_ElementwiseOp<string mnemonic>
-    : Fuse_Op<mnemonic, [Pure, Fuse_Pointwise,
+    : Fuse_Op<mnemonic, [Pure, Fuse_FusionKindOpInterface,
                          DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let hasFolder = 1;
+  let extraClassDeclaration = Fuse_KindIs<"Elementwise">.kindDeclaration;
   // Type inference and folding are shared by every row of the table.
   let extraClassDefinition = [{
     ::llvm::LogicalResult $cppClass::inferReturnTypes(
@@ -58,8 +67,9 @@ include "ElementwiseOps.td"
 // Other pointwise ops
 //===----------------------------------------------------------------------===//
 
-def Fuse_SelectOp : Fuse_Op<"select", [Pure, Fuse_Pointwise,
+def Fuse_SelectOp : Fuse_Op<"select", [Pure, Fuse_FusionKindOpInterface,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let extraClassDeclaration = Fuse_KindIs<"Elementwise">.kindDeclaration;
   let summary = "cond ? true_value : false_value, with NumPy broadcasting";
   let arguments = (ins Fuse_BoolTensor:$cond, Fuse_AnyTensor:$true_value,
                        Fuse_AnyTensor:$false_value);
@@ -69,7 +79,8 @@ def Fuse_SelectOp : Fuse_Op<"select", [Pure, Fuse_Pointwise,
   let hasFolder = 1;
 }
 
-def Fuse_CastOp : Fuse_Op<"cast", [Pure, Fuse_Pointwise]> {
+def Fuse_CastOp : Fuse_Op<"cast", [Pure, Fuse_FusionKindOpInterface]> {
+  let extraClassDeclaration = Fuse_KindIs<"Elementwise">.kindDeclaration;
   let summary = "elementwise dtype conversion";
   let description = [{
     Float to integer truncates toward zero; anything to i1 is `x != 0`.
@@ -81,7 +92,9 @@ def Fuse_CastOp : Fuse_Op<"cast", [Pure, Fuse_Pointwise]> {
   let hasFolder = 1;
 }
 
-def Fuse_BroadcastToOp : Fuse_Op<"broadcast_to", [Pure, Fuse_Pointwise]> {
+def Fuse_BroadcastToOp : Fuse_Op<"broadcast_to",
+    [Pure, Fuse_FusionKindOpInterface]> {
+  let extraClassDeclaration = Fuse_KindIs<"Broadcast">.kindDeclaration;
   let summary = "broadcast a tensor to a larger shape (NumPy rules)";
   let arguments = (ins Fuse_AnyTensor:$operand);
   let results = (outs Fuse_AnyTensor:$result);
@@ -90,7 +103,8 @@ def Fuse_BroadcastToOp : Fuse_Op<"broadcast_to", [Pure, Fuse_Pointwise]> {
   let hasFolder = 1;
 }
 
-def Fuse_ReshapeOp : Fuse_Op<"reshape", [Pure]> {
+def Fuse_ReshapeOp : Fuse_Op<"reshape", [Pure, Fuse_FusionKindOpInterface]> {
+  let extraClassDeclaration = Fuse_KindIs<"View">.kindDeclaration;
   let summary = "reinterpret a tensor with a new shape of the same size";
   let arguments = (ins Fuse_AnyTensor:$operand);
   let results = (outs Fuse_AnyTensor:$result);
@@ -109,10 +123,144 @@ def Fuse_ConstantOp : Fuse_Op<"constant", [Pure, ConstantLike,
 }
 
 //===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class Fuse_ReductionBase<string mnemonic, Type operandType, list<Trait> traits>
+    : Fuse_Op<mnemonic, !listconcat([Pure], traits)> {
+  let arguments = (ins operandType:$operand, DenseI64ArrayAttr:$axes,
+                       DefaultValuedAttr<BoolAttr, "true">:$keepdims);
+  let results = (outs operandType:$result);
+  let assemblyFormat =
+      "$operand attr-dict `:` type($operand) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+class Fuse_PrimitiveReductionOp<string mnemonic, string combiner>
+    : Fuse_ReductionBase<mnemonic, Fuse_NumericTensor,
+                         [Fuse_ReductionOpInterface]> {
+  let summary = "combine elements along `axes` with " # combiner;
+  let description = [{
+    `axes` are sorted and non-negative (frontends resolve ONNX's negative
+    and absent axes). An empty reduced set gives the combiner's identity:
+    0 for Sum, 1 for Prod, -inf (or the dtype's minimum) for Max, +inf (or
+    its maximum) for Min. Max and Min propagate NaN.
+  }];
+  let extraClassDeclaration = Fuse_KindIs<"Reduction">.kindDeclaration # [{
+    ::fuse::ReductionCombiner getCombiner() {
+      return ::fuse::ReductionCombiner::}] # combiner # [{;
+    }
+  }];
+}
+
+def Fuse_ReduceSumOp : Fuse_PrimitiveReductionOp<"reduce_sum", "Sum">;
+def Fuse_ReduceProdOp : Fuse_PrimitiveReductionOp<"reduce_prod", "Prod">;
+def Fuse_ReduceMaxOp : Fuse_PrimitiveReductionOp<"reduce_max", "Max">;
+def Fuse_ReduceMinOp : Fuse_PrimitiveReductionOp<"reduce_min", "Min">;
+
+class Fuse_CompositeReductionOp<string mnemonic, Type operandType,
+                                string formula>
+    : Fuse_ReductionBase<mnemonic, operandType, [Fuse_FusionKindOpInterface]> {
+  let summary = formula # " along `axes` (decomposed before fusion)";
+  let extraClassDeclaration = Fuse_KindIs<"Composite">.kindDeclaration;
+}
+
+def Fuse_ReduceMeanOp : Fuse_CompositeReductionOp<"reduce_mean",
+    Fuse_NumericTensor, "sum / count">;
+def Fuse_ReduceL2Op : Fuse_CompositeReductionOp<"reduce_l2",
+    Fuse_NumericTensor, "sqrt(sum(x * x))">;
+def Fuse_ReduceLogSumExpOp : Fuse_CompositeReductionOp<"reduce_log_sum_exp",
+    Fuse_FloatTensor, "log(sum(exp(x)))">;
+
+//===----------------------------------------------------------------------===//
+// Composites: defined by primitives, decomposed before fusion
+//===----------------------------------------------------------------------===//
+
+class Fuse_CompositeOp<string mnemonic, list<Trait> traits = []>
+    : Fuse_Op<mnemonic, !listconcat([Pure, Fuse_FusionKindOpInterface],
+                                    traits)> {
+  let extraClassDeclaration = Fuse_KindIs<"Composite">.kindDeclaration;
+}
+
+class Fuse_SoftmaxLikeOp<string mnemonic, string formula>
+    : Fuse_CompositeOp<mnemonic, [SameOperandsAndResultType]> {
+  let summary = formula # " along `axis` (ONNX " # mnemonic # ", opset 13)";
+  let arguments = (ins Fuse_FloatTensor:$operand,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs Fuse_FloatTensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($operand)";
+  let hasVerifier = 1;
+}
+
+def Fuse_SoftmaxOp : Fuse_SoftmaxLikeOp<"softmax",
+    "exp(x - max) / sum(exp(x - max))">;
+def Fuse_LogSoftmaxOp : Fuse_SoftmaxLikeOp<"log_softmax",
+    "x - max - log(sum(exp(x - max)))">;
+
+def Fuse_LayerNormOp : Fuse_CompositeOp<"layer_norm",
+    [AttrSizedOperandSegments]> {
+  let summary = "ONNX LayerNormalization over the dims from `axis` on";
+  let description = [{
+    (x - mean) / sqrt(var + epsilon) * weight + bias, with mean and variance
+    over dims [axis, rank) computed in f32 (ONNX's stash_type) for f16/bf16
+    inputs. Weight and bias are optional and broadcast to those dims.
+  }];
+  let arguments = (ins Fuse_FloatTensor:$operand,
+                       Optional<Fuse_FloatTensor>:$weight,
+                       Optional<Fuse_FloatTensor>:$bias,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$epsilon);
+  let results = (outs Fuse_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand (`weight` $weight^)? (`bias` $bias^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fuse_RmsNormOp : Fuse_CompositeOp<"rms_norm"> {
+  let summary = "ONNX RMSNormalization over the dims from `axis` on";
+  let description = [{
+    x / sqrt(mean(x * x) + epsilon) * weight, the mean over dims [axis,
+    rank) in f32 for f16/bf16 inputs. The weight is optional.
+  }];
+  let arguments = (ins Fuse_FloatTensor:$operand,
+                       Optional<Fuse_FloatTensor>:$weight,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$epsilon);
+  let results = (outs Fuse_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand (`weight` $weight^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Fuse_GeluOp : Fuse_CompositeOp<"gelu", [SameOperandsAndResultType]> {
+  let summary = "ONNX Gelu: x * Phi(x), exact (erf) or the tanh approximation";
+  let arguments = (ins Fuse_FloatTensor:$operand,
+                       DefaultValuedAttr<StrAttr, "\"none\"">:$approximate);
+  let results = (outs Fuse_FloatTensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($operand)";
+  let hasVerifier = 1;
+}
+
+def Fuse_SiluOp : Fuse_CompositeOp<"silu", [SameOperandsAndResultType]> {
+  let summary = "x * sigmoid(x)";
+  let arguments = (ins Fuse_FloatTensor:$operand);
+  let results = (outs Fuse_FloatTensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($operand)";
+}
+
+// Layout ops (transpose, slice, concat, gather, pad, argmax/argmin).
+include "ir/LayoutOps.td"
+
+//===----------------------------------------------------------------------===//
 // Fusion regions
 //===----------------------------------------------------------------------===//
 
-def Fuse_FusionOp : Fuse_Op<"fusion", [IsolatedFromAbove, Pure, SingleBlock]> {
+def Fuse_FusionOp : Fuse_Op<"fusion",
+    [IsolatedFromAbove, RecursiveMemoryEffects, SingleBlock]> {
   let summary = "a region of fused ops that becomes one kernel";
   let description = [{
     The body computes the results from the block arguments, which are bound

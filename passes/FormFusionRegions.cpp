@@ -31,7 +31,9 @@ bool isSplatConstant(Operation *op) {
 
 /// Ops that can be computed inside a pointwise kernel.
 bool isFusible(Operation *op) {
-  return op->hasTrait<::fuse::OpTrait::PointwiseOp>();
+  auto kind = dyn_cast<FusionKindOpInterface>(op);
+  return kind && (kind.getFusionKind() == FusionKind::Elementwise ||
+                  kind.getFusionKind() == FusionKind::Broadcast);
 }
 
 ArrayRef<int64_t> resultShape(Operation *op) {

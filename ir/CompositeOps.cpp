@@ -1,0 +1,86 @@
+//===- CompositeOps.cpp - Verifiers of the composite ops -----------------===//
+
+#include "ir/FuseDialect.h"
+#include "ir/TypeUtils.h"
+
+using namespace mlir;
+
+namespace fuse {
+
+std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return std::nullopt;
+  return axis < 0 ? axis + rank : axis;
+}
+
+static LogicalResult verifyAxis(Operation *op, int64_t axis, Value operand) {
+  int64_t rank = cast<RankedTensorType>(operand.getType()).getRank();
+  if (!normalizeAxis(axis, rank))
+    return op->emitOpError() << "axis " << axis << " is out of range for rank "
+                             << rank << " (expected [" << -rank << ", "
+                             << rank << "))";
+  return success();
+}
+
+/// A normalization's weight or bias: the operand's dtype, broadcastable to
+/// the normalized dims [axis, rank).
+static LogicalResult verifyNormParameter(Operation *op, const char *what,
+                                         Value parameter, Value operand,
+                                         int64_t axis) {
+  if (!parameter)
+    return success();
+  auto type = cast<RankedTensorType>(operand.getType());
+  auto parameterType = cast<RankedTensorType>(parameter.getType());
+  if (parameterType.getElementType() != type.getElementType())
+    return op->emitOpError() << what << " has dtype "
+                             << parameterType.getElementType()
+                             << " but the operand has "
+                             << type.getElementType();
+  int64_t first = *normalizeAxis(axis, type.getRank());
+  fusec::Shape normalized(type.getShape().begin() + first,
+                          type.getShape().end());
+  if (!fusec::broadcastsTo(toShape(parameterType), normalized))
+    return op->emitOpError()
+           << what << " of shape " << fusec::formatShape(toShape(parameterType))
+           << " does not broadcast to the normalized dims "
+           << fusec::formatShape(normalized);
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  return verifyAxis(getOperation(), getAxis(), getOperand());
+}
+
+LogicalResult LogSoftmaxOp::verify() {
+  return verifyAxis(getOperation(), getAxis(), getOperand());
+}
+
+LogicalResult LayerNormOp::verify() {
+  if (failed(verifyAxis(getOperation(), getAxis(), getOperand())))
+    return failure();
+  if (getType() != getOperand().getType())
+    return emitOpError("result type must match the operand's");
+  if (failed(verifyNormParameter(getOperation(), "weight", getWeight(),
+                                 getOperand(), getAxis())))
+    return failure();
+  return verifyNormParameter(getOperation(), "bias", getBias(), getOperand(),
+                             getAxis());
+}
+
+LogicalResult RmsNormOp::verify() {
+  if (failed(verifyAxis(getOperation(), getAxis(), getOperand())))
+    return failure();
+  if (getType() != getOperand().getType())
+    return emitOpError("result type must match the operand's");
+  return verifyNormParameter(getOperation(), "weight", getWeight(),
+                             getOperand(), getAxis());
+}
+
+LogicalResult GeluOp::verify() {
+  if (getApproximate() != "none" && getApproximate() != "tanh")
+    return emitOpError() << "approximate must be \"none\" or \"tanh\", not \""
+                         << getApproximate() << "\"";
+  return success();
+}
+
+} // namespace fuse
