@@ -12,6 +12,7 @@
 #include "codegen/ScalarExprPrinter.h"
 #include "ir/FuseDialect.h"
 #include "runtime/DType.h"
+#include "runtime/Program.h"
 #include "runtime/Shape.h"
 
 #include <string>
@@ -70,6 +71,11 @@ std::string cppPrelude(bool withHalfTypes);
 /// Elements per thread and step of the CUDA kernel: 16-byte accesses for
 /// the widest contiguous dtype (4 x f32, 8 x bf16), at most 8.
 int cudaVectorWidth(const PointwiseKernel &kernel);
+/// Threads per block of pointwise CUDA kernels.
+constexpr unsigned kPointwiseThreadsPerBlock = 256;
+/// The launch of the CUDA kernel: a grid-stride loop, one thread per vector
+/// of `cudaVectorWidth` elements, at most 64 blocks per multiprocessor.
+fusec::LaunchGeometry cudaPointwiseLaunch(const PointwiseKernel &kernel);
 /// The kernel as CUDA C: `extern "C" __global__ void NAME(in0.., out0..)`,
 /// a grid-stride loop over vectors of `cudaVectorWidth` elements, then the
 /// tail.

@@ -2,7 +2,10 @@
 
 #include "codegen/Codegen.h"
 
+#include "codegen/LayoutKernel.h"
 #include "codegen/PointwiseKernel.h"
+#include "codegen/ReductionKernel.h"
+#include "codegen/RegionKind.h"
 #include "ir/FuseDialect.h"
 #include "ir/TypeUtils.h"
 
@@ -105,18 +108,9 @@ public:
         int id = addBuffer(reshape, temporaryName(reshape), BufferRole::Alias);
         program.buffers[id].aliasOf = source;
       } else if (auto fusion = dyn_cast<FusionOp>(op)) {
-        FailureOr<PointwiseKernel> kernel = analyzePointwiseRegion(
-            fusion, program.kernels.size(), f32Functions);
-        if (failed(kernel))
-          return failure();
         fusec::KernelDesc desc;
-        desc.name = kernel->name;
-        desc.ops = kernel->ops;
-        bool cuda = program.target == fusec::Target::Cuda;
-        desc.source = cuda ? printCudaKernel(*kernel) : printCppKernel(*kernel);
-        desc.numElements = kernel->numElements();
-        desc.vectorWidth = cuda ? cudaVectorWidth(*kernel) : 1;
-        usesHalfTypes |= kernel->usesHalfTypes;
+        if (failed(buildKernel(fusion, desc)))
+          return failure();
         for (Value input : fusion.getInputs())
           desc.inputs.push_back(bufferOf.lookup(input));
         for (Value result : fusion.getResults())
@@ -144,6 +138,46 @@ public:
   }
 
 private:
+  /// The kernel of one region, by the region's kind.
+  LogicalResult buildKernel(FusionOp fusion, fusec::KernelDesc &desc) {
+    unsigned index = program.kernels.size();
+    bool cuda = program.target == fusec::Target::Cuda;
+    switch (fuse::regionKindOf(fusion)) {
+    case fuse::RegionKind::Layout: {
+      FailureOr<fusec::KernelDesc> kernel =
+          buildLayoutKernel(fusion, index, program.target);
+      if (failed(kernel))
+        return failure();
+      desc = std::move(*kernel);
+      usesHalfTypes |= regionUsesHalfTypes(fusion);
+      return success();
+    }
+    case fuse::RegionKind::Reduction: {
+      FailureOr<fusec::KernelDesc> kernel =
+          buildReductionKernel(fusion, index, program.target, f32Functions);
+      if (failed(kernel))
+        return failure();
+      desc = std::move(*kernel);
+      usesHalfTypes |= regionUsesHalfTypes(fusion);
+      return success();
+    }
+    case fuse::RegionKind::Pointwise:
+      break;
+    }
+    FailureOr<PointwiseKernel> kernel =
+        analyzePointwiseRegion(fusion, index, f32Functions);
+    if (failed(kernel))
+      return failure();
+    desc.name = kernel->name;
+    desc.ops = kernel->ops;
+    desc.schedule = "pointwise";
+    desc.source = cuda ? printCudaKernel(*kernel) : printCppKernel(*kernel);
+    if (cuda)
+      desc.launch = cudaPointwiseLaunch(*kernel);
+    usesHalfTypes |= kernel->usesHalfTypes;
+    return success();
+  }
+
   fusec::Program &program;
   const MathFunctionMap *f32Functions;
   DenseMap<Value, int> bufferOf;

@@ -28,9 +28,12 @@ struct GraphConstant {
   Tensor value;
 };
 
-/// Op parameters: "dtype" (a dtype name) for cast, "shape" for reshape and
-/// broadcast_to.
-using AttrValue = std::variant<std::string, std::vector<int64_t>, double>;
+/// Op parameters, with ONNX's attribute names: "dtype" (a dtype name) for
+/// cast, "shape" for reshape, "axes"/"keepdims" for reductions, "axis" for
+/// softmax, ... Integers stay exact (int64_t); JSON numbers with a fraction
+/// or exponent are doubles.
+using AttrValue =
+    std::variant<std::string, std::vector<int64_t>, int64_t, double>;
 
 struct GraphNode {
   std::string name;

@@ -1,6 +1,7 @@
 //===- Importer.cpp - Graphs and .mlir files into fuse IR ----------------===//
 
 #include "frontends/Importer.h"
+#include "frontends/NodeImport.h"
 
 #include "ir/ElementwiseOps.h"
 #include "ir/FuseDialect.h"
@@ -128,6 +129,8 @@ private:
     for (size_t i = 0; i < graph.nodes.size(); ++i) {
       const GraphNode &node = graph.nodes[i];
       for (const std::string &input : node.inputs) {
+        if (input.empty()) // an optional input left out
+          continue;
         if (!definedBy.count(input))
           return emitError(nodeLoc(node.name))
                  << "input '" << input
@@ -221,6 +224,24 @@ private:
 
   LogicalResult importNode(const GraphNode &node) {
     Location loc = nodeLoc(node.name);
+    if (node.outputs.size() != 1)
+      return emitError(loc) << "'" << node.op << "' produces 1 output but "
+                            << node.outputs.size() << " were named";
+    NodeImport import{node, builder, loc, {}};
+    for (const std::string &input : node.inputs)
+      import.operands.push_back(input.empty() ? Value() : values.at(input));
+    std::optional<FailureOr<Value>> imported =
+        importReductionOrComposite(import);
+    if (!imported)
+      imported = importLayout(import);
+    if (imported) {
+      if (failed(*imported))
+        return failure();
+      if (failed(verify(imported->value().getDefiningOp())))
+        return failure();
+      values[node.outputs[0]] = **imported;
+      return success();
+    }
     const ElementwiseOpInfo *info = lookupElementwiseOp(node.op);
     static const std::map<std::string, unsigned> kOtherArity = {
         {"select", 3}, {"cast", 1}, {"reshape", 1}, {"broadcast_to", 1}};
@@ -232,12 +253,12 @@ private:
       return emitError(loc) << "'" << node.op << "' takes " << arity << " input"
                             << (arity == 1 ? "" : "s") << " but "
                             << node.inputs.size() << " were given";
-    if (node.outputs.size() != 1)
-      return emitError(loc) << "'" << node.op << "' produces 1 output but "
-                            << node.outputs.size() << " were named";
     SmallVector<Value> operands;
-    for (const std::string &input : node.inputs)
+    for (const std::string &input : node.inputs) {
+      if (input.empty())
+        return emitError(loc) << "'" << node.op << "' has no optional inputs";
       operands.push_back(values.at(input));
+    }
 
     SmallVector<Type> resultTypes;
     if (info) {

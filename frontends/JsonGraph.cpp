@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 
@@ -224,13 +225,20 @@ private:
       for (auto &[key, value] : entry["attrs"].items()) {
         if (value.is_string()) {
           node.attrs[key] = value.get<std::string>();
+        } else if (value.is_number_integer()) {
+          if (value.is_number_unsigned() &&
+              value.get<uint64_t>() > uint64_t(INT64_MAX))
+            throw fail(where, "attr '" + key + "' is out of the int64 range");
+          node.attrs[key] = value.get<int64_t>();
         } else if (value.is_number()) {
           node.attrs[key] = value.get<double>();
         } else if (value.is_array()) {
           std::vector<int64_t> list;
           for (const json &item : value) {
-            if (!item.is_number_integer())
-              throw fail(where, "attr '" + key + "' must hold integers");
+            if (!item.is_number_integer() ||
+                (item.is_number_unsigned() &&
+                 item.get<uint64_t>() > uint64_t(INT64_MAX)))
+              throw fail(where, "attr '" + key + "' must hold int64 integers");
             list.push_back(item.get<int64_t>());
           }
           node.attrs[key] = list;

@@ -5,6 +5,7 @@
 #include "runtime/Executable.h"
 
 #include <algorithm>
+#include <climits>
 #include <map>
 #include <mutex>
 
@@ -14,13 +15,6 @@ namespace {
 
 using cuda::check;
 using cuda::CUdeviceptr;
-
-constexpr unsigned kThreadsPerBlock = 256;
-/// Grid-stride kernels get at most this many blocks per SM (8 waves of
-/// resident 256-thread blocks). Measured on an H200 over the benchmark
-/// cases: 32 left bf16 cases at 89% of the copy ceiling, an uncapped grid
-/// put them at 85% (f32 at 101%); 64 keeps every case at 90% or more.
-constexpr unsigned kBlocksPerMultiprocessor = 64;
 
 /// Device memory, cached by size: executables come and go (a benchmark or a
 /// test builds many) without paying cuMemAlloc/cuMemFree each time.
@@ -114,11 +108,17 @@ CudaExecutable::CudaExecutable(Program program,
     check(driver.cuModuleGetFunction(&launch.function, module,
                                      kernel.name.c_str()),
           "cuModuleGetFunction", "kernel '" + kernel.name + "'");
-    int64_t steps =
-        (kernel.numElements + kernel.vectorWidth - 1) / kernel.vectorWidth;
-    int64_t blocks = (steps + kThreadsPerBlock - 1) / kThreadsPerBlock;
-    launch.blocks = static_cast<unsigned>(std::clamp<int64_t>(
-        blocks, 1, int64_t(device.multiprocessors) * kBlocksPerMultiprocessor));
+    launch.geometry = kernel.launch;
+    int64_t blocks = std::max<int64_t>(kernel.launch.gridX, 1);
+    if (kernel.launch.maxBlocksPerMultiprocessor > 0)
+      blocks = std::min<int64_t>(blocks,
+                                 int64_t(device.multiprocessors) *
+                                     kernel.launch.maxBlocksPerMultiprocessor);
+    if (blocks > INT32_MAX)
+      throw Error("kernel '" + kernel.name + "' needs " +
+                  std::to_string(blocks) +
+                  " blocks, more than a CUDA grid holds");
+    launch.geometry.gridX = blocks;
     for (int id : kernel.inputs)
       launch.arguments.push_back(deviceAddress[id]);
     for (int id : kernel.outputs)
@@ -154,9 +154,11 @@ void CudaExecutable::launch() {
   cuda::CUstream stream = cuda::device().stream;
   for (size_t k = 0; k < launches.size(); ++k) {
     Launch &launch = launches[k];
-    check(driver.cuLaunchKernel(launch.function, launch.blocks, 1, 1,
-                                kThreadsPerBlock, 1, 1, 0, stream,
-                                launch.parameters.data(), nullptr),
+    const LaunchGeometry &geometry = launch.geometry;
+    check(driver.cuLaunchKernel(
+              launch.function, static_cast<unsigned>(geometry.gridX),
+              geometry.gridY, 1, geometry.blockX, geometry.blockY, 1,
+              geometry.sharedBytes, stream, launch.parameters.data(), nullptr),
           "cuLaunchKernel", "kernel '" + prog.kernels[k].name + "'");
   }
 }

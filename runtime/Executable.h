@@ -87,7 +87,7 @@ public:
 private:
   struct Launch {
     cuda::CUfunction function;
-    unsigned blocks;
+    LaunchGeometry geometry; ///< the grid clamped for this device
     std::vector<cuda::CUdeviceptr> arguments;
     std::vector<void *> parameters; ///< pointers to `arguments`
   };

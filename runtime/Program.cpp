@@ -44,6 +44,7 @@ std::string Program::planJson() const {
   plan["kernels"] = json::array();
   for (const KernelDesc &kernel : kernels)
     plan["kernels"].push_back({{"name", kernel.name},
+                               {"schedule", kernel.schedule},
                                {"ops", kernel.ops},
                                {"inputs", names(kernel.inputs)},
                                {"outputs", names(kernel.outputs)}});

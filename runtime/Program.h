@@ -38,6 +38,17 @@ struct BufferDesc {
   int64_t byteSize() const { return numElements(shape) * dtypeBytes(dtype); }
 };
 
+/// How a GPU kernel is launched; codegen decides, the runtime only launches.
+struct LaunchGeometry {
+  int64_t gridX = 1;
+  unsigned gridY = 1;
+  unsigned blockX = 1, blockY = 1;
+  unsigned sharedBytes = 0;
+  /// Grid-stride kernels cover any grid: gridX is clamped to this many
+  /// blocks per multiprocessor of the device (0: launch gridX as it is).
+  unsigned maxBlocksPerMultiprocessor = 0;
+};
+
 struct KernelDesc {
   std::string name;
   /// Mnemonics of the fused ops in program order (constants left out).
@@ -45,11 +56,10 @@ struct KernelDesc {
   /// This kernel's function in `Program::source`.
   std::string source;
   std::vector<int> inputs, outputs;
-  /// Launch facts for GPU targets: the elements the kernel covers and how
-  /// many each thread handles per step (the runtime sizes the grid from the
-  /// device's SM count).
-  int64_t numElements = 0;
-  int vectorWidth = 1;
+  /// The fusion kind of the region: "pointwise", "row-reduction", ...
+  std::string schedule;
+  /// GPU targets only.
+  LaunchGeometry launch;
 };
 
 struct Program {

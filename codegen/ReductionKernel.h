@@ -1,0 +1,21 @@
+//===- ReductionKernel.h - Reduction regions as kernels --------*- C++ -*-===//
+#ifndef FUSE_CODEGEN_REDUCTIONKERNEL_H
+#define FUSE_CODEGEN_REDUCTIONKERNEL_H
+
+#include "codegen/ScalarExprPrinter.h"
+#include "ir/FuseDialect.h"
+#include "runtime/Program.h"
+
+namespace fuse {
+
+/// The kernel of a region rooted at reductions: the reductions with their
+/// pointwise prologue (ops on the reduced operand's shape) and epilogue
+/// (ops on the reduced values, and on the full shape through broadcasts of
+/// them). Inputs and outputs are filled in by the caller.
+mlir::FailureOr<fusec::KernelDesc>
+buildReductionKernel(FusionOp fusion, unsigned index, fusec::Target target,
+                     const MathFunctionMap *f32Functions);
+
+} // namespace fuse
+
+#endif
