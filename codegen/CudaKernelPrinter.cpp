@@ -34,10 +34,9 @@ const char *computeType(DType dtype) {
 
 /// A broadcast input whose innermost dim is contiguous and a multiple of the
 /// width: each thread's vector reads one contiguous, aligned run of it.
-bool isVectorBroadcast(const KernelInput &input, const Shape &iteration,
-                       int width) {
+bool isVectorBroadcast(const KernelInput &input, int width) {
   return input.access == InputAccess::Broadcast && input.strides.back() == 1 &&
-         iteration.back() % width == 0;
+         input.accessShape.back() % width == 0;
 }
 
 } // namespace
@@ -175,7 +174,7 @@ std::string printCudaKernel(const PointwiseKernel &kernel) {
     std::string offset = input.access == InputAccess::Contiguous
                              ? "i"
                              : broadcastOffsetExpression(
-                                   "i", kernel.iterationShape, input.strides);
+                                   "i", input.accessShape, input.strides);
     os << indent << "const " << computeType(input.dtype) << " " << input.value
        << " = " << fromStorage(input.dtype, pointer + "[" + offset + "]")
        << ";\n";
@@ -191,8 +190,8 @@ std::string printCudaKernel(const PointwiseKernel &kernel) {
       std::string offset;
       if (input.access == InputAccess::Contiguous)
         offset = "base";
-      else if (isVectorBroadcast(input, kernel.iterationShape, width))
-        offset = broadcastOffsetExpression("base", kernel.iterationShape,
+      else if (isVectorBroadcast(input, width))
+        offset = broadcastOffsetExpression("base", input.accessShape,
                                            input.strides);
       else
         continue;
@@ -208,7 +207,7 @@ std::string printCudaKernel(const PointwiseKernel &kernel) {
     bool elementIndexNeeded =
         llvm::any_of(kernel.inputs, [&](const KernelInput &input) {
           return input.access == InputAccess::Broadcast &&
-                 !isVectorBroadcast(input, kernel.iterationShape, width);
+                 !isVectorBroadcast(input, width);
         });
     if (elementIndexNeeded)
       os << "      const " << index << " i = base + lane;\n";
@@ -217,7 +216,7 @@ std::string printCudaKernel(const PointwiseKernel &kernel) {
       if (input.access == InputAccess::Scalar)
         continue;
       if (input.access == InputAccess::Contiguous ||
-          isVectorBroadcast(input, kernel.iterationShape, width))
+          isVectorBroadcast(input, width))
         os << "      const " << computeType(input.dtype) << " " << input.value
            << " = "
            << fromStorage(input.dtype,

@@ -3,6 +3,7 @@
 #include "codegen/PointwiseKernel.h"
 
 #include "codegen/EmbeddedSources.h"
+#include "codegen/RegionKind.h"
 #include "codegen/ScalarExprPrinter.h"
 #include "ir/ElementwiseOps.h"
 #include "ir/TypeUtils.h"
@@ -15,16 +16,41 @@ using fusec::Shape;
 
 namespace fuse {
 
-/// Kernel names list at most this many op mnemonics.
-static constexpr size_t kMaxOpsInName = 6;
 /// Below this many elements a kernel runs on one thread: waking the OpenMP
 /// team costs more than the work.
 static constexpr int64_t kParallelThreshold = 1 << 16;
+
+bool PointwiseKernel::broadcastsInIterationShape() const {
+  return llvm::all_of(inputs, [&](const KernelInput &input) {
+    return input.access != InputAccess::Broadcast ||
+           input.accessShape == iterationShape;
+  });
+}
+
+/// The shape a region input is read in: that of the op broadcasting it
+/// (explicitly or as an implicitly broadcast operand), else its own.
+static FailureOr<Shape> accessShapeOf(BlockArgument arg, int64_t count) {
+  Shape own = toShape(cast<RankedTensorType>(arg.getType()));
+  if (fusec::numElements(own) == count)
+    return own;
+  std::optional<Shape> access;
+  for (Operation *user : arg.getUsers()) {
+    Shape shape = toShape(cast<RankedTensorType>(user->getResult(0).getType()));
+    if (access && *access != shape)
+      return failure();
+    access = shape;
+  }
+  return access ? *access : own;
+}
 
 bool PointwiseKernel::hasBroadcastInput() const {
   return llvm::any_of(inputs, [](const KernelInput &input) {
     return input.access == InputAccess::Broadcast;
   });
+}
+
+static int64_t numElementsOf(Value value) {
+  return cast<ShapedType>(value.getType()).getNumElements();
 }
 
 FailureOr<PointwiseKernel>
@@ -38,27 +64,19 @@ analyzePointwiseRegion(FusionOp fusion, unsigned index,
 
   kernel.iterationShape =
       toShape(cast<RankedTensorType>(yield.getValues()[0].getType()));
-  for (Value value : yield.getValues())
-    if (toShape(cast<RankedTensorType>(value.getType())) !=
-        kernel.iterationShape)
-      return fusion.emitError()
-             << "codegen: the results of one pointwise region must share a "
-                "shape, but they are "
-             << fusec::formatShape(kernel.iterationShape) << " and "
-             << fusec::formatShape(
-                    toShape(cast<RankedTensorType>(value.getType())));
-  // Every computed value is one element per iteration; only inputs and
-  // constants may be smaller (and are then read through broadcasting).
+  // Every computed value is one element per iteration (views keep element
+  // order); only inputs and constants may be smaller (and are then read
+  // through broadcasting).
   for (Operation &op : body.without_terminator()) {
     if (isa<ConstantOp>(op))
       continue;
-    if (toShape(cast<RankedTensorType>(op.getResult(0).getType())) !=
-        kernel.iterationShape)
+    if (numElementsOf(op.getResult(0)) != kernel.numElements())
       return op.emitError() << "codegen: " << describeOp(&op)
-                            << " computes a different shape than its region ("
+                            << " computes a different number of elements "
+                               "than its region ("
                             << fusec::formatShape(kernel.iterationShape)
                             << "); only region inputs may be broadcast";
-    if (!isa<ConstantOp, BroadcastToOp, CastOp, SelectOp>(op))
+    if (!isa<BroadcastToOp, CastOp, SelectOp, ReshapeOp>(op))
       if (!lookupElementwiseOp(op.getName().stripDialect()))
         return op.emitError() << "codegen: " << describeOp(&op)
                               << " cannot be part of a pointwise kernel";
@@ -71,19 +89,21 @@ analyzePointwiseRegion(FusionOp fusion, unsigned index,
     input.dtype = dtypeOf(arg.getType());
     input.shape = toShape(cast<RankedTensorType>(arg.getType()));
     int64_t elements = fusec::numElements(input.shape);
-    if (!fusec::broadcastsTo(input.shape, kernel.iterationShape))
+    FailureOr<Shape> access = accessShapeOf(arg, kernel.numElements());
+    if (failed(access) || !fusec::broadcastsTo(input.shape, *access))
       return fusion.emitError()
              << "codegen: region input #" << arg.getArgNumber() << " of shape "
              << fusec::formatShape(input.shape)
-             << " does not broadcast to the iteration shape "
-             << fusec::formatShape(kernel.iterationShape);
+             << " is not broadcast to one shape of the region's "
+             << fusec::formatShape(kernel.iterationShape) << " elements";
+    input.accessShape = *access;
     if (elements == kernel.numElements())
       input.access = InputAccess::Contiguous;
     else if (elements == 1)
       input.access = InputAccess::Scalar;
     else
       input.access = InputAccess::Broadcast;
-    input.strides = fusec::broadcastStrides(input.shape, kernel.iterationShape);
+    input.strides = fusec::broadcastStrides(input.shape, input.accessShape);
     input.value = "a" + std::to_string(arg.getArgNumber());
     printer.bind(arg, input.value);
     kernel.inputs.push_back(input);
@@ -94,19 +114,14 @@ analyzePointwiseRegion(FusionOp fusion, unsigned index,
     kernel.outputs.push_back(
         {dtypeOf(value.getType()), printer.variableOf(value)});
 
-  auto isHalf = [](Value value) {
-    DType dtype = dtypeOf(value.getType());
-    return dtype == DType::F16 || dtype == DType::BF16;
-  };
-  kernel.usesHalfTypes = llvm::any_of(body.getArguments(), isHalf);
-  body.walk([&](Operation *op) {
-    kernel.usesHalfTypes |= llvm::any_of(op->getResults(), isHalf);
-  });
-
-  kernel.name = "fused";
-  for (size_t i = 0; i < kernel.ops.size() && i < kMaxOpsInName; ++i)
-    kernel.name += "_" + kernel.ops[i];
-  kernel.name += "_" + std::to_string(index);
+  kernel.usesHalfTypes = regionUsesHalfTypes(fusion);
+  // Broadcasts and views compute nothing: the name lists the ops that do.
+  std::vector<std::string> computing;
+  for (const std::string &op : kernel.ops)
+    if (op != "broadcast_to" && op != "reshape")
+      computing.push_back(op);
+  kernel.name = kernelName("fused", computing.empty() ? kernel.ops : computing,
+                           index);
   return kernel;
 }
 
@@ -213,7 +228,8 @@ std::string printCppKernel(const PointwiseKernel &kernel) {
          << ";\n";
 
   bool parallel = kernel.numElements() >= kParallelThreshold;
-  bool nested = kernel.hasBroadcastInput();
+  bool nested =
+      kernel.hasBroadcastInput() && kernel.broadcastsInIterationShape();
   std::string indent = nested ? "      " : "    ";
   if (nested) {
     int64_t columns = kernel.iterationShape.back();
@@ -242,8 +258,11 @@ std::string printCppKernel(const PointwiseKernel &kernel) {
     std::string pointer = "in" + std::to_string(i);
     std::string index = "i";
     if (input.access == InputAccess::Broadcast)
-      index = pointer + "_row" +
-              (input.strides.back() != 0 ? std::string(" + col") : "");
+      index = nested ? pointer + "_row" +
+                           (input.strides.back() != 0 ? std::string(" + col")
+                                                      : "")
+                     : broadcastOffsetExpression("i", input.accessShape,
+                                                 input.strides);
     os << indent << "const " << fusec::dtypeInfo(input.dtype).computeCType
        << " " << input.value << " = "
        << fromStorage(input.dtype, pointer + "[" + index + "]") << ";\n";

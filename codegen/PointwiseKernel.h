@@ -30,7 +30,10 @@ struct KernelInput {
   fusec::DType dtype;
   fusec::Shape shape;
   InputAccess access;
-  fusec::Shape strides; ///< per iteration dim, for Broadcast
+  /// The shape this input is broadcast to (the iteration shape unless a
+  /// view in the region changes it): the linear index is taken in it.
+  fusec::Shape accessShape;
+  fusec::Shape strides; ///< per dim of `accessShape`, for Broadcast
   std::string value;    ///< the loaded element's variable
 };
 
@@ -53,6 +56,9 @@ struct PointwiseKernel {
   bool usesHalfTypes = false;
 
   bool hasBroadcastInput() const;
+  /// Every broadcast input is read in the iteration shape (no view between
+  /// it and the outputs): rows of the iteration shape share offsets.
+  bool broadcastsInIterationShape() const;
 };
 
 /// Analyzes a region. `f32Functions` renames the math calls of f32-computed

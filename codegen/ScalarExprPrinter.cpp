@@ -115,8 +115,9 @@ LogicalResult ScalarExprPrinter::print(Block &body,
         names.push_back(variableOf(operand));
       return names;
     };
-    if (isa<BroadcastToOp>(op)) {
-      // Inputs are read at broadcast indices already: nothing to compute.
+    if (isa<BroadcastToOp, ReshapeOp>(op)) {
+      // Inputs are read at broadcast indices already, and views keep the
+      // element order: nothing to compute.
       bind(op.getResult(0), variableOf(op.getOperand(0)));
       continue;
     }

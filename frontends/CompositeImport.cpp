@@ -1,14 +1,151 @@
 //===- CompositeImport.cpp - Reduction and composite nodes ---------------===//
+//
+// reduce_* (ONNX ReduceSum & co.: `axes`, `keepdims`,
+// `noop_with_empty_axes`), softmax/log_softmax (`axis`), layer_norm and
+// rms_norm (`axis`, `epsilon`, optional weight and bias), gelu
+// (`approximate`) and silu.
+//
+//===----------------------------------------------------------------------===//
 
 #include "frontends/NodeImport.h"
 
 #include "ir/FuseDialect.h"
 
+#include <algorithm>
+
 using namespace mlir;
 
 namespace fuse {
 
-std::optional<FailureOr<Value>> importReductionOrComposite(NodeImport &) {
+namespace {
+
+/// The reduced axes of a reduce_* node: ONNX's negative axes resolved,
+/// sorted; absent or empty means every axis unless noop_with_empty_axes.
+FailureOr<SmallVector<int64_t>> reductionAxes(NodeImport &node,
+                                              RankedTensorType type) {
+  FailureOr<std::vector<int64_t>> axes = node.getInts("axes", {{}});
+  FailureOr<int64_t> noop = node.getInt("noop_with_empty_axes", 0);
+  if (failed(axes) || failed(noop))
+    return failure();
+  SmallVector<int64_t> resolved;
+  if (axes->empty()) {
+    if (*noop == 0)
+      for (int64_t dim = 0; dim < type.getRank(); ++dim)
+        resolved.push_back(dim);
+    return resolved;
+  }
+  for (int64_t axis : *axes) {
+    std::optional<int64_t> dim = normalizeAxis(axis, type.getRank());
+    if (!dim)
+      return node.error() << "axis " << axis << " is out of range for rank "
+                          << type.getRank();
+    if (llvm::is_contained(resolved, *dim))
+      return node.error() << "axis " << axis << " is listed twice";
+    resolved.push_back(*dim);
+  }
+  llvm::sort(resolved);
+  return resolved;
+}
+
+template <typename OpTy>
+FailureOr<Value> importReduction(NodeImport &node) {
+  if (failed(node.expectOperands(1, 1)))
+    return failure();
+  auto type = cast<RankedTensorType>(node.operands[0].getType());
+  FailureOr<SmallVector<int64_t>> axes = reductionAxes(node, type);
+  FailureOr<int64_t> keepdims = node.getInt("keepdims", 1);
+  if (failed(axes) || failed(keepdims))
+    return failure();
+  RankedTensorType result = reducedTensorType(type, *axes, *keepdims != 0);
+  return OpTy::create(node.builder, node.loc, result, node.operands[0], *axes,
+                      *keepdims != 0)
+      .getResult();
+}
+
+template <typename OpTy> FailureOr<Value> importSoftmax(NodeImport &node) {
+  if (failed(node.expectOperands(1, 1)))
+    return failure();
+  FailureOr<int64_t> axis = node.getInt("axis", -1);
+  if (failed(axis))
+    return failure();
+  return OpTy::create(node.builder, node.loc, node.operands[0].getType(),
+                      node.operands[0], node.builder.getI64IntegerAttr(*axis))
+      .getResult();
+}
+
+/// Optional input `index`, or a null value when absent.
+Value optionalOperand(NodeImport &node, unsigned index) {
+  return index < node.operands.size() ? node.operands[index] : Value();
+}
+
+FailureOr<Value> importLayerNorm(NodeImport &node) {
+  if (failed(node.expectOperands(1, 3)))
+    return failure();
+  FailureOr<int64_t> axis = node.getInt("axis", -1);
+  FailureOr<double> epsilon = node.getFloat("epsilon", 1e-5);
+  if (failed(axis) || failed(epsilon))
+    return failure();
+  return LayerNormOp::create(node.builder, node.loc,
+                             node.operands[0].getType(), node.operands[0],
+                             optionalOperand(node, 1), optionalOperand(node, 2),
+                             node.builder.getI64IntegerAttr(*axis),
+                             node.builder.getF64FloatAttr(*epsilon))
+      .getResult();
+}
+
+FailureOr<Value> importRmsNorm(NodeImport &node) {
+  if (failed(node.expectOperands(1, 2)))
+    return failure();
+  FailureOr<int64_t> axis = node.getInt("axis", -1);
+  FailureOr<double> epsilon = node.getFloat("epsilon", 1e-5);
+  if (failed(axis) || failed(epsilon))
+    return failure();
+  return RmsNormOp::create(node.builder, node.loc, node.operands[0].getType(),
+                           node.operands[0], optionalOperand(node, 1),
+                           node.builder.getI64IntegerAttr(*axis),
+                           node.builder.getF64FloatAttr(*epsilon))
+      .getResult();
+}
+
+FailureOr<Value> importGelu(NodeImport &node) {
+  if (failed(node.expectOperands(1, 1)))
+    return failure();
+  FailureOr<std::string> approximate = node.getString("approximate", "none");
+  if (failed(approximate))
+    return failure();
+  return GeluOp::create(node.builder, node.loc, node.operands[0],
+                        *approximate)
+      .getResult();
+}
+
+FailureOr<Value> importSilu(NodeImport &node) {
+  if (failed(node.expectOperands(1, 1)))
+    return failure();
+  return SiluOp::create(node.builder, node.loc, node.operands[0]).getResult();
+}
+
+} // namespace
+
+std::optional<FailureOr<Value>> importReductionOrComposite(NodeImport &node) {
+  using Importer = FailureOr<Value> (*)(NodeImport &);
+  static const std::pair<const char *, Importer> kImporters[] = {
+      {"reduce_sum", importReduction<ReduceSumOp>},
+      {"reduce_prod", importReduction<ReduceProdOp>},
+      {"reduce_max", importReduction<ReduceMaxOp>},
+      {"reduce_min", importReduction<ReduceMinOp>},
+      {"reduce_mean", importReduction<ReduceMeanOp>},
+      {"reduce_l2", importReduction<ReduceL2Op>},
+      {"reduce_log_sum_exp", importReduction<ReduceLogSumExpOp>},
+      {"softmax", importSoftmax<SoftmaxOp>},
+      {"log_softmax", importSoftmax<LogSoftmaxOp>},
+      {"layer_norm", importLayerNorm},
+      {"rms_norm", importRmsNorm},
+      {"gelu", importGelu},
+      {"silu", importSilu},
+  };
+  for (const auto &[name, importer] : kImporters)
+    if (node.node.op == name)
+      return importer(node);
   return std::nullopt;
 }
 

@@ -1,18 +1,25 @@
-//===- FormFusionRegions.cpp - Pointwise fusion-region formation ---------===//
+//===- FormFusionRegions.cpp - Fusion-region formation around roots ------===//
 //
 // Phase 1 decides: a union-find over the function's ops, grown in program
-// order, merging each pointwise op with the groups of its pointwise
-// producers when legal. Phase 2 materializes each group as a fuse.fusion.
+// order. Each op reports its FusionKind; reductions root groups of their
+// own iteration space, layout ops get a group alone, and elementwise ops,
+// broadcasts and views join the groups of their producers when the
+// per-kind rules allow it and no cycle forms. Phase 2 materializes each
+// group as a fuse.fusion.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+
+#include "ir/ReductionSpace.h"
 
 #include "mlir/Analysis/TopologicalSortUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 
 #include "llvm/ADT/SetVector.h"
+
+#include <optional>
 
 namespace fuse {
 #define GEN_PASS_DEF_FUSEFORMFUSIONREGIONS
@@ -29,119 +36,182 @@ bool isSplatConstant(Operation *op) {
   return constant && isa<SplatElementsAttr>(constant.getValue());
 }
 
-/// Ops that can be computed inside a pointwise kernel.
-bool isFusible(Operation *op) {
-  auto kind = dyn_cast<FusionKindOpInterface>(op);
-  return kind && (kind.getFusionKind() == FusionKind::Elementwise ||
-                  kind.getFusionKind() == FusionKind::Broadcast);
-}
-
-ArrayRef<int64_t> resultShape(Operation *op) {
-  return cast<RankedTensorType>(op->getResult(0).getType()).getShape();
+ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
 }
 
 int64_t numElementsOf(Value value) {
   return cast<ShapedType>(value.getType()).getNumElements();
 }
 
-/// Groups of ops destined for one region each: a union-find whose groups
-/// also keep their members.
+std::optional<FusionKind> kindOf(Operation *op) {
+  if (auto kind = dyn_cast<FusionKindOpInterface>(op))
+    return kind.getFusionKind();
+  return std::nullopt;
+}
+
+enum class GroupKind { Pointwise, Reduction, Layout };
+
+/// One future region.
+struct Group {
+  GroupKind kind = GroupKind::Pointwise;
+  /// Pointwise groups: the shape every member computes (members of equal
+  /// element count but another shape join through views).
+  SmallVector<int64_t> shape;
+  bool hasViews = false;
+  /// Reduction groups: the space every reduction shares.
+  ReductionSpace space;
+  SmallVector<Operation *> members;
+  /// Users of members that were outside the group when recorded (entries
+  /// that joined later are skipped and dropped at the next merge).
+  SmallVector<Operation *> escapes;
+};
+
+/// Groups of ops: a union-find with path compression and union by size,
+/// whose leaders own their group's members, kind and outside users.
 class FusionGroups {
 public:
   explicit FusionGroups(Block &block) {
-    unsigned index = 0;
-    for (Operation &op : block)
-      position[&op] = index++;
+    for (Operation &op : block) {
+      indexOf[&op] = ops.size();
+      ops.push_back(&op);
+    }
+    parent.resize(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i)
+      parent[i] = i;
+    groupOfLeader.assign(ops.size(), -1);
   }
 
-  void add(Operation *op) {
-    parent[op] = op;
-    groupMembers[op] = {op};
+  unsigned position(Operation *op) const { return indexOf.lookup(op); }
+
+  Group &add(Operation *op, GroupKind kind) {
+    unsigned index = position(op);
+    groupOfLeader[index] = groups.size();
+    groups.emplace_back();
+    Group &group = groups.back();
+    group.kind = kind;
+    group.members.push_back(op);
+    for (Operation *user : op->getUsers())
+      group.escapes.push_back(user);
+    return group;
   }
-  bool contains(Operation *op) const { return op && parent.count(op); }
-  Operation *leader(Operation *op) const {
-    while (parent.lookup(op) != op)
-      op = parent.lookup(op);
-    return op;
+
+  /// The leader of the op's group, or -1 when it is in none.
+  int leaderOf(Operation *op) {
+    if (!op)
+      return -1;
+    auto it = indexOf.find(op);
+    if (it == indexOf.end())
+      return -1;
+    unsigned root = find(it->second);
+    return groupOfLeader[root] >= 0 ? static_cast<int>(root) : -1;
   }
-  void merge(Operation *a, Operation *b) {
-    Operation *keep = leader(a), *drop = leader(b);
-    if (keep == drop)
-      return;
+  Group &group(int leader) { return groups[groupOfLeader[leader]]; }
+
+  /// Merges two groups into `into` (whose kind and space the caller has
+  /// already set for the union); returns the new leader.
+  int merge(int a, int b, Group &&combined) {
+    Group &first = group(a), &second = group(b);
+    int keep = first.members.size() >= second.members.size() ? a : b;
+    int drop = keep == a ? b : a;
+    Group &kept = group(keep), &dropped = group(drop);
+    combined.members = std::move(kept.members);
+    combined.members.append(dropped.members.begin(), dropped.members.end());
+    combined.escapes = std::move(kept.escapes);
+    combined.escapes.append(dropped.escapes.begin(), dropped.escapes.end());
     parent[drop] = keep;
-    auto &kept = groupMembers[keep];
-    kept.append(groupMembers[drop]);
-    groupMembers.erase(drop);
-    llvm::sort(kept, [&](Operation *x, Operation *y) {
-      return position.lookup(x) < position.lookup(y);
-    });
-  }
-
-  /// Members of the group led by `leaderOp`, in program order.
-  ArrayRef<Operation *> members(Operation *leaderOp) const {
-    return groupMembers.find(leaderOp)->second;
+    groupOfLeader[drop] = -1;
+    kept = std::move(combined);
+    dropped.members.clear();
+    dropped.escapes.clear();
+    // Drop the outside users that are now inside.
+    llvm::erase_if(kept.escapes,
+                   [&](Operation *user) { return leaderOf(user) == keep; });
+    return keep;
   }
 
   /// Leaders of all groups, ordered by their last member's position.
-  SmallVector<Operation *> leaders() const {
-    SmallVector<Operation *> result;
-    for (auto &entry : groupMembers)
-      result.push_back(entry.first);
-    llvm::sort(result, [&](Operation *a, Operation *b) {
-      return position.lookup(members(a).back()) <
-             position.lookup(members(b).back());
-    });
+  SmallVector<int> leaders() {
+    SmallVector<int> result;
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (find(i) == i && groupOfLeader[i] >= 0)
+        result.push_back(i);
+    auto last = [&](int leader) {
+      unsigned latest = 0;
+      for (Operation *member : group(leader).members)
+        latest = std::max(latest, position(member));
+      return latest;
+    };
+    SmallVector<std::pair<unsigned, int>> keyed;
+    for (int leader : result)
+      keyed.push_back({last(leader), leader});
+    llvm::sort(keyed);
+    result.clear();
+    for (auto [key, leader] : keyed)
+      result.push_back(leader);
     return result;
   }
 
-  /// If merging the groups of `a` and `b` would make a cycle, the first op
-  /// outside them on the offending path; nullptr when the merge is legal.
-  /// Each group becomes one region, so reachability is taken between groups
-  /// (an op outside any group is a node of its own): the merge is illegal
-  /// when a path leaves the two groups and comes back, even one that enters
-  /// a third group through one member and leaves it through another.
-  Operation *cycleThrough(Operation *a, Operation *b) const {
-    Operation *first = leader(a), *second = leader(b);
-    auto nodeOf = [&](Operation *op) { return contains(op) ? leader(op) : op; };
-    auto isMerged = [&](Operation *node) {
-      return node == first || node == second;
-    };
-    SmallVector<std::pair<Operation *, Operation *>> worklist;
-    llvm::SmallPtrSet<Operation *, 32> visited;
-    // Pushes the successors of `node`; returns the exit op of a path that
-    // came back into the merged groups, if it finds one.
-    auto pushSuccessors = [&](Operation *node, Operation *exit) -> Operation * {
-      SmallVector<Operation *, 1> single = {node};
-      ArrayRef<Operation *> nodeMembers =
-          contains(node) ? members(node) : ArrayRef<Operation *>(single);
-      for (Operation *member : nodeMembers)
-        for (Operation *user : member->getUsers()) {
-          Operation *next = nodeOf(user);
-          if (isMerged(next)) {
-            if (exit)
-              return exit;
-            continue;
-          }
-          if (visited.insert(next).second)
-            worklist.push_back({next, exit ? exit : user});
-        }
+  /// If merging `producer`'s group into `consumer`'s would make a cycle,
+  /// the first op outside both on the offending path; nullptr when legal.
+  /// Only paths producer -> outside -> consumer matter (the edge producer
+  /// -> consumer exists). Ops come in program order and `consumer` holds
+  /// the latest, so the search never looks past `limit`.
+  Operation *cycleThrough(int producer, int consumer, unsigned limit) {
+    SmallVector<std::pair<Operation *, Operation *>> worklist; // op, exit
+    llvm::DenseSet<int> visitedGroups;
+    llvm::SmallPtrSet<Operation *, 16> visitedOps;
+    auto push = [&](Operation *user, Operation *exit) -> Operation * {
+      if (position(user) > limit)
+        return nullptr;
+      int leader = leaderOf(user);
+      if (leader == consumer)
+        return exit; // back into the merged groups: a cycle
+      if (leader == producer)
+        return nullptr;
+      if (leader >= 0 ? visitedGroups.insert(leader).second
+                      : visitedOps.insert(user).second)
+        worklist.push_back({user, exit ? exit : user});
       return nullptr;
     };
-    pushSuccessors(first, nullptr);
-    pushSuccessors(second, nullptr);
+    for (Operation *user : group(producer).escapes)
+      if (leaderOf(user) != consumer && leaderOf(user) != producer)
+        push(user, nullptr);
     while (!worklist.empty()) {
-      auto [node, exit] = worklist.pop_back_val();
-      if (Operation *cycleExit = pushSuccessors(node, exit))
-        return cycleExit;
+      auto [op, exit] = worklist.pop_back_val();
+      int leader = leaderOf(op);
+      if (leader >= 0) {
+        for (Operation *user : group(leader).escapes)
+          if (Operation *cycle = push(user, exit))
+            return cycle;
+      } else {
+        for (Operation *user : op->getUsers())
+          if (Operation *cycle = push(user, exit))
+            return cycle;
+      }
     }
     return nullptr;
   }
 
 private:
-  DenseMap<Operation *, Operation *> parent;
-  DenseMap<Operation *, SmallVector<Operation *>> groupMembers;
-  DenseMap<Operation *, unsigned> position;
+  unsigned find(unsigned i) {
+    while (parent[i] != i) {
+      parent[i] = parent[parent[i]]; // path halving
+      i = parent[i];
+    }
+    return i;
+  }
+
+  SmallVector<Operation *> ops;
+  DenseMap<Operation *, unsigned> indexOf;
+  std::vector<unsigned> parent;
+  std::vector<int> groupOfLeader; ///< index into `groups`, -1 if none
+  std::vector<Group> groups;
 };
+
+std::string formatShape(ArrayRef<int64_t> shape) {
+  return fusec::formatShape(fusec::Shape(shape.begin(), shape.end()));
+}
 
 struct FormFusionRegions
     : public fuse::impl::FuseFormFusionRegionsBase<FormFusionRegions> {
@@ -155,9 +225,15 @@ struct FormFusionRegions
     }
     Block &block = func.getBody().front();
     FusionGroups groups(block);
-    decide(block, groups);
-    for (Operation *leaderOp : groups.leaders())
-      materialize(groups.members(leaderOp));
+    if (failed(decide(block, groups)))
+      return signalPassFailure();
+    for (int leader : groups.leaders()) {
+      SmallVector<Operation *> members = groups.group(leader).members;
+      llvm::sort(members, [&](Operation *a, Operation *b) {
+        return groups.position(a) < groups.position(b);
+      });
+      materialize(members);
+    }
     // Splat constants now live inside the regions that use them.
     for (Operation &op : llvm::make_early_inc_range(block))
       if (isa<ConstantOp>(op) && op.use_empty())
@@ -170,7 +246,7 @@ struct FormFusionRegions
     }
   }
 
-  void decide(Block &block, FusionGroups &groups) {
+  LogicalResult decide(Block &block, FusionGroups &groups) {
     for (Operation &op : block.without_terminator()) {
       if (isa<ConstantOp>(&op)) {
         if (!isSplatConstant(&op))
@@ -179,41 +255,169 @@ struct FormFusionRegions
                              "input buffer";
         continue;
       }
-      if (!isFusible(&op)) {
+      std::optional<FusionKind> kind = kindOf(&op);
+      if (!kind) {
         op.emitRemark() << "not fused: " << describeOp(&op)
-                        << (isa<ReshapeOp>(&op)
-                                ? " only changes the shape; it runs as a "
-                                  "buffer alias between kernels"
-                                : " is not a pointwise op");
+                        << " is not an op of the fuse dialect";
         continue;
       }
-      groups.add(&op);
+      switch (*kind) {
+      case FusionKind::Composite:
+        return op.emitError()
+               << describeOp(&op)
+               << " must be decomposed (fuse-decompose-composites) before "
+                  "fusion";
+      case FusionKind::Layout:
+      case FusionKind::Library:
+        groups.add(&op, GroupKind::Layout);
+        if (!noFuse)
+          op.emitRemark() << "not fused: " << describeOp(&op)
+                          << " moves elements; it runs as a kernel of its "
+                             "own";
+        continue;
+      case FusionKind::View:
+        if (noFuse || !joinProducer(&op, groups))
+          op.emitRemark() << "not fused: " << describeOp(&op)
+                          << " only changes the shape; it runs as a buffer "
+                             "alias between kernels";
+        continue;
+      case FusionKind::Reduction: {
+        Group &group = groups.add(&op, GroupKind::Reduction);
+        group.space = ReductionSpace::of(cast<ReductionOpInterface>(&op));
+        break;
+      }
+      case FusionKind::Elementwise:
+      case FusionKind::Broadcast: {
+        Group &group = groups.add(&op, GroupKind::Pointwise);
+        auto shape = shapeOf(op.getResult(0));
+        group.shape.assign(shape.begin(), shape.end());
+        break;
+      }
+      }
       if (noFuse)
         continue;
-      for (Value operand : op.getOperands()) {
-        Operation *producer = operand.getDefiningOp();
-        if (!groups.contains(producer) ||
-            groups.leader(producer) == groups.leader(&op))
-          continue;
-        if (resultShape(producer) != resultShape(&op)) {
-          producer->emitRemark()
-              << "not fused with its consumer " << describeOp(&op)
-              << ": its result is broadcast from " << numElementsOf(operand)
-              << " to " << numElementsOf(op.getResult(0))
-              << " elements, and recomputing it per element would duplicate "
-                 "work";
-          continue;
-        }
-        if (Operation *exit = groups.cycleThrough(producer, &op)) {
-          producer->emitRemark()
-              << "not fused with its consumer " << describeOp(&op)
-              << ": the path through " << describeOp(exit)
-              << " outside the region would form a cycle";
-          continue;
-        }
-        groups.merge(producer, &op);
-      }
+      for (Value operand : op.getOperands())
+        fuseProducer(operand, &op, groups);
     }
+    return success();
+  }
+
+  /// A view joins its producer's pointwise group: the group iterates
+  /// linear indices, which a view does not change.
+  bool joinProducer(Operation *view, FusionGroups &groups) {
+    int producer = groups.leaderOf(view->getOperand(0).getDefiningOp());
+    if (producer < 0 || groups.group(producer).kind != GroupKind::Pointwise)
+      return false;
+    Group &group = groups.add(view, GroupKind::Pointwise);
+    group.shape = groups.group(producer).shape;
+    group.hasViews = true;
+    int self = groups.leaderOf(view);
+    Group combined;
+    combined.kind = GroupKind::Pointwise;
+    combined.shape = groups.group(producer).shape;
+    combined.hasViews = true;
+    groups.merge(producer, self, std::move(combined));
+    return true;
+  }
+
+  /// Merges the group producing `operand` into `op`'s, or remarks why not.
+  void fuseProducer(Value operand, Operation *op, FusionGroups &groups) {
+    Operation *producer = operand.getDefiningOp();
+    int producerGroup = groups.leaderOf(producer);
+    int consumerGroup = groups.leaderOf(op);
+    if (producerGroup < 0 || producerGroup == consumerGroup)
+      return;
+    Group combined;
+    if (std::optional<std::string> reason =
+            whyNotFused(operand, op, groups.group(producerGroup),
+                        groups.group(consumerGroup), combined)) {
+      producer->emitRemark() << "not fused with its consumer "
+                             << describeOp(op) << ": " << *reason;
+      return;
+    }
+    if (Operation *exit = groups.cycleThrough(producerGroup, consumerGroup,
+                                              groups.position(op))) {
+      producer->emitRemark()
+          << "not fused with its consumer " << describeOp(op)
+          << ": the path through " << describeOp(exit)
+          << " outside the region would form a cycle";
+      return;
+    }
+    groups.merge(producerGroup, consumerGroup, std::move(combined));
+  }
+
+  /// The reason `operand` (made in group `producer`) cannot join its
+  /// consumer `op` (in group `consumer`), or nullopt with `combined` set to
+  /// the merged group's kind and space.
+  std::optional<std::string> whyNotFused(Value operand, Operation *op,
+                                         const Group &producer,
+                                         const Group &consumer,
+                                         Group &combined) {
+    if (producer.kind == GroupKind::Layout ||
+        consumer.kind == GroupKind::Layout)
+      return std::string("layout ops run as kernels of their own");
+    bool isBroadcast = kindOf(op) == FusionKind::Broadcast;
+    if (producer.kind == GroupKind::Pointwise &&
+        numElementsOf(operand) != numElementsOf(op->getResult(0)) &&
+        !isa<ReductionOpInterface>(op))
+      return "its result is broadcast from " +
+             std::to_string(numElementsOf(operand)) + " to " +
+             std::to_string(numElementsOf(op->getResult(0))) +
+             " elements, and recomputing it per element would duplicate work";
+
+    if (producer.kind == GroupKind::Pointwise &&
+        consumer.kind == GroupKind::Pointwise) {
+      combined.kind = GroupKind::Pointwise;
+      combined.shape = consumer.shape;
+      combined.hasViews = producer.hasViews || consumer.hasViews;
+      return std::nullopt;
+    }
+
+    // At least one side is rooted at reductions.
+    bool bothReduce = producer.kind == GroupKind::Reduction &&
+                      consumer.kind == GroupKind::Reduction;
+    const ReductionSpace &space = producer.kind == GroupKind::Reduction
+                                      ? producer.space
+                                      : consumer.space;
+    if (bothReduce && producer.space != consumer.space)
+      return "it reduces " + consumer.space.describe() + " but its producer " +
+             producer.space.describe() + "; one kernel walks one space";
+    for (const Group *side : {&producer, &consumer}) {
+      if (side->kind != GroupKind::Pointwise)
+        continue;
+      if (side->hasViews)
+        return std::string("a reshape inside the pointwise part would "
+                           "change the reduction's index space");
+      if (space.roleOf(side->shape) == ValueRole::Unrelated)
+        return "its shape " + formatShape(side->shape) +
+               " is neither the reduction's space " + space.describe() +
+               " nor its reduced shape";
+    }
+    bool fromReduction = producer.kind == GroupKind::Reduction;
+    ValueRole operandRole = space.roleOf(shapeOf(operand));
+    ValueRole resultRole = space.roleOf(shapeOf(op->getResult(0)));
+    if (fromReduction && operandRole == ValueRole::Reduced &&
+        resultRole == ValueRole::Full) {
+      // reduce -> broadcast back: the row schedule keeps the reduced value
+      // in registers; the column schedule has it only at the very end.
+      if (space.schedule() == ReductionSchedule::Column)
+        return "it reduces " + space.describe() +
+               " as columns, whose results exist only after the whole "
+               "column is read; only ops on the reduced shape follow it";
+      if (!isBroadcast ||
+          shapeOf(operand) != ArrayRef<int64_t>(space.keptShape()))
+        return std::string("the reduced value reaches the full space only "
+                           "through a broadcast of its kept-dims shape");
+    }
+    if (fromReduction && space.schedule() == ReductionSchedule::Column &&
+        resultRole == ValueRole::Full && operandRole == ValueRole::Full &&
+        !isa<ReductionOpInterface>(op))
+      return "it reduces " + space.describe() +
+             " as columns; values on the full space only feed the "
+             "reductions";
+    combined.kind = GroupKind::Reduction;
+    combined.space = space;
+    return std::nullopt;
   }
 
   void materialize(ArrayRef<Operation *> members) {

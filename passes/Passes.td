@@ -6,6 +6,41 @@
 include "mlir/Pass/PassBase.td"
 
 //===----------------------------------------------------------------------===//
+// Before fusion
+//===----------------------------------------------------------------------===//
+
+def FuseDecomposeComposites
+    : Pass<"fuse-decompose-composites", "mlir::func::FuncOp"> {
+  let summary = "Rewrite composite ops into the primitives that define them";
+  let description = [{
+    Softmax, log_softmax, layer_norm, rms_norm, gelu, silu, reduce_mean,
+    reduce_l2 and reduce_log_sum_exp become elementwise ops and primitive
+    reductions (f16/bf16 computed in f32):
+
+      %y = fuse.softmax %x {axis = -1}
+        => %m = fuse.reduce_max %x {axes = [-1]}; %e = fuse.exp(%x - %m)
+           %s = fuse.reduce_sum %e {axes = [-1]}; %y = fuse.div %e, %s
+  }];
+  let dependentDialects = ["fuse::FuseDialect"];
+}
+
+def FuseMakeBroadcastsExplicit
+    : Pass<"fuse-make-broadcasts-explicit", "mlir::func::FuncOp"> {
+  let summary = "Insert fuse.broadcast_to for implicitly broadcast operands";
+  let description = [{
+      %y = fuse.sub %x, %m : (tensor<8x16xf32>, tensor<8x1xf32>) -> ...
+        => %b = fuse.broadcast_to %m : tensor<8x1xf32> to tensor<8x16xf32>
+           %y = fuse.sub %x, %b
+
+    Splat constants stay implicit (they are cloned into regions).
+  }];
+  let statistics = [
+    Statistic<"numBroadcasts", "num-broadcasts", "Broadcasts made explicit">,
+  ];
+  let dependentDialects = ["fuse::FuseDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // Fusion
 //===----------------------------------------------------------------------===//
 

@@ -6,7 +6,9 @@
 
 /// The pipeline on each function.
 static std::string functionPipeline(bool fuse) {
-  return std::string("func.func(canonicalize,cse,fuse-form-fusion-regions") +
+  return std::string("func.func(fuse-decompose-composites,"
+                     "fuse-make-broadcasts-explicit,canonicalize,cse,"
+                     "fuse-form-fusion-regions") +
          (fuse ? "" : "{no-fuse=true}") + ")";
 }
 

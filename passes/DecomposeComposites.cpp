@@ -1,0 +1,250 @@
+//===- DecomposeComposites.cpp - Composite ops into primitives -----------===//
+//
+// Each composite op (softmax, layer_norm, reduce_mean, gelu, ...) becomes
+// the primitive elementwise ops and reductions that define it, so fusion
+// sees, and keeps in one kernel, the reduce -> broadcast -> elementwise
+// edges inside it. Normalizations and softmax compute in f32 for f16/bf16
+// inputs (ONNX's stash_type) and round once at the end.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace fuse {
+#define GEN_PASS_DEF_FUSEDECOMPOSECOMPOSITES
+#include "passes/Passes.h.inc"
+} // namespace fuse
+
+using namespace mlir;
+using namespace fuse;
+
+namespace {
+
+/// Builds the primitive ops of one decomposition at one location.
+class Decomposer {
+public:
+  Decomposer(Operation *op) : builder(op), loc(op->getLoc()) {}
+
+  /// A rank-0 constant of `elementType`, broadcast where it is used.
+  Value scalar(Type elementType, double value) {
+    auto type = RankedTensorType::get({}, elementType);
+    Attribute element =
+        isa<FloatType>(elementType)
+            ? Attribute(builder.getFloatAttr(elementType, value))
+            : Attribute(builder.getIntegerAttr(elementType,
+                                               static_cast<int64_t>(value)));
+    return ConstantOp::create(builder, loc, type,
+                              DenseElementsAttr::get(type, element));
+  }
+  Value scalarLike(Value like, double value) {
+    return scalar(cast<ShapedType>(like.getType()).getElementType(), value);
+  }
+
+  /// f16/bf16 values are computed in f32; others as they are.
+  Value toCompute(Value value) {
+    auto type = cast<RankedTensorType>(value.getType());
+    if (!type.getElementType().isF16() && !type.getElementType().isBF16())
+      return value;
+    return CastOp::create(builder, loc, type.clone(builder.getF32Type()),
+                          value);
+  }
+  Value toType(Value value, Type type) {
+    if (value.getType() == type)
+      return value;
+    return CastOp::create(builder, loc, type, value);
+  }
+
+  template <typename OpTy> Value unary(Value operand) {
+    return OpTy::create(builder, loc, operand).getResult();
+  }
+  template <typename OpTy> Value binary(Value lhs, Value rhs) {
+    return OpTy::create(builder, loc, lhs, rhs).getResult();
+  }
+  template <typename OpTy>
+  Value reduce(Value operand, ArrayRef<int64_t> axes, bool keepdims) {
+    auto type = reducedTensorType(cast<RankedTensorType>(operand.getType()),
+                                  axes, keepdims);
+    return OpTy::create(builder, loc, type, operand, axes, keepdims)
+        .getResult();
+  }
+  Value reshape(Value operand, Type type) {
+    return ReshapeOp::create(builder, loc, type, operand).getResult();
+  }
+
+  /// The number of elements a reduction over `axes` of `value` combines.
+  static int64_t countOf(Value value, ArrayRef<int64_t> axes) {
+    auto type = cast<RankedTensorType>(value.getType());
+    int64_t count = 1;
+    for (int64_t axis : axes)
+      count *= type.getDimSize(axis);
+    return count;
+  }
+
+  OpBuilder builder;
+  Location loc;
+};
+
+/// Dims [axis, rank): what a normalization reduces over.
+SmallVector<int64_t> trailingAxes(Value value, int64_t axis) {
+  int64_t rank = cast<RankedTensorType>(value.getType()).getRank();
+  SmallVector<int64_t> axes;
+  for (int64_t dim = *normalizeAxis(axis, rank); dim < rank; ++dim)
+    axes.push_back(dim);
+  return axes;
+}
+
+/// max along `axis`, subtracted: softmax's shift, so exp never overflows.
+Value shiftedByMax(Decomposer &d, Value x, ArrayRef<int64_t> axes) {
+  Value max = d.reduce<ReduceMaxOp>(x, axes, /*keepdims=*/true);
+  return d.binary<SubOp>(x, max);
+}
+
+Value decompose(Decomposer &d, SoftmaxOp op) {
+  Value x = d.toCompute(op.getOperand());
+  int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+  SmallVector<int64_t> axes = {*normalizeAxis(op.getAxis(), rank)};
+  Value exp = d.unary<ExpOp>(shiftedByMax(d, x, axes));
+  Value sum = d.reduce<ReduceSumOp>(exp, axes, true);
+  return d.toType(d.binary<DivOp>(exp, sum), op.getType());
+}
+
+Value decompose(Decomposer &d, LogSoftmaxOp op) {
+  Value x = d.toCompute(op.getOperand());
+  int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+  SmallVector<int64_t> axes = {*normalizeAxis(op.getAxis(), rank)};
+  Value shifted = shiftedByMax(d, x, axes);
+  Value sum = d.reduce<ReduceSumOp>(d.unary<ExpOp>(shifted), axes, true);
+  return d.toType(d.binary<SubOp>(shifted, d.unary<LogOp>(sum)),
+                  op.getType());
+}
+
+/// mean over `axes`, kept as dims of 1.
+Value mean(Decomposer &d, Value x, ArrayRef<int64_t> axes) {
+  Value sum = d.reduce<ReduceSumOp>(x, axes, true);
+  return d.binary<DivOp>(sum,
+                         d.scalarLike(x, Decomposer::countOf(x, axes)));
+}
+
+Value decompose(Decomposer &d, LayerNormOp op) {
+  Value x = d.toCompute(op.getOperand());
+  SmallVector<int64_t> axes = trailingAxes(x, op.getAxis());
+  // Two passes (mean, then the mean of squared deviations): robust where
+  // E[x^2] - E[x]^2 cancels catastrophically.
+  Value centered = d.binary<SubOp>(x, mean(d, x, axes));
+  Value variance = mean(d, d.binary<MulOp>(centered, centered), axes);
+  Value epsilon = d.scalarLike(x, op.getEpsilon().convertToDouble());
+  Value inverse =
+      d.unary<RsqrtOp>(d.binary<AddOp>(variance, epsilon));
+  Value y = d.binary<MulOp>(centered, inverse);
+  if (op.getWeight())
+    y = d.binary<MulOp>(y, d.toCompute(op.getWeight()));
+  if (op.getBias())
+    y = d.binary<AddOp>(y, d.toCompute(op.getBias()));
+  return d.toType(y, op.getType());
+}
+
+Value decompose(Decomposer &d, RmsNormOp op) {
+  Value x = d.toCompute(op.getOperand());
+  SmallVector<int64_t> axes = trailingAxes(x, op.getAxis());
+  Value meanSquare = mean(d, d.binary<MulOp>(x, x), axes);
+  Value epsilon = d.scalarLike(x, op.getEpsilon().convertToDouble());
+  Value y = d.binary<MulOp>(
+      x, d.unary<RsqrtOp>(d.binary<AddOp>(meanSquare, epsilon)));
+  if (op.getWeight())
+    y = d.binary<MulOp>(y, d.toCompute(op.getWeight()));
+  return d.toType(y, op.getType());
+}
+
+Value decompose(Decomposer &d, GeluOp op) {
+  Value x = d.toCompute(op.getOperand());
+  Value inner;
+  if (op.getApproximate() == "tanh") {
+    // sqrt(2 / pi) * (x + 0.044715 * x^3)
+    Value cube = d.binary<MulOp>(d.binary<MulOp>(x, x), x);
+    Value sum = d.binary<AddOp>(
+        x, d.binary<MulOp>(cube, d.scalarLike(x, 0.044715)));
+    inner = d.unary<TanhOp>(
+        d.binary<MulOp>(sum, d.scalarLike(x, 0.7978845608028654)));
+  } else {
+    inner = d.unary<ErfOp>(
+        d.binary<MulOp>(x, d.scalarLike(x, 0.70710678118654752)));
+  }
+  Value phi = d.binary<MulOp>(d.binary<AddOp>(inner, d.scalarLike(x, 1.0)),
+                              d.scalarLike(x, 0.5));
+  return d.toType(d.binary<MulOp>(x, phi), op.getType());
+}
+
+Value decompose(Decomposer &d, SiluOp op) {
+  Value x = d.toCompute(op.getOperand());
+  return d.toType(d.binary<MulOp>(x, d.unary<SigmoidOp>(x)), op.getType());
+}
+
+Value decompose(Decomposer &d, ReduceMeanOp op) {
+  Value x = d.toCompute(op.getOperand());
+  Value sum = d.reduce<ReduceSumOp>(x, op.getAxes(), op.getKeepdims());
+  Value count = d.scalarLike(x, Decomposer::countOf(x, op.getAxes()));
+  return d.toType(d.binary<DivOp>(sum, count), op.getType());
+}
+
+Value decompose(Decomposer &d, ReduceL2Op op) {
+  Value x = op.getOperand();
+  auto type = cast<RankedTensorType>(x.getType());
+  // Integers: the norm in f64, truncated back (ONNX computes it in NumPy).
+  x = isa<IntegerType>(type.getElementType())
+          ? d.toType(x, type.clone(d.builder.getF64Type()))
+          : d.toCompute(x);
+  Value sum = d.reduce<ReduceSumOp>(d.binary<MulOp>(x, x), op.getAxes(),
+                                    op.getKeepdims());
+  return d.toType(d.unary<SqrtOp>(sum), op.getType());
+}
+
+Value decompose(Decomposer &d, ReduceLogSumExpOp op) {
+  Value x = d.toCompute(op.getOperand());
+  Value max = d.reduce<ReduceMaxOp>(x, op.getAxes(), true);
+  // Shift by the max where it is finite (max - max == 0); by 0 where it is
+  // infinite or NaN, so log(sum(exp(x))) keeps its -inf, +inf or NaN.
+  Value zero = d.scalarLike(x, 0.0);
+  Value isFinite = d.binary<EqOp>(d.binary<SubOp>(max, max), zero);
+  Value shift =
+      SelectOp::create(d.builder, d.loc, isFinite, max, zero).getResult();
+  Value sum = d.reduce<ReduceSumOp>(
+      d.unary<ExpOp>(d.binary<SubOp>(x, shift)), op.getAxes(), true);
+  Value y = d.binary<AddOp>(d.unary<LogOp>(sum), shift);
+  auto resultType = cast<RankedTensorType>(op.getType());
+  auto keptType = cast<RankedTensorType>(y.getType());
+  if (keptType.getShape() != resultType.getShape())
+    y = d.reshape(y, keptType.clone(resultType.getShape()));
+  return d.toType(y, op.getType());
+}
+
+struct DecomposeComposites
+    : public fuse::impl::FuseDecomposeCompositesBase<DecomposeComposites> {
+  void runOnOperation() override {
+    SmallVector<Operation *> composites;
+    getOperation().walk([&](FusionKindOpInterface op) {
+      if (op.getFusionKind() == FusionKind::Composite)
+        composites.push_back(op);
+    });
+    for (Operation *op : composites) {
+      Decomposer d(op);
+      Value replacement =
+          TypeSwitch<Operation *, Value>(op)
+              .Case<SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp, GeluOp,
+                    SiluOp, ReduceMeanOp, ReduceL2Op, ReduceLogSumExpOp>(
+                  [&](auto concrete) { return decompose(d, concrete); })
+              .Default([](Operation *) { return Value(); });
+      if (!replacement) {
+        op->emitError() << "internal error: no decomposition for "
+                        << describeOp(op);
+        return signalPassFailure();
+      }
+      op->getResult(0).replaceAllUsesWith(replacement);
+      op->erase();
+    }
+  }
+};
+
+} // namespace

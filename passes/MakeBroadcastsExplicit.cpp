@@ -1,0 +1,53 @@
+//===- MakeBroadcastsExplicit.cpp - Implicit broadcasts as ops -----------===//
+//
+// An elementwise operand smaller than the result becomes a fuse.broadcast_to
+// of it, so the edge reduce -> broadcast -> sub inside softmax is an op that
+// fusion can see and keep in the reduction's kernel. Splat constants stay
+// implicit: they are cloned into every region that uses them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace fuse {
+#define GEN_PASS_DEF_FUSEMAKEBROADCASTSEXPLICIT
+#include "passes/Passes.h.inc"
+} // namespace fuse
+
+using namespace mlir;
+using namespace fuse;
+
+namespace {
+
+bool isSplatConstant(Value value) {
+  auto constant = value.getDefiningOp<ConstantOp>();
+  return constant && isa<SplatElementsAttr>(constant.getValue());
+}
+
+struct MakeBroadcastsExplicit
+    : public fuse::impl::FuseMakeBroadcastsExplicitBase<
+          MakeBroadcastsExplicit> {
+  void runOnOperation() override {
+    getOperation().walk([&](FusionKindOpInterface op) {
+      if (op.getFusionKind() != FusionKind::Elementwise)
+        return;
+      auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+      OpBuilder builder(op);
+      for (OpOperand &operand : op->getOpOperands()) {
+        auto type = cast<RankedTensorType>(operand.get().getType());
+        if (type.getShape() == resultType.getShape() ||
+            isSplatConstant(operand.get()))
+          continue;
+        auto broadcast = BroadcastToOp::create(
+            builder, op->getLoc(), type.clone(resultType.getShape()),
+            operand.get());
+        operand.set(broadcast);
+        ++numBroadcasts;
+      }
+    });
+  }
+};
+
+} // namespace
