@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <omp.h>
 #include <unistd.h>
 
@@ -29,6 +30,8 @@ struct BenchCase {
   std::string name;
   std::function<Graph()> build;
 };
+
+using Attrs = std::map<std::string, AttrValue>;
 
 std::string gelu(GraphBuilder &b, const std::string &x, DType dtype) {
   // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
@@ -78,30 +81,138 @@ Graph biasGelu(int64_t rows, int64_t columns) {
   return b.build();
 }
 
+Graph softmaxGraph(int64_t rows, int64_t columns, DType dtype) {
+  GraphBuilder b("softmax");
+  b.output(b.op("softmax", {b.input("x", dtype, {rows, columns})}));
+  return b.build();
+}
+
+Graph layerNormGraph(int64_t rows, int64_t columns, DType dtype) {
+  GraphBuilder b("layernorm");
+  std::string x = b.input("x", dtype, {rows, columns});
+  std::string w = b.input("w", dtype, {columns});
+  std::string bias = b.input("b", dtype, {columns});
+  b.output(b.op("layer_norm", {x, w, bias}, {{"epsilon", 1e-5}}));
+  return b.build();
+}
+
+/// x + r, then layer_norm with weight and bias; both the normalized tensor
+/// and the sum (the residual stream) are outputs.
+Graph addLayerNormGraph(int64_t rows, int64_t columns, DType dtype) {
+  GraphBuilder b("add_layernorm");
+  std::string x = b.input("x", dtype, {rows, columns});
+  std::string r = b.input("r", dtype, {rows, columns});
+  std::string w = b.input("w", dtype, {columns});
+  std::string bias = b.input("b", dtype, {columns});
+  std::string sum = b.op("add", {x, r});
+  b.output(b.op("layer_norm", {sum, w, bias}, {{"epsilon", 1e-5}}));
+  b.output(sum);
+  return b.build();
+}
+
+Graph rmsNormGraph(int64_t rows, int64_t columns, DType dtype) {
+  GraphBuilder b("rmsnorm");
+  std::string x = b.input("x", dtype, {rows, columns});
+  std::string w = b.input("w", dtype, {columns});
+  b.output(b.op("rms_norm", {x, w}, {{"epsilon", 1e-6}}));
+  return b.build();
+}
+
+/// Column sums: reduce_sum over axis 0.
+Graph columnSumGraph(int64_t rows, int64_t columns, DType dtype) {
+  GraphBuilder b("reduce_sum_axis0");
+  b.output(b.op("reduce_sum", {b.input("x", dtype, {rows, columns})},
+                {{"axes", std::vector<int64_t>{0}}, {"keepdims", int64_t(0)}}));
+  return b.build();
+}
+
+/// The normalization and reduction cases at rows x columns, named as in
+/// ../shared/BENCHMARKS.md (softmax_f32_16384x4096, ...).
+std::vector<BenchCase> reductionCases(int64_t rows, int64_t columns) {
+  std::string shape = std::to_string(rows) + "x" + std::to_string(columns);
+  return {{"softmax_f32_" + shape,
+           [=] { return softmaxGraph(rows, columns, DType::F32); }},
+          {"softmax_bf16_" + shape,
+           [=] { return softmaxGraph(rows, columns, DType::BF16); }},
+          {"layernorm_f32_" + shape,
+           [=] { return layerNormGraph(rows, columns, DType::F32); }},
+          {"add_layernorm_bf16_" + shape,
+           [=] { return addLayerNormGraph(rows, columns, DType::BF16); }},
+          {"rmsnorm_bf16_" + shape,
+           [=] { return rmsNormGraph(rows, columns, DType::BF16); }},
+          {"reduce_sum_axis0_f32_" + shape,
+           [=] { return columnSumGraph(rows, columns, DType::F32); }}};
+}
+
+/// A DAG of `nodes` graph nodes: blocks of pointwise ops around a row
+/// reduction, a softmax or a layer_norm, each block adding a skip
+/// connection from three blocks back.
+Graph regionFormationGraph(size_t nodes) {
+  GraphBuilder b("region_formation");
+  std::string x = b.input("x", DType::F32, {64, 256});
+  std::string y = b.input("y", DType::F32, {64, 256});
+  std::string w = b.input("w", DType::F32, {256});
+  std::vector<std::string> blocks = {x};
+  std::string v = x;
+  const Attrs rowKeep = {{"axes", std::vector<int64_t>{-1}},
+                         {"keepdims", int64_t(1)}};
+  for (size_t block = 0; b.graph().nodes.size() + 5 <= nodes; ++block) {
+    v = b.op("mul", {v, y});
+    switch (block % 4) {
+    case 0:
+      v = b.op("sub", {v, b.op("reduce_max", {v}, rowKeep)});
+      break;
+    case 1:
+      v = b.op("softmax", {b.op("tanh", {v})});
+      break;
+    case 2:
+      v = b.op("layer_norm", {b.op("exp", {v}), w});
+      break;
+    default:
+      v = b.op("div", {v, b.op("reduce_sum", {b.op("abs", {v})}, rowKeep)});
+      break;
+    }
+    v = b.op("add", {v, blocks[blocks.size() >= 3 ? blocks.size() - 3 : 0]});
+    blocks.push_back(v);
+  }
+  while (b.graph().nodes.size() < nodes)
+    v = b.op("neg", {v});
+  b.output(v);
+  return b.build();
+}
+
 constexpr int64_t k16M = 16 * 1024 * 1024, k64M = 64 * 1024 * 1024;
 
 /// The CPU cases (16M elements: a 2-core machine's scale).
 std::vector<BenchCase> cpuCases() {
-  return {{"sin4_f32_16M", [] { return sin4({k16M}); }},
-          {"muladd_f32_16M", [] { return muladd({k16M}); }},
-          {"relu_f32_16M", [] { return relu({k16M}); }},
-          {"gelu_f32_16M", [] { return geluGraph({k16M}, DType::F32); }},
-          {"bias_gelu_f32_4096x4096", [] { return biasGelu(4096, 4096); }}};
+  std::vector<BenchCase> cases = {
+      {"sin4_f32_16M", [] { return sin4({k16M}); }},
+      {"muladd_f32_16M", [] { return muladd({k16M}); }},
+      {"relu_f32_16M", [] { return relu({k16M}); }},
+      {"gelu_f32_16M", [] { return geluGraph({k16M}, DType::F32); }},
+      {"bias_gelu_f32_4096x4096", [] { return biasGelu(4096, 4096); }}};
+  for (BenchCase &bench : reductionCases(4096, 4096))
+    cases.push_back(std::move(bench));
+  return cases;
 }
 
 /// The GPU cases, named as in ../shared/BENCHMARKS.md.
 std::vector<BenchCase> cudaCases() {
-  return {{"sin4_f32_64M", [] { return sin4({k64M}); }},
-          {"muladd_f32_64M", [] { return muladd({k64M}); }},
-          {"relu_f32_64M", [] { return relu({k64M}); }},
-          {"gelu_f32_64M", [] { return geluGraph({k64M}, DType::F32); }},
-          {"gelu_bf16_64M", [] { return geluGraph({k64M}, DType::BF16); }},
-          {"bias_gelu_f32_16384x4096", [] { return biasGelu(16384, 4096); }},
-          {"sin4_f32_2x3",
-           [] {
-             return sin4({2, 3});
-           }},
-          {"gelu_f32_4096", [] { return geluGraph({4096}, DType::F32); }}};
+  std::vector<BenchCase> cases = {
+      {"sin4_f32_64M", [] { return sin4({k64M}); }},
+      {"muladd_f32_64M", [] { return muladd({k64M}); }},
+      {"relu_f32_64M", [] { return relu({k64M}); }},
+      {"gelu_f32_64M", [] { return geluGraph({k64M}, DType::F32); }},
+      {"gelu_bf16_64M", [] { return geluGraph({k64M}, DType::BF16); }},
+      {"bias_gelu_f32_16384x4096", [] { return biasGelu(16384, 4096); }},
+      {"sin4_f32_2x3",
+       [] {
+         return sin4({2, 3});
+       }},
+      {"gelu_f32_4096", [] { return geluGraph({4096}, DType::F32); }}};
+  for (BenchCase &bench : reductionCases(16384, 4096))
+    cases.push_back(std::move(bench));
+  return cases;
 }
 
 double medianMicros(int reps, const std::function<void()> &body) {
@@ -358,6 +469,40 @@ void runCuda(const std::vector<BenchCase> &cases, int reps, bool fastMath) {
     std::system(("rm -rf '" + dir + "'").c_str());
 }
 
+/// Region formation on a 10,000-node graph: the whole lowering (import,
+/// decomposition, canonicalization, fusion-region formation, codegen of the
+/// kernels' source; no compiler runs), fused and, for scale, unfused.
+void regionFormation(Target target) {
+  const size_t nodes = 10000;
+  Graph graph = regionFormationGraph(nodes);
+  CompileOptions fusedOptions, unfusedOptions;
+  fusedOptions.target = unfusedOptions.target = target;
+  unfusedOptions.fuse = false;
+  size_t kernels = 0, unfusedKernels = 0;
+  std::vector<double> fusedMs, unfusedMs;
+  for (int i = 0; i < 3; ++i) {
+    fusedMs.push_back(
+        hostMicros([&] {
+          kernels = lowerGraph(graph, fusedOptions).program.kernels.size();
+        }) /
+        1e3);
+    unfusedMs.push_back(
+        hostMicros([&] {
+          unfusedKernels =
+              lowerGraph(graph, unfusedOptions).program.kernels.size();
+        }) /
+        1e3);
+  }
+  std::sort(fusedMs.begin(), fusedMs.end());
+  std::sort(unfusedMs.begin(), unfusedMs.end());
+  std::printf("{\"case\": \"region_formation_10000_ops\", \"target\": \"%s\", "
+              "\"nodes\": %zu, \"lower_ms\": %.1f, \"unfused_lower_ms\": "
+              "%.1f, \"kernels\": %zu, \"unfused_kernels\": %zu}\n",
+              targetName(target), graph.nodes.size(), fusedMs[1], unfusedMs[1],
+              kernels, unfusedKernels);
+  std::fflush(stdout);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -387,11 +532,16 @@ int main(int argc, char **argv) {
                                                   bench.name) == only.end();
                                }),
                 cases.end());
+  bool timeRegionFormation =
+      only.empty() || std::find(only.begin(), only.end(),
+                                "region_formation_10000_ops") != only.end();
   try {
     if (target == "cuda")
       runCuda(cases, reps ? reps : 50, fastMath);
     else
       runCpu(cases, reps ? reps : 10);
+    if (timeRegionFormation)
+      regionFormation(target == "cuda" ? Target::Cuda : Target::Cpu);
   } catch (const Error &error) {
     std::fprintf(stderr, "%s\n", error.what());
     return 1;

@@ -10,6 +10,8 @@
 
 #include "codegen/PointwiseKernel.h"
 
+#include "codegen/EmbeddedSources.h"
+
 #include <climits>
 #include <sstream>
 
@@ -62,8 +64,8 @@ fusec::LaunchGeometry cudaPointwiseLaunch(const PointwiseKernel &kernel) {
   int64_t steps = (kernel.numElements() + width - 1) / width;
   fusec::LaunchGeometry launch;
   launch.blockX = kPointwiseThreadsPerBlock;
-  launch.gridX = std::max<int64_t>(
-      1, (steps + kPointwiseThreadsPerBlock - 1) / kPointwiseThreadsPerBlock);
+  launch.gridX = std::max<int64_t>(1, (steps + kPointwiseThreadsPerBlock - 1) /
+                                          kPointwiseThreadsPerBlock);
   launch.maxBlocksPerMultiprocessor = kPointwiseBlocksPerMultiprocessor;
   return launch;
 }
@@ -83,7 +85,8 @@ const MathFunctionMap &cudaFastMathFunctions() {
 }
 
 std::string cudaPrelude() {
-  return R"(// NVRTC provides no standard headers: the few types and helpers kernels use.
+  return std::string(
+             R"(// NVRTC provides no standard headers: the few types and helpers kernels use.
 typedef signed char int8_t;
 typedef int int32_t;
 typedef long long int64_t;
@@ -124,7 +127,9 @@ static __device__ __forceinline__ float fusec_tanh_approx(float x) {
 template <typename T, int N> struct alignas(sizeof(T) * N) FusecVector {
   T v[N];
 };
-)";
+
+)") + kCombinersSource +
+         "\n" + kReductionCudaSource;
 }
 
 std::string printCudaKernel(const PointwiseKernel &kernel) {
@@ -138,8 +143,7 @@ std::string printCudaKernel(const PointwiseKernel &kernel) {
   os << " over " << fusec::formatShape(kernel.iterationShape) << " elements, "
      << width << " per thread and step\n";
   os << "extern \"C\" __global__ void __launch_bounds__("
-     << kPointwiseThreadsPerBlock << ") " << kernel.name
-     << "(";
+     << kPointwiseThreadsPerBlock << ") " << kernel.name << "(";
   for (size_t i = 0; i < kernel.inputs.size(); ++i)
     os << (i ? ", " : "") << "const " << storageType(kernel.inputs[i].dtype)
        << " *__restrict__ in" << i;
@@ -171,10 +175,10 @@ std::string printCudaKernel(const PointwiseKernel &kernel) {
   auto loadElement = [&](size_t i, const std::string &indent) {
     const KernelInput &input = kernel.inputs[i];
     std::string pointer = "in" + std::to_string(i);
-    std::string offset = input.access == InputAccess::Contiguous
-                             ? "i"
-                             : broadcastOffsetExpression(
-                                   "i", input.accessShape, input.strides);
+    std::string offset =
+        input.access == InputAccess::Contiguous
+            ? "i"
+            : broadcastOffsetExpression("i", input.accessShape, input.strides);
     os << indent << "const " << computeType(input.dtype) << " " << input.value
        << " = " << fromStorage(input.dtype, pointer + "[" + offset + "]")
        << ";\n";
@@ -191,8 +195,8 @@ std::string printCudaKernel(const PointwiseKernel &kernel) {
       if (input.access == InputAccess::Contiguous)
         offset = "base";
       else if (isVectorBroadcast(input, width))
-        offset = broadcastOffsetExpression("base", input.accessShape,
-                                           input.strides);
+        offset =
+            broadcastOffsetExpression("base", input.accessShape, input.strides);
       else
         continue;
       os << "    const " << vectorType(input.dtype) << " in" << i

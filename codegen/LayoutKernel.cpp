@@ -253,8 +253,8 @@ std::string LayoutKernelPrinter::description() {
   std::string line = name + ": " + op->getName().stripDialect().str() + " ";
   for (auto [k, operand] : llvm::enumerate(op->getOperands())) {
     auto type = cast<RankedTensorType>(operand.getType());
-    line += std::string(k ? ", " : "") + fusec::dtypeName(dtypeOf(type)) +
-            "[" + fusec::formatShape(toShape(type)) + "]";
+    line += std::string(k ? ", " : "") + fusec::dtypeName(dtypeOf(type)) + "[" +
+            fusec::formatShape(toShape(type)) + "]";
   }
   Value result = op->getResult(0);
   return line + " -> " + fusec::dtypeName(dtypeOf(result.getType())) + "[" +
@@ -417,7 +417,7 @@ void LayoutKernelPrinter::printGather(GatherOp gather) {
   os << "int64_t k = (int64_t)" << load(1, j) << ";\n";
   os << "if (k < 0)\n  k += " << dim << ";\n";
   std::string offset =
-      sum({times(o, dim * inner), times("(" + index + ")k", inner), r});
+      sum({times(o, dim * inner), times(wide ? "k" : "(int32_t)k", inner), r});
   os << "out0[i] = k >= 0 && k < " << dim << " ? " << load(0, offset) << " : ("
      << storageType(dtypeOf(gather.getType())) << ")0;\n";
 }
@@ -434,15 +434,15 @@ void LayoutKernelPrinter::printPad(PadOp pad) {
     if (begin > 0)
       conditions.push_back(coords[d] + " >= " + std::to_string(begin));
     if (bounds.ends[d] > 0)
-      conditions.push_back(coords[d] + " < " + std::to_string(begin + input[d]));
+      conditions.push_back(coords[d] + " < " +
+                           std::to_string(begin + input[d]));
     base -= begin * strides[d];
     terms.push_back(times(coords[d], strides[d]));
   }
   // Conditions on a coordinate folded to 0 are constant: "0 >= 2", fine.
   std::string value = storageLiteral(
-      dtypeOf(pad.getType()),
-      bitsOf(pad.getType().getElementType(),
-             pad.getConstantValue().convertToDouble()));
+      dtypeOf(pad.getType()), bitsOf(pad.getType().getElementType(),
+                                     pad.getConstantValue().convertToDouble()));
   if (conditions.empty()) {
     os << "out0[i] = " << load(0, sum(terms, base)) << ";\n";
     return;
@@ -473,14 +473,14 @@ void LayoutKernelPrinter::printArgReduction(OpTy reduction, bool max) {
   os << "for (" << index << " k = 1; k < " << dim << "; ++k) {\n";
   {
     auto loop = os.scope("", "}\n");
-    os << "const " << computeType << " v = "
-       << fromStorage(dtype, load(0, "base + " + times("k", inner)))
+    os << "const " << computeType
+       << " v = " << fromStorage(dtype, load(0, "base + " + times("k", inner)))
        << ";\n";
     // NumPy: NaN wins over any number; among equals (and among NaNs) the
     // first index, or the last with select_last_index.
     bool last = reduction.getSelectLastIndex();
-    std::string compare = std::string("v ") + (max ? ">" : "<") +
-                          (last ? "=" : "") + " best";
+    std::string compare =
+        std::string("v ") + (max ? ">" : "<") + (last ? "=" : "") + " best";
     if (fusec::isFloat(dtype))
       compare += last ? " || v != v" : " || (v != v && best == best)";
     os << "if (" << compare << ") {\n";
@@ -496,8 +496,8 @@ void LayoutKernelPrinter::printArgReduction(OpTy reduction, bool max) {
 fusec::LaunchGeometry cudaLayoutLaunch(int64_t count) {
   fusec::LaunchGeometry launch;
   launch.blockX = kThreadsPerBlock;
-  launch.gridX = std::max<int64_t>(
-      1, (count + kThreadsPerBlock - 1) / kThreadsPerBlock);
+  launch.gridX =
+      std::max<int64_t>(1, (count + kThreadsPerBlock - 1) / kThreadsPerBlock);
   launch.maxBlocksPerMultiprocessor = kBlocksPerMultiprocessor;
   return launch;
 }

@@ -120,8 +120,8 @@ analyzePointwiseRegion(FusionOp fusion, unsigned index,
   for (const std::string &op : kernel.ops)
     if (op != "broadcast_to" && op != "reshape")
       computing.push_back(op);
-  kernel.name = kernelName("fused", computing.empty() ? kernel.ops : computing,
-                           index);
+  kernel.name =
+      kernelName("fused", computing.empty() ? kernel.ops : computing, index);
   return kernel;
 }
 
@@ -147,7 +147,8 @@ std::string cppPrelude(bool withHalfTypes) {
       prelude += std::string(type) + " " + name + suffix + "(" + params +
                  ") __attribute__((simd(\"notinbranch\")));\n";
     }
-  prelude += "}\n";
+  prelude += "}\n\n";
+  prelude += kCombinersSource;
   if (withHalfTypes)
     prelude += std::string("\n") + kHalfFloatSource;
   return prelude;
@@ -258,11 +259,11 @@ std::string printCppKernel(const PointwiseKernel &kernel) {
     std::string pointer = "in" + std::to_string(i);
     std::string index = "i";
     if (input.access == InputAccess::Broadcast)
-      index = nested ? pointer + "_row" +
-                           (input.strides.back() != 0 ? std::string(" + col")
-                                                      : "")
-                     : broadcastOffsetExpression("i", input.accessShape,
-                                                 input.strides);
+      index = nested
+                  ? pointer + "_row" +
+                        (input.strides.back() != 0 ? std::string(" + col") : "")
+                  : broadcastOffsetExpression("i", input.accessShape,
+                                              input.strides);
     os << indent << "const " << fusec::dtypeInfo(input.dtype).computeCType
        << " " << input.value << " = "
        << fromStorage(input.dtype, pointer + "[" + index + "]") << ";\n";

@@ -113,6 +113,15 @@ public:
           return failure();
         for (Value input : fusion.getInputs())
           desc.inputs.push_back(bufferOf.lookup(input));
+        if (desc.scratchBytes > 0) {
+          fusec::BufferDesc scratch;
+          scratch.name = desc.name + "_scratch";
+          scratch.dtype = fusec::DType::I8;
+          scratch.shape = {desc.scratchBytes};
+          scratch.role = BufferRole::Scratch;
+          program.buffers.push_back(std::move(scratch));
+          desc.scratch = static_cast<int>(program.buffers.size()) - 1;
+        }
         for (Value result : fusion.getResults())
           desc.outputs.push_back(
               addBuffer(result, temporaryName(result), BufferRole::Temporary));

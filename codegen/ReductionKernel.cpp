@@ -1,15 +1,1387 @@
 //===- ReductionKernel.cpp - Reduction regions as kernels ----------------===//
+//
+// A region rooted at reductions walks one reduction space: kept dims (one
+// result each) and reduced dims. Its values are full (one per point of the
+// space) or reduced (one per kept point). Analysis builds the plan: the
+// region inputs as loads with strides over the space, the reductions in
+// levels (a reduction whose operand needs another reduction's result comes
+// a level later), the slice of full ops each pass over the reduced dims
+// computes, and the reduced ops computed between passes. Two emitters print
+// it, each with its schedule:
+//
+//   row (reduced dims innermost, or any pattern but column):
+//     CUDA: a warp per row for short rows, a block per row with warp
+//     shuffles and shared memory for long ones; inputs read once with
+//     16-byte loads and held in registers across passes when they fit.
+//     C++: rows in parallel (OpenMP), each pass a simd loop into 16 lanes.
+//   column ([kept, reduced, kept inner]):
+//     CUDA: threads along the inner dims, the reduced dims split across
+//     blocks; the last block of a column tile combines the partials in a
+//     fixed order and runs the epilogue (one launch, deterministic).
+//     C++: tiles of inner columns in parallel, a simd loop per reduced row.
+//
+//===----------------------------------------------------------------------===//
 
 #include "codegen/ReductionKernel.h"
 
+#include "codegen/PointwiseKernel.h"
+#include "codegen/RegionKind.h"
+#include "ir/ReductionSpace.h"
+#include "ir/TypeUtils.h"
+
+#include "mlir/Support/IndentedOstream.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <algorithm>
+
 using namespace mlir;
+using fusec::DType;
+using fusec::Shape;
 
 namespace fuse {
 
-FailureOr<fusec::KernelDesc> buildReductionKernel(FusionOp fusion, unsigned,
-                                                  fusec::Target,
-                                                  const MathFunctionMap *) {
-  return fusion.emitError("codegen: reduction kernels are not implemented yet");
+namespace {
+
+/// Lanes of the C++ reduction loops: one AVX-512 vector of f32.
+constexpr int64_t kCpuLanes = 16;
+/// Below this many elements a C++ kernel runs on one thread.
+constexpr int64_t kCpuParallelThreshold = 1 << 16;
+/// Inner columns per C++ column-reduction tile.
+constexpr int64_t kCpuColumnTile = 64;
+/// CUDA row schedule: rows of at most this many vectors get a warp each.
+constexpr int64_t kWarpRowVectors = 128;
+/// Warps per block in the warp-per-row schedule.
+constexpr unsigned kRowsPerWarpBlock = 4;
+/// CUDA row schedule: each thread handles about this many vectors per row.
+constexpr int64_t kVectorsPerThread = 4;
+/// Values per thread held in registers across passes, at most.
+constexpr int64_t kMaxCachedPerThread = 64;
+/// CUDA column schedule: a block is 32 inner columns x 8 reduced rows, and
+/// the reduced dims are split so that about this many blocks run.
+constexpr unsigned kColumnTile = 32, kColumnRows = 8;
+constexpr int64_t kColumnTargetBlocks = 1024;
+
+const char *storageType(DType dtype) {
+  return fusec::dtypeInfo(dtype).storageCType;
+}
+const char *computeType(DType dtype) {
+  return fusec::dtypeInfo(dtype).computeCType;
+}
+
+const char *combinerTemplate(ReductionCombiner combiner) {
+  switch (combiner) {
+  case ReductionCombiner::Sum:
+    return "FusecSum";
+  case ReductionCombiner::Prod:
+    return "FusecProd";
+  case ReductionCombiner::Max:
+    return "FusecMax";
+  case ReductionCombiner::Min:
+    return "FusecMin";
+  }
+  return "FusecSum";
+}
+
+/// A region input read at each point of the space.
+struct Load {
+  unsigned argument;
+  DType dtype;
+  /// Full: varies along reduced dims; Reduced: one per row; Uniform: one.
+  enum Kind { Full, Reduced, Uniform } kind;
+  Shape strides; ///< per dim of the space
+  std::string variable;
+};
+
+struct ReductionInfo {
+  Operation *op;
+  ReductionCombiner combiner;
+  DType dtype;
+  unsigned level;
+  std::string accumulator;
+};
+
+struct Output {
+  Value value;
+  DType dtype;
+  bool full;
+};
+
+/// The dims of the space split into groups, with offset expressions of a
+/// load within each group.
+struct DimGroup {
+  std::vector<size_t> dims;
+  Shape shape;
+  int64_t size() const { return fusec::numElements(shape); }
+  /// The part of `strides`' offset from this group's coordinates at linear
+  /// index `index` of the group.
+  std::string offset(const std::string &index, const Shape &strides) const {
+    Shape sub;
+    for (size_t d : dims)
+      sub.push_back(strides[d]);
+    return broadcastOffsetExpression(index, shape, sub);
+  }
+  /// The group's coordinates are contiguous in `strides` (row-major within
+  /// the group, innermost stride 1).
+  bool contiguous(const Shape &strides) const {
+    int64_t expected = 1;
+    for (size_t k = dims.size(); k-- > 0;) {
+      if (shape[k] != 1 && strides[dims[k]] != expected)
+        return false;
+      expected *= shape[k];
+    }
+    return true;
+  }
+  bool constant(const Shape &strides) const {
+    for (size_t d : dims)
+      if (strides[d] != 0)
+        return false;
+    return true;
+  }
+};
+
+class ReductionPlan {
+public:
+  static FailureOr<ReductionPlan> analyze(FusionOp fusion);
+
+  mutable FusionOp fusion; // MLIR op handles are not const-correct
+  ReductionSpace space;
+  ReductionSchedule schedule;
+  std::vector<Load> loads;
+  DenseMap<Value, unsigned> loadOf; ///< values read by a load
+  DenseMap<Value, ValueRole> roles; ///< of every op result
+  DenseMap<Value, unsigned> avail;  ///< reductions needed, as a level
+  std::vector<ReductionInfo> reductions;
+  unsigned numLevels = 0;
+  std::vector<Output> outputs;
+
+  /// Full ops (and constants) computing `roots` from loads and reduced
+  /// values, in program order.
+  SmallVector<Operation *> fullSlice(ArrayRef<Value> roots) const;
+  /// Reduced ops (not reductions) ready after `level`, in program order.
+  SmallVector<Operation *> reducedOpsAt(unsigned level) const;
+  std::vector<Value> fullOutputs() const;
+  std::vector<Value> reductionOperands(unsigned level) const;
+  /// The loads of full values the slice `ops` (with `roots`) reads.
+  std::vector<unsigned> loadsOf(ArrayRef<Operation *> ops,
+                                ArrayRef<Value> roots) const;
+  bool hasHalfTypes = false;
+
+private:
+  LogicalResult addLoad(BlockArgument arg, Value boundTo, const Shape &target);
+};
+
+/// Strides over the space of an input of `shape` read as `target` (the
+/// space's shape, or its reduced shape with or without the reduced dims).
+std::optional<Shape> spaceStrides(const ReductionSpace &space,
+                                  const Shape &shape, const Shape &target) {
+  if (!fusec::broadcastsTo(shape, target))
+    return std::nullopt;
+  Shape targetStrides = fusec::broadcastStrides(shape, target);
+  Shape strides(space.full.size(), 0);
+  if (target.size() == space.full.size()) {
+    for (size_t d = 0; d < space.full.size(); ++d)
+      if (!space.reduced[d] || target == space.full)
+        strides[d] = targetStrides[d];
+    return strides;
+  }
+  // The reduced dims were dropped: target dims are the kept dims.
+  size_t t = 0;
+  for (size_t d = 0; d < space.full.size(); ++d)
+    if (!space.reduced[d])
+      strides[d] = targetStrides[t++];
+  return strides;
+}
+
+LogicalResult ReductionPlan::addLoad(BlockArgument arg, Value boundTo,
+                                     const Shape &target) {
+  Shape shape = toShape(cast<RankedTensorType>(arg.getType()));
+  ValueRole role = space.roleOf(target);
+  std::optional<Shape> strides = role == ValueRole::Unrelated
+                                     ? std::nullopt
+                                     : spaceStrides(space, shape, target);
+  if (!strides)
+    return fusion.emitError()
+           << "codegen: region input #" << arg.getArgNumber() << " of shape "
+           << fusec::formatShape(shape) << " is read as "
+           << fusec::formatShape(target)
+           << ", which is not in the reduction space " << space.describe();
+  Load load;
+  load.argument = arg.getArgNumber();
+  load.dtype = dtypeOf(arg.getType());
+  load.strides = *strides;
+  bool alongReduced = false, any = false;
+  for (size_t d = 0; d < space.full.size(); ++d) {
+    any |= load.strides[d] != 0;
+    alongReduced |= space.reduced[d] && load.strides[d] != 0;
+  }
+  load.kind = !any ? Load::Uniform : alongReduced ? Load::Full : Load::Reduced;
+  load.variable = "a" + std::to_string(loads.size());
+  loadOf[boundTo] = loads.size();
+  loads.push_back(load);
+  return success();
+}
+
+FailureOr<ReductionPlan> ReductionPlan::analyze(FusionOp fusion) {
+  ReductionPlan plan;
+  plan.fusion = fusion;
+  Block &body = fusion.getBody().front();
+  bool found = false;
+  for (Operation &op : body.without_terminator())
+    if (auto reduction = dyn_cast<ReductionOpInterface>(&op)) {
+      ReductionSpace space = ReductionSpace::of(reduction);
+      if (found && space != plan.space)
+        return op.emitError() << "codegen: " << describeOp(&op) << " reduces "
+                              << space.describe() << " but its region reduces "
+                              << plan.space.describe();
+      plan.space = space;
+      found = true;
+    }
+  if (!found)
+    return fusion.emitError("codegen: a reduction region without reductions");
+  plan.schedule = plan.space.schedule();
+  plan.hasHalfTypes = regionUsesHalfTypes(fusion);
+
+  // Region inputs: read directly, or through broadcasts.
+  for (BlockArgument arg : body.getArguments()) {
+    Shape shape = toShape(cast<RankedTensorType>(arg.getType()));
+    if (plan.space.roleOf(shape) != ValueRole::Unrelated) {
+      if (failed(plan.addLoad(arg, arg, shape)))
+        return failure();
+      continue;
+    }
+    std::optional<Shape> implicitTarget;
+    for (Operation *user : arg.getUsers()) {
+      Shape target =
+          toShape(cast<RankedTensorType>(user->getResult(0).getType()));
+      if (isa<BroadcastToOp>(user)) {
+        if (failed(plan.addLoad(arg, user->getResult(0), target)))
+          return failure();
+      } else if (!implicitTarget) {
+        implicitTarget = target;
+        if (failed(plan.addLoad(arg, arg, target)))
+          return failure();
+      } else if (*implicitTarget != target) {
+        return fusion.emitError()
+               << "codegen: region input #" << arg.getArgNumber()
+               << " is broadcast implicitly to two shapes";
+      }
+    }
+  }
+
+  for (Operation &op : body.without_terminator()) {
+    Value result = op.getResult(0);
+    if (isa<ConstantOp>(op)) {
+      plan.avail[result] = 0;
+      continue;
+    }
+    if (plan.loadOf.count(result)) {
+      plan.avail[result] = 0;
+      continue;
+    }
+    ValueRole role =
+        plan.space.roleOf(cast<RankedTensorType>(result.getType()).getShape());
+    if (role == ValueRole::Unrelated)
+      return op.emitError() << "codegen: " << describeOp(&op) << " computes "
+                            << cast<RankedTensorType>(result.getType())
+                            << ", which is not in the reduction space "
+                            << plan.space.describe();
+    plan.roles[result] = role;
+    unsigned level = 0;
+    for (Value operand : op.getOperands())
+      level = std::max(level, plan.avail.lookup(operand));
+    if (auto reduction = dyn_cast<ReductionOpInterface>(&op)) {
+      ++level;
+      plan.reductions.push_back(
+          {&op, reduction.getCombiner(), dtypeOf(result.getType()), level,
+           "acc" + std::to_string(plan.reductions.size())});
+      plan.numLevels = std::max(plan.numLevels, level);
+    } else if (!isa<BroadcastToOp, CastOp, SelectOp, ReshapeOp>(op) &&
+               !isa<FusionKindOpInterface>(op)) {
+      return op.emitError() << "codegen: " << describeOp(&op)
+                            << " cannot be part of a reduction kernel";
+    } else if (auto kind = dyn_cast<FusionKindOpInterface>(op);
+               kind && kind.getFusionKind() != FusionKind::Elementwise &&
+               kind.getFusionKind() != FusionKind::Broadcast) {
+      return op.emitError() << "codegen: " << describeOp(&op)
+                            << " cannot be part of a reduction kernel";
+    }
+    plan.avail[result] = level;
+  }
+  for (Value value : fusion.getYield().getValues()) {
+    bool full =
+        plan.space.roleOf(cast<RankedTensorType>(value.getType()).getShape()) ==
+        ValueRole::Full;
+    plan.outputs.push_back({value, dtypeOf(value.getType()), full});
+  }
+  if (plan.schedule == ReductionSchedule::Column) {
+    // Column kernels have reduced values only after the last reduced row.
+    if (plan.numLevels > 1)
+      return fusion.emitError("codegen: a column reduction whose operand "
+                              "needs another reduction's result");
+    for (auto [value, role] : plan.roles)
+      if (role == ValueRole::Full && plan.avail.lookup(value) > 0)
+        return fusion.emitError(
+            "codegen: a column reduction's result is broadcast back");
+  }
+  return plan;
+}
+
+SmallVector<Operation *> ReductionPlan::fullSlice(ArrayRef<Value> roots) const {
+  llvm::SmallPtrSet<Operation *, 32> needed;
+  SmallVector<Value> worklist(roots.begin(), roots.end());
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    if (loadOf.count(value) || isa<BlockArgument>(value))
+      continue;
+    Operation *op = value.getDefiningOp();
+    if (!isa<ConstantOp>(op) && roles.lookup(value) != ValueRole::Full)
+      continue; // a reduced value: computed once per row
+    if (!needed.insert(op).second)
+      continue;
+    for (Value operand : op->getOperands())
+      worklist.push_back(operand);
+  }
+  SmallVector<Operation *> ordered;
+  for (Operation &op : fusion.getBody().front().without_terminator())
+    if (needed.contains(&op))
+      ordered.push_back(&op);
+  return ordered;
+}
+
+SmallVector<Operation *> ReductionPlan::reducedOpsAt(unsigned level) const {
+  SmallVector<Operation *> ops;
+  for (Operation &op : fusion.getBody().front().without_terminator()) {
+    Value result = op.getResult(0);
+    if (isa<ConstantOp, ReductionOpInterface>(op) || loadOf.count(result))
+      continue;
+    if (roles.lookup(result) == ValueRole::Reduced &&
+        avail.lookup(result) == level)
+      ops.push_back(&op);
+  }
+  return ops;
+}
+
+std::vector<Value> ReductionPlan::fullOutputs() const {
+  std::vector<Value> values;
+  for (const Output &output : outputs)
+    if (output.full)
+      values.push_back(output.value);
+  return values;
+}
+
+std::vector<Value> ReductionPlan::reductionOperands(unsigned level) const {
+  std::vector<Value> values;
+  for (const ReductionInfo &reduction : reductions)
+    if (reduction.level == level)
+      values.push_back(reduction.op->getOperand(0));
+  return values;
+}
+
+std::vector<unsigned> ReductionPlan::loadsOf(ArrayRef<Operation *> ops,
+                                             ArrayRef<Value> roots) const {
+  llvm::SetVector<unsigned> used;
+  auto visit = [&](Value value) {
+    auto it = loadOf.find(value);
+    if (it != loadOf.end() && loads[it->second].kind == Load::Full)
+      used.insert(it->second);
+  };
+  for (Operation *op : ops)
+    for (Value operand : op->getOperands())
+      visit(operand);
+  for (Value root : roots)
+    visit(root);
+  std::vector<unsigned> sorted(used.begin(), used.end());
+  llvm::sort(sorted);
+  return sorted;
+}
+
+//===----------------------------------------------------------------------===//
+// Shared by the emitters
+//===----------------------------------------------------------------------===//
+
+/// Statements of one scope: loads bound, reduced values bound, ops printed.
+class ScopePrinter {
+public:
+  ScopePrinter(const ReductionPlan &plan, const MathFunctionMap *f32Functions,
+               std::string prefix)
+      : plan(plan), printer(f32Functions, std::move(prefix)) {}
+
+  void bind(Value value, const std::string &variable) {
+    printer.bind(value, variable);
+  }
+  /// Binds every value a load defines to the load's variable.
+  void bindLoads(Load::Kind kind) {
+    for (auto [value, index] : plan.loadOf)
+      if (plan.loads[index].kind == kind)
+        printer.bind(value, plan.loads[index].variable);
+  }
+  LogicalResult print(ArrayRef<Operation *> ops,
+                      std::vector<std::string> &statements) {
+    for (Operation *op : ops)
+      if (failed(printer.printOp(*op, statements)))
+        return failure();
+    return success();
+  }
+  const std::string &variableOf(Value value) const {
+    return printer.variableOf(value);
+  }
+  bool isBound(Value value) const { return printer.isBound(value); }
+
+private:
+  const ReductionPlan &plan;
+  ScalarExprPrinter printer;
+};
+
+/// The row-level state every emitter tracks: the reduced values known so
+/// far (loads, accumulators, reduced ops), as variables at row scope.
+struct RowScope {
+  std::vector<std::pair<Value, std::string>> bound;
+  void bindInto(ScopePrinter &printer) const {
+    for (const auto &[value, variable] : bound)
+      printer.bind(value, variable);
+  }
+};
+
+std::string header(const ReductionPlan &plan, const std::string &name,
+                   const std::vector<std::string> &ops,
+                   const std::string &how) {
+  std::string text = "// " + name + ": ";
+  for (size_t i = 0; i < ops.size(); ++i)
+    text += (i ? " -> " : "") + ops[i];
+  return text + " over " + plan.space.describe() + " (reduced dims in []), " +
+         how + "\n";
+}
+
+/// Kept dims (rows) and reduced dims (columns) of the row schedule.
+void rowGroups(const ReductionSpace &space, DimGroup &rows, DimGroup &cols) {
+  for (size_t d = 0; d < space.full.size(); ++d) {
+    DimGroup &group = space.reduced[d] ? cols : rows;
+    group.dims.push_back(d);
+    group.shape.push_back(space.full[d]);
+  }
+}
+
+/// Outer kept dims, reduced dims and inner kept dims of the column
+/// schedule (dims of 1 go wherever they are: their coordinate is 0).
+void columnGroups(const ReductionSpace &space, DimGroup &outer,
+                  DimGroup &reduced, DimGroup &inner) {
+  size_t first = space.full.size(), last = 0;
+  for (size_t d = 0; d < space.full.size(); ++d)
+    if (space.reduced[d] && space.full[d] != 1) {
+      first = std::min(first, d);
+      last = d;
+    }
+  for (size_t d = 0; d < space.full.size(); ++d) {
+    DimGroup &group = d < first ? outer : d <= last ? reduced : inner;
+    // A reduced dim of 1 outside the run still has coordinate 0.
+    group.dims.push_back(d);
+    group.shape.push_back(space.full[d]);
+  }
+}
+
+/// Row-major strides of the space: where a full output element goes.
+Shape outputStrides(const ReductionPlan &plan) {
+  return fusec::rowMajorStrides(plan.space.full);
+}
+
+void printStatements(raw_indented_ostream &os,
+                     const std::vector<std::string> &statements) {
+  for (const std::string &statement : statements)
+    os << statement << "\n";
+}
+
+//===----------------------------------------------------------------------===//
+// C++ (OpenMP)
+//===----------------------------------------------------------------------===//
+
+/// What both emitters share: reduced ops at row scope, reduced outputs,
+/// loads.
+class EmitterBase {
+protected:
+  EmitterBase(const ReductionPlan &plan, const std::string &name,
+              const std::vector<std::string> &ops,
+              const MathFunctionMap *f32Functions)
+      : plan(plan), name(name), ops(ops), f32Functions(f32Functions) {}
+
+  std::string loadExpression(const Load &load, const std::string &offset) {
+    return fromStorage(load.dtype, "in" + std::to_string(load.argument) + "[" +
+                                       offset + "]");
+  }
+
+  void emitUniformLoads(raw_indented_ostream &os) {
+    for (const Load &load : plan.loads)
+      if (load.kind == Load::Uniform)
+        os << "const " << computeType(load.dtype) << " " << load.variable
+           << " = " << loadExpression(load, "0") << ";\n";
+  }
+
+  /// Prints the reduced ops ready after `level` at row scope and binds
+  /// their results for later scopes.
+  LogicalResult emitReducedOps(raw_indented_ostream &os, RowScope &scope,
+                               unsigned level) {
+    SmallVector<Operation *> ready = plan.reducedOpsAt(level);
+    if (ready.empty())
+      return success();
+    ScopePrinter printer(plan, f32Functions, "r" + std::to_string(level) + "_");
+    scope.bindInto(printer);
+    std::vector<std::string> statements;
+    // Constants the reduced ops use are printed with them.
+    SmallVector<Operation *> withConstants;
+    for (Operation *op : ready)
+      for (Value operand : op->getOperands())
+        if (auto constant = operand.getDefiningOp<ConstantOp>())
+          if (!llvm::is_contained(withConstants, constant.getOperation()) &&
+              !printer.isBound(constant))
+            withConstants.push_back(constant);
+    withConstants.append(ready.begin(), ready.end());
+    if (failed(printer.print(withConstants, statements)))
+      return failure();
+    printStatements(os, statements);
+    for (Operation *op : withConstants)
+      scope.bound.push_back(
+          {op->getResult(0), printer.variableOf(op->getResult(0))});
+    return success();
+  }
+
+  void emitReducedOutputs(raw_indented_ostream &os, const RowScope &scope,
+                          const std::string &index) {
+    for (size_t i = 0; i < plan.outputs.size(); ++i) {
+      if (plan.outputs[i].full)
+        continue;
+      std::string variable;
+      for (const auto &[value, name] : scope.bound)
+        if (value == plan.outputs[i].value)
+          variable = name;
+      os << "out" << i << "[" << index
+         << "] = " << toStorage(plan.outputs[i].dtype, variable) << ";\n";
+    }
+  }
+
+  static std::string combiner(const ReductionInfo &reduction) {
+    return std::string(combinerTemplate(reduction.combiner)) + "<" +
+           computeType(reduction.dtype) + ">";
+  }
+
+  const ReductionPlan &plan;
+  const std::string &name;
+  const std::vector<std::string> &ops;
+  const MathFunctionMap *f32Functions;
+};
+
+class CppEmitter : EmitterBase {
+public:
+  CppEmitter(const ReductionPlan &plan, const std::string &name,
+             const std::vector<std::string> &ops)
+      : EmitterBase(plan, name, ops, nullptr) {}
+
+  FailureOr<std::string> emit() {
+    std::string text;
+    llvm::raw_string_ostream raw(text);
+    raw_indented_ostream os(raw);
+    bool column = plan.schedule == ReductionSchedule::Column;
+    os << header(plan, name, ops,
+                 column ? "column tiles in parallel" : "rows in parallel");
+    os << "extern \"C\" void " << name
+       << "(const void *const *fusec_inputs, void *const *fusec_outputs) {\n";
+    os.indent();
+    unsigned numInputs = plan.fusion.getInputs().size();
+    for (unsigned i = 0; i < numInputs; ++i) {
+      const char *type =
+          storageType(dtypeOf(plan.fusion.getInputs()[i].getType()));
+      os << "const " << type << " *__restrict in" << i << " = (const " << type
+         << " *)fusec_inputs[" << i << "];\n";
+    }
+    for (size_t i = 0; i < plan.outputs.size(); ++i) {
+      const char *type = storageType(plan.outputs[i].dtype);
+      os << type << " *__restrict out" << i << " = (" << type
+         << " *)fusec_outputs[" << i << "];\n";
+    }
+    emitUniformLoads(os);
+    if (failed(column ? emitColumns(os) : emitRows(os)))
+      return failure();
+    os.unindent();
+    os << "}\n";
+    return text;
+  }
+
+private:
+  LogicalResult emitRows(raw_indented_ostream &os) {
+    DimGroup rows, cols;
+    rowGroups(plan.space, rows, cols);
+    int64_t numRows = rows.size(), length = cols.size();
+    if (numRows * length >= kCpuParallelThreshold && numRows > 1)
+      os << "#pragma omp parallel for schedule(static)\n";
+    os << "for (int64_t row = 0; row < " << numRows << "; ++row) {\n";
+    os.indent();
+    RowScope scope;
+    for (const Load &load : plan.loads) {
+      std::string rowOffset = rows.offset("row", load.strides);
+      if (load.kind == Load::Reduced)
+        os << "const " << computeType(load.dtype) << " " << load.variable
+           << " = " << loadExpression(load, rowOffset) << ";\n";
+      else if (load.kind == Load::Full)
+        os << "const int64_t " << load.variable << "_row = " << rowOffset
+           << ";\n";
+    }
+    for (auto [value, index] : plan.loadOf)
+      if (plan.loads[index].kind != Load::Full)
+        scope.bound.push_back({value, plan.loads[index].variable});
+    Shape outStrides = outputStrides(plan);
+    std::string outRow = rows.offset("row", outStrides);
+    auto colOffset = [&](const Shape &strides) {
+      return cols.contiguous(strides) ? std::string("col")
+                                      : cols.offset("col", strides);
+    };
+    if (failed(emitReducedOps(os, scope, 0)))
+      return failure();
+    for (unsigned level = 1; level <= plan.numLevels; ++level) {
+      std::vector<Value> roots = plan.reductionOperands(level);
+      SmallVector<Operation *> slice = plan.fullSlice(roots);
+      std::vector<std::string> statements;
+      ScopePrinter printer(plan, nullptr, "v");
+      scope.bindInto(printer);
+      printer.bindLoads(Load::Full);
+      if (failed(printer.print(slice, statements)))
+        return failure();
+      std::vector<const ReductionInfo *> here;
+      for (const ReductionInfo &reduction : plan.reductions)
+        if (reduction.level == level)
+          here.push_back(&reduction);
+      for (const ReductionInfo *reduction : here)
+        os << computeType(reduction->dtype) << " " << reduction->accumulator
+           << "_lanes[" << kCpuLanes << "];\n"
+           << "for (int64_t lane = 0; lane < " << kCpuLanes << "; ++lane) "
+           << reduction->accumulator
+           << "_lanes[lane] = " << combiner(*reduction) << "::identity();\n";
+      auto body = [&](const std::string &laneIndex) {
+        for (unsigned index : plan.loadsOf(slice, roots)) {
+          const Load &load = plan.loads[index];
+          os << "const " << computeType(load.dtype) << " " << load.variable
+             << " = "
+             << loadExpression(load, load.variable + "_row + " +
+                                         colOffset(load.strides))
+             << ";\n";
+        }
+        printStatements(os, statements);
+        for (const ReductionInfo *reduction : here)
+          os << reduction->accumulator << "_lanes[" << laneIndex
+             << "] = " << combiner(*reduction) << "::combine("
+             << reduction->accumulator << "_lanes[" << laneIndex << "], "
+             << printer.variableOf(reduction->op->getOperand(0)) << ");\n";
+      };
+      int64_t whole = length / kCpuLanes * kCpuLanes;
+      if (whole > 0) {
+        os << "for (int64_t col0 = 0; col0 < " << whole
+           << "; col0 += " << kCpuLanes << ") {\n";
+        os.indent();
+        os << "#pragma omp simd\n";
+        os << "for (int64_t lane = 0; lane < " << kCpuLanes << "; ++lane) {\n";
+        os.indent();
+        os << "const int64_t col = col0 + lane;\n";
+        body("lane");
+        os.unindent();
+        os << "}\n";
+        os.unindent();
+        os << "}\n";
+      }
+      if (whole < length) {
+        os << "for (int64_t col = " << whole << "; col < " << length
+           << "; ++col) {\n";
+        os.indent();
+        body("col - " + std::to_string(whole));
+        os.unindent();
+        os << "}\n";
+      }
+      for (const ReductionInfo *reduction : here) {
+        os << computeType(reduction->dtype) << " " << reduction->accumulator
+           << " = " << combiner(*reduction) << "::identity();\n";
+        os << "for (int64_t lane = 0; lane < " << kCpuLanes << "; ++lane) "
+           << reduction->accumulator << " = " << combiner(*reduction)
+           << "::combine(" << reduction->accumulator << ", "
+           << reduction->accumulator << "_lanes[lane]);\n";
+        scope.bound.push_back(
+            {reduction->op->getResult(0), reduction->accumulator});
+      }
+      if (failed(emitReducedOps(os, scope, level)))
+        return failure();
+    }
+    // The full outputs, in one more pass.
+    std::vector<Value> fullOutputs = plan.fullOutputs();
+    if (!fullOutputs.empty()) {
+      SmallVector<Operation *> slice = plan.fullSlice(fullOutputs);
+      std::vector<std::string> statements;
+      ScopePrinter printer(plan, nullptr, "v");
+      scope.bindInto(printer);
+      printer.bindLoads(Load::Full);
+      if (failed(printer.print(slice, statements)))
+        return failure();
+      os << "#pragma omp simd\n";
+      os << "for (int64_t col = 0; col < " << length << "; ++col) {\n";
+      os.indent();
+      for (unsigned index : plan.loadsOf(slice, fullOutputs)) {
+        const Load &load = plan.loads[index];
+        os << "const " << computeType(load.dtype) << " " << load.variable
+           << " = "
+           << loadExpression(load, load.variable + "_row + " +
+                                       colOffset(load.strides))
+           << ";\n";
+      }
+      printStatements(os, statements);
+      for (size_t i = 0; i < plan.outputs.size(); ++i)
+        if (plan.outputs[i].full)
+          os << "out" << i << "[" << outRow << " + " << colOffset(outStrides)
+             << "] = "
+             << toStorage(plan.outputs[i].dtype,
+                          printer.variableOf(plan.outputs[i].value))
+             << ";\n";
+      os.unindent();
+      os << "}\n";
+    }
+    emitReducedOutputs(os, scope, "row");
+    os.unindent();
+    os << "}\n";
+    return success();
+  }
+
+  LogicalResult emitColumns(raw_indented_ostream &os) {
+    DimGroup outer, reduced, inner;
+    columnGroups(plan.space, outer, reduced, inner);
+    int64_t innerTiles = (inner.size() + kCpuColumnTile - 1) / kCpuColumnTile;
+    int64_t tiles = outer.size() * innerTiles;
+    if (fusec::numElements(plan.space.full) >= kCpuParallelThreshold &&
+        tiles > 1)
+      os << "#pragma omp parallel for schedule(static)\n";
+    os << "for (int64_t tile = 0; tile < " << tiles << "; ++tile) {\n";
+    os.indent();
+    os << "const int64_t o = tile / " << innerTiles << ";\n";
+    os << "const int64_t i0 = tile % " << innerTiles << " * " << kCpuColumnTile
+       << ";\n";
+    os << "const int64_t width = " << inner.size() << " - i0 < "
+       << kCpuColumnTile << " ? " << inner.size()
+       << " - i0 : " << kCpuColumnTile << ";\n";
+    for (const ReductionInfo &reduction : plan.reductions)
+      os << computeType(reduction.dtype) << " " << reduction.accumulator << "["
+         << kCpuColumnTile << "];\n"
+         << "for (int64_t ii = 0; ii < " << kCpuColumnTile << "; ++ii) "
+         << reduction.accumulator << "[ii] = " << combiner(reduction)
+         << "::identity();\n";
+    Shape outStrides = outputStrides(plan);
+    auto offsetOf = [&](const Shape &strides, bool alongReduced) {
+      std::string offset =
+          outer.offset("o", strides) + " + " + inner.offset("i", strides);
+      if (alongReduced)
+        offset += " + " + reduced.offset("k", strides);
+      return offset;
+    };
+    // Every full value is a prologue: computed per reduced row.
+    std::vector<Value> roots = plan.reductionOperands(1);
+    std::vector<Value> fullOutputs = plan.fullOutputs();
+    roots.insert(roots.end(), fullOutputs.begin(), fullOutputs.end());
+    SmallVector<Operation *> slice = plan.fullSlice(roots);
+    std::vector<std::string> statements;
+    RowScope scope;
+    for (auto [value, index] : plan.loadOf)
+      if (plan.loads[index].kind != Load::Full)
+        scope.bound.push_back({value, plan.loads[index].variable});
+    ScopePrinter printer(plan, nullptr, "v");
+    printer.bindLoads(Load::Full);
+    scope.bindInto(printer);
+    if (failed(printer.print(slice, statements)))
+      return failure();
+    os << "for (int64_t k = 0; k < " << reduced.size() << "; ++k) {\n";
+    os.indent();
+    os << "#pragma omp simd\n";
+    os << "for (int64_t ii = 0; ii < " << kCpuColumnTile << "; ++ii) {\n";
+    os.indent();
+    os << "if (ii < width) {\n";
+    os.indent();
+    os << "const int64_t i = i0 + ii;\n";
+    for (const Load &load : plan.loads)
+      if (load.kind == Load::Reduced)
+        os << "const " << computeType(load.dtype) << " " << load.variable
+           << " = " << loadExpression(load, offsetOf(load.strides, false))
+           << ";\n";
+    for (unsigned index : plan.loadsOf(slice, roots)) {
+      const Load &load = plan.loads[index];
+      os << "const " << computeType(load.dtype) << " " << load.variable << " = "
+         << loadExpression(load, offsetOf(load.strides, true)) << ";\n";
+    }
+    printStatements(os, statements);
+    for (size_t i = 0; i < plan.outputs.size(); ++i)
+      if (plan.outputs[i].full)
+        os << "out" << i << "[" << offsetOf(outStrides, true) << "] = "
+           << toStorage(plan.outputs[i].dtype,
+                        printer.variableOf(plan.outputs[i].value))
+           << ";\n";
+    for (const ReductionInfo &reduction : plan.reductions)
+      os << reduction.accumulator << "[ii] = " << combiner(reduction)
+         << "::combine(" << reduction.accumulator << "[ii], "
+         << printer.variableOf(reduction.op->getOperand(0)) << ");\n";
+    os.unindent();
+    os << "}\n";
+    os.unindent();
+    os << "}\n";
+    os.unindent();
+    os << "}\n";
+    // The epilogue, per output column.
+    os << "for (int64_t ii = 0; ii < width; ++ii) {\n";
+    os.indent();
+    os << "const int64_t i = i0 + ii;\n";
+    for (const Load &load : plan.loads)
+      if (load.kind == Load::Reduced)
+        os << "const " << computeType(load.dtype) << " " << load.variable
+           << " = " << loadExpression(load, offsetOf(load.strides, false))
+           << ";\n";
+    for (const ReductionInfo &reduction : plan.reductions) {
+      os << "const " << computeType(reduction.dtype) << " "
+         << reduction.accumulator << "_result = " << reduction.accumulator
+         << "[ii];\n";
+      scope.bound.push_back(
+          {reduction.op->getResult(0), reduction.accumulator + "_result"});
+    }
+    if (failed(emitReducedOps(os, scope, 0)) ||
+        failed(emitReducedOps(os, scope, 1)))
+      return failure();
+    emitReducedOutputs(os, scope,
+                       "o * " + std::to_string(inner.size()) + " + i");
+    os.unindent();
+    os << "}\n";
+    os.unindent();
+    os << "}\n";
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// CUDA
+//===----------------------------------------------------------------------===//
+
+class CudaEmitter : EmitterBase {
+public:
+  CudaEmitter(const ReductionPlan &plan, const std::string &name,
+              const std::vector<std::string> &ops,
+              const MathFunctionMap *f32Functions)
+      : EmitterBase(plan, name, ops, f32Functions) {}
+
+  FailureOr<std::string> emit(fusec::LaunchGeometry &launch,
+                              int64_t &scratchBytes) {
+    std::string text;
+    llvm::raw_string_ostream raw(text);
+    raw_indented_ostream os(raw);
+    LogicalResult result = plan.schedule == ReductionSchedule::Column
+                               ? emitColumns(os, launch, scratchBytes)
+                               : emitRows(os, launch);
+    if (failed(result))
+      return failure();
+    return text;
+  }
+
+private:
+  std::string signature(unsigned threads, bool withScratch) {
+    std::string text = "extern \"C\" __global__ void __launch_bounds__(" +
+                       std::to_string(threads) + ") " + name + "(";
+    unsigned numInputs = plan.fusion.getInputs().size();
+    std::vector<std::string> params;
+    for (unsigned i = 0; i < numInputs; ++i)
+      params.push_back(
+          std::string("const ") +
+          storageType(dtypeOf(plan.fusion.getInputs()[i].getType())) +
+          " *__restrict__ in" + std::to_string(i));
+    for (size_t i = 0; i < plan.outputs.size(); ++i)
+      params.push_back(std::string(storageType(plan.outputs[i].dtype)) +
+                       " *__restrict__ out" + std::to_string(i));
+    if (withScratch)
+      params.push_back("unsigned char *__restrict__ fusec_scratch");
+    for (size_t i = 0; i < params.size(); ++i)
+      text += (i ? ", " : "") + params[i];
+    return text + ") {\n";
+  }
+
+  /// One pass of the row schedule over the columns a thread owns.
+  struct RowPass {
+    std::vector<Value> roots;
+    std::vector<const ReductionInfo *> reductions; ///< combined this pass
+    bool storesOutputs = false;
+  };
+
+  LogicalResult emitRows(raw_indented_ostream &os,
+                         fusec::LaunchGeometry &launch) {
+    DimGroup rows, cols;
+    rowGroups(plan.space, rows, cols);
+    const int64_t numRows = rows.size(), length = cols.size();
+    Shape outStrides = outputStrides(plan);
+
+    // The passes: one per level of reductions, then the full outputs.
+    std::vector<RowPass> passes;
+    for (unsigned level = 1; level <= plan.numLevels; ++level) {
+      RowPass pass;
+      pass.roots = plan.reductionOperands(level);
+      for (const ReductionInfo &reduction : plan.reductions)
+        if (reduction.level == level)
+          pass.reductions.push_back(&reduction);
+      passes.push_back(pass);
+    }
+    if (!plan.fullOutputs().empty()) {
+      RowPass pass;
+      pass.roots = plan.fullOutputs();
+      pass.storesOutputs = true;
+      passes.push_back(pass);
+    }
+    std::vector<SmallVector<Operation *>> slices;
+    std::vector<std::vector<unsigned>> passLoads;
+    for (const RowPass &pass : passes) {
+      slices.push_back(plan.fullSlice(pass.roots));
+      passLoads.push_back(plan.loadsOf(slices.back(), pass.roots));
+    }
+
+    // 16-byte accesses when every row starts aligned for them.
+    size_t widest = 1;
+    for (const std::vector<unsigned> &used : passLoads)
+      for (unsigned index : used)
+        widest = std::max(widest, fusec::dtypeBytes(plan.loads[index].dtype));
+    for (const Output &output : plan.outputs)
+      if (output.full)
+        widest = std::max(widest, fusec::dtypeBytes(output.dtype));
+    int64_t width = std::min<int64_t>(8, 16 / widest);
+    if (length % width != 0)
+      width = 1;
+    auto vectorizable = [&](const Shape &strides) {
+      if (width == 1 || !cols.contiguous(strides))
+        return false;
+      for (size_t d : rows.dims)
+        if (strides[d] % width != 0)
+          return false;
+      return true;
+    };
+    const int64_t vectors = (length + width - 1) / width;
+    const bool warpPerRow = vectors <= kWarpRowVectors;
+    int64_t threads = 32;
+    if (!warpPerRow) {
+      threads = 64;
+      while (threads < 1024 && threads * kVectorsPerThread < vectors)
+        threads *= 2;
+    }
+    const int64_t steps = (vectors + threads - 1) / threads;
+
+    // Loads used by two passes or more stay in registers when they fit.
+    std::vector<int> uses(plan.loads.size(), 0);
+    for (const std::vector<unsigned> &used : passLoads)
+      for (unsigned index : used)
+        ++uses[index];
+    std::vector<bool> cached(plan.loads.size(), false);
+    int64_t candidates = llvm::count_if(uses, [](int n) { return n > 1; });
+    if (candidates * steps * width <= kMaxCachedPerThread)
+      for (size_t i = 0; i < plan.loads.size(); ++i)
+        cached[i] = uses[i] > 1;
+
+    unsigned blockThreads =
+        warpPerRow ? 32 * kRowsPerWarpBlock : static_cast<unsigned>(threads);
+    launch.blockX = blockThreads;
+    launch.gridX = std::max<int64_t>(
+        1, warpPerRow ? (numRows + kRowsPerWarpBlock - 1) / kRowsPerWarpBlock
+                      : numRows);
+    launch.maxBlocksPerMultiprocessor = 0;
+
+    os << header(plan, name, ops,
+                 (warpPerRow ? std::string("a warp per row")
+                             : "a block of " + std::to_string(threads) +
+                                   " threads per row") +
+                     ", " + std::to_string(width) + " per access, " +
+                     std::to_string(steps) + " steps");
+    os << signature(blockThreads, false);
+    os.indent();
+    int warps = static_cast<int>(threads / 32);
+    if (!warpPerRow)
+      for (const ReductionInfo &reduction : plan.reductions)
+        os << "__shared__ " << computeType(reduction.dtype) << " "
+           << reduction.accumulator << "_scratch[" << warps << "];\n";
+    if (warpPerRow) {
+      os << "const int64_t row = (int64_t)blockIdx.x * " << kRowsPerWarpBlock
+         << " + (threadIdx.x >> 5);\n";
+      os << "const int tid = threadIdx.x & 31;\n";
+    } else {
+      os << "const int64_t row = blockIdx.x;\n";
+      os << "const int tid = threadIdx.x;\n";
+    }
+    os << "if (row >= " << numRows << ") return;\n";
+    emitUniformLoads(os);
+    RowScope scope;
+    for (const Load &load : plan.loads) {
+      std::string rowOffset = rows.offset("row", load.strides);
+      if (load.kind == Load::Reduced)
+        os << "const " << computeType(load.dtype) << " " << load.variable
+           << " = " << loadExpression(load, rowOffset) << ";\n";
+      else if (load.kind == Load::Full)
+        os << "const int64_t " << load.variable << "_row = " << rowOffset
+           << ";\n";
+    }
+    for (auto [value, index] : plan.loadOf)
+      if (plan.loads[index].kind != Load::Full)
+        scope.bound.push_back({value, plan.loads[index].variable});
+    for (size_t i = 0; i < plan.loads.size(); ++i)
+      if (cached[i])
+        os << computeType(plan.loads[i].dtype) << " " << plan.loads[i].variable
+           << "_cache[" << steps * width << "];\n";
+    if (failed(emitReducedOps(os, scope, 0)))
+      return failure();
+    std::string outRow = rows.offset("row", outStrides);
+    std::vector<bool> inCache(plan.loads.size(), false);
+
+    for (size_t p = 0; p < passes.size(); ++p) {
+      const RowPass &pass = passes[p];
+      std::vector<std::string> statements;
+      ScopePrinter printer(plan, f32Functions, "v");
+      scope.bindInto(printer);
+      printer.bindLoads(Load::Full);
+      if (failed(printer.print(slices[p], statements)))
+        return failure();
+      for (const ReductionInfo *reduction : pass.reductions)
+        os << computeType(reduction->dtype) << " " << reduction->accumulator
+           << " = " << combiner(*reduction) << "::identity();\n";
+      os << "#pragma unroll\n";
+      os << "for (int step = 0; step < " << steps << "; ++step) {\n";
+      os.indent();
+      os << "const int64_t col0 = ((int64_t)step * " << threads << " + tid) * "
+         << width << ";\n";
+      os << "if (col0 < " << length << ") {\n";
+      os.indent();
+      std::vector<bool> readsCache(plan.loads.size(), false);
+      for (unsigned index : passLoads[p]) {
+        const Load &load = plan.loads[index];
+        readsCache[index] = inCache[index];
+        if (readsCache[index] || !vectorizable(load.strides))
+          continue;
+        std::string vectorType = "FusecVector<" +
+                                 std::string(storageType(load.dtype)) + ", " +
+                                 std::to_string(width) + ">";
+        os << "const " << vectorType << " " << load.variable
+           << "_vector = *reinterpret_cast<const " << vectorType << " *>(in"
+           << load.argument << " + " << load.variable << "_row + col0);\n";
+      }
+      if (pass.storesOutputs)
+        for (size_t i = 0; i < plan.outputs.size(); ++i)
+          if (plan.outputs[i].full && vectorizable(outStrides))
+            os << "FusecVector<" << storageType(plan.outputs[i].dtype) << ", "
+               << width << "> out" << i << "_vector;\n";
+      os << "#pragma unroll\n";
+      os << "for (int lane = 0; lane < " << width << "; ++lane) {\n";
+      os.indent();
+      os << "const int64_t col = col0 + lane;\n";
+      for (unsigned index : passLoads[p]) {
+        const Load &load = plan.loads[index];
+        os << "const " << computeType(load.dtype) << " " << load.variable
+           << " = ";
+        if (readsCache[index])
+          os << load.variable << "_cache[step * " << width << " + lane]";
+        else if (vectorizable(load.strides))
+          os << fromStorage(load.dtype, load.variable + "_vector.v[lane]");
+        else
+          os << loadExpression(load, load.variable + "_row + " +
+                                         cols.offset("col", load.strides));
+        os << ";\n";
+        if (cached[index] && !readsCache[index])
+          os << load.variable << "_cache[step * " << width
+             << " + lane] = " << load.variable << ";\n";
+      }
+      printStatements(os, statements);
+      for (const ReductionInfo *reduction : pass.reductions)
+        os << reduction->accumulator << " = " << combiner(*reduction)
+           << "::combine(" << reduction->accumulator << ", "
+           << printer.variableOf(reduction->op->getOperand(0)) << ");\n";
+      if (pass.storesOutputs)
+        for (size_t i = 0; i < plan.outputs.size(); ++i) {
+          if (!plan.outputs[i].full)
+            continue;
+          std::string value = toStorage(
+              plan.outputs[i].dtype, printer.variableOf(plan.outputs[i].value));
+          if (vectorizable(outStrides))
+            os << "out" << i << "_vector.v[lane] = " << value << ";\n";
+          else
+            os << "out" << i << "[" << outRow << " + "
+               << cols.offset("col", outStrides) << "] = " << value << ";\n";
+        }
+      os.unindent();
+      os << "}\n";
+      if (pass.storesOutputs)
+        for (size_t i = 0; i < plan.outputs.size(); ++i)
+          if (plan.outputs[i].full && vectorizable(outStrides))
+            os << "*reinterpret_cast<FusecVector<"
+               << storageType(plan.outputs[i].dtype) << ", " << width
+               << "> *>(out" << i << " + " << outRow << " + col0) = out" << i
+               << "_vector;\n";
+      os.unindent();
+      os << "}\n";
+      os.unindent();
+      os << "}\n";
+      for (unsigned index : passLoads[p])
+        inCache[index] = inCache[index] || cached[index];
+      for (const ReductionInfo *reduction : pass.reductions) {
+        if (warpPerRow)
+          os << reduction->accumulator << " = fusec_warp_allreduce<"
+             << combiner(*reduction) << ">(" << reduction->accumulator
+             << ");\n";
+        else
+          os << reduction->accumulator << " = fusec_block_allreduce<"
+             << combiner(*reduction) << ", " << warps << ">("
+             << reduction->accumulator << ", " << reduction->accumulator
+             << "_scratch);\n";
+        scope.bound.push_back(
+            {reduction->op->getResult(0), reduction->accumulator});
+      }
+      if (!pass.reductions.empty() &&
+          failed(emitReducedOps(os, scope, pass.reductions.front()->level)))
+        return failure();
+    }
+    os << "if (tid == 0) {\n";
+    os.indent();
+    emitReducedOutputs(os, scope, "row");
+    os.unindent();
+    os << "}\n";
+    os.unindent();
+    os << "}\n";
+    return success();
+  }
+
+  LogicalResult emitColumns(raw_indented_ostream &os,
+                            fusec::LaunchGeometry &launch,
+                            int64_t &scratchBytes) {
+    DimGroup outer, reduced, inner;
+    columnGroups(plan.space, outer, reduced, inner);
+    const int64_t innerSize = inner.size(), reducedSize = reduced.size();
+    const int64_t innerTiles = (innerSize + kColumnTile - 1) / kColumnTile;
+    const int64_t tiles = outer.size() * innerTiles;
+    int64_t splits = std::clamp<int64_t>(
+        kColumnTargetBlocks / std::max<int64_t>(tiles, 1), 1,
+        std::max<int64_t>(1, reducedSize / (4 * kColumnRows)));
+    splits = std::min<int64_t>(splits, 1024);
+    const int64_t rowsPerSplit =
+        std::max<int64_t>(1, (reducedSize + splits - 1) / splits);
+    splits =
+        std::max<int64_t>(1, (reducedSize + rowsPerSplit - 1) / rowsPerSplit);
+    const int64_t lanes = tiles * kColumnTile;
+    // Scratch: per reduction, one partial per split and lane; then one
+    // counter per tile.
+    std::vector<int64_t> partialOffsets;
+    int64_t counterOffset = 0;
+    if (splits > 1) {
+      for (const ReductionInfo &reduction : plan.reductions) {
+        partialOffsets.push_back(scratchBytes);
+        scratchBytes += (splits * lanes * 8 + 15) / 16 * 16;
+        (void)reduction;
+      }
+      counterOffset = scratchBytes;
+      scratchBytes += tiles * 4;
+    }
+    launch.blockX = kColumnTile;
+    launch.blockY = kColumnRows;
+    launch.gridX = std::max<int64_t>(1, tiles);
+    launch.gridY = static_cast<unsigned>(splits);
+    launch.maxBlocksPerMultiprocessor = 0;
+
+    os << header(plan, name, ops,
+                 "threads along " + std::to_string(innerSize) +
+                     " inner columns, " + std::to_string(reducedSize) +
+                     " reduced rows in " + std::to_string(splits) + " splits");
+    os << signature(kColumnTile * kColumnRows, splits > 1);
+    os.indent();
+    for (const ReductionInfo &reduction : plan.reductions)
+      os << "__shared__ " << computeType(reduction.dtype) << " "
+         << reduction.accumulator << "_part[" << kColumnRows << "]["
+         << kColumnTile + 1 << "];\n";
+    os << "const int64_t tile = blockIdx.x;\n";
+    os << "const int64_t o = tile / " << innerTiles << ";\n";
+    os << "const int64_t i = tile % " << innerTiles << " * " << kColumnTile
+       << " + threadIdx.x;\n";
+    os << "const bool valid = tile < " << tiles << " && i < " << innerSize
+       << ";\n";
+    os << "const int64_t kBegin = (int64_t)blockIdx.y * " << rowsPerSplit
+       << ";\n";
+    os << "const int64_t kEnd = kBegin + " << rowsPerSplit << " < "
+       << reducedSize << " ? kBegin + " << rowsPerSplit << " : " << reducedSize
+       << ";\n";
+    emitUniformLoads(os);
+    Shape outStrides = outputStrides(plan);
+    auto offsetOf = [&](const Shape &strides, bool alongReduced) {
+      std::string offset =
+          outer.offset("o", strides) + " + " + inner.offset("i", strides);
+      if (alongReduced)
+        offset += " + " + reduced.offset("k", strides);
+      return offset;
+    };
+    auto emitReducedLoads = [&] {
+      for (const Load &load : plan.loads)
+        if (load.kind == Load::Reduced)
+          os << "const " << computeType(load.dtype) << " " << load.variable
+             << " = " << loadExpression(load, offsetOf(load.strides, false))
+             << ";\n";
+    };
+    RowScope scope;
+    for (auto [value, index] : plan.loadOf)
+      if (plan.loads[index].kind != Load::Full)
+        scope.bound.push_back({value, plan.loads[index].variable});
+    std::vector<Value> roots = plan.reductionOperands(1);
+    std::vector<Value> fullOutputs = plan.fullOutputs();
+    roots.insert(roots.end(), fullOutputs.begin(), fullOutputs.end());
+    SmallVector<Operation *> slice = plan.fullSlice(roots);
+    std::vector<std::string> statements;
+    ScopePrinter printer(plan, f32Functions, "v");
+    scope.bindInto(printer);
+    printer.bindLoads(Load::Full);
+    if (failed(printer.print(slice, statements)))
+      return failure();
+
+    for (const ReductionInfo &reduction : plan.reductions)
+      os << computeType(reduction.dtype) << " " << reduction.accumulator
+         << " = " << combiner(reduction) << "::identity();\n";
+    os << "if (valid) {\n";
+    os.indent();
+    emitReducedLoads();
+    os << "for (int64_t k = kBegin + threadIdx.y; k < kEnd; k += "
+       << kColumnRows << ") {\n";
+    os.indent();
+    for (unsigned index : plan.loadsOf(slice, roots)) {
+      const Load &load = plan.loads[index];
+      os << "const " << computeType(load.dtype) << " " << load.variable << " = "
+         << loadExpression(load, offsetOf(load.strides, true)) << ";\n";
+    }
+    printStatements(os, statements);
+    for (size_t i = 0; i < plan.outputs.size(); ++i)
+      if (plan.outputs[i].full)
+        os << "out" << i << "[" << offsetOf(outStrides, true) << "] = "
+           << toStorage(plan.outputs[i].dtype,
+                        printer.variableOf(plan.outputs[i].value))
+           << ";\n";
+    for (const ReductionInfo &reduction : plan.reductions)
+      os << reduction.accumulator << " = " << combiner(reduction)
+         << "::combine(" << reduction.accumulator << ", "
+         << printer.variableOf(reduction.op->getOperand(0)) << ");\n";
+    os.unindent();
+    os << "}\n";
+    os.unindent();
+    os << "}\n";
+    // Combine the 8 rows of the block.
+    for (const ReductionInfo &reduction : plan.reductions)
+      os << reduction.accumulator
+         << "_part[threadIdx.y][threadIdx.x] = " << reduction.accumulator
+         << ";\n";
+    os << "__syncthreads();\n";
+    os << "if (threadIdx.y == 0) {\n";
+    os.indent();
+    for (const ReductionInfo &reduction : plan.reductions)
+      os << "for (int r = 1; r < " << kColumnRows << "; ++r) "
+         << reduction.accumulator << " = " << combiner(reduction)
+         << "::combine(" << reduction.accumulator << ", "
+         << reduction.accumulator << "_part[r][threadIdx.x]);\n";
+    os.unindent();
+    os << "}\n";
+    auto emitEpilogue = [&]() -> LogicalResult {
+      emitReducedLoads();
+      RowScope epilogue = scope;
+      for (const ReductionInfo &reduction : plan.reductions)
+        epilogue.bound.push_back(
+            {reduction.op->getResult(0), reduction.accumulator});
+      if (failed(emitReducedOps(os, epilogue, 0)) ||
+          failed(emitReducedOps(os, epilogue, 1)))
+        return failure();
+      emitReducedOutputs(os, epilogue,
+                         "o * " + std::to_string(innerSize) + " + i");
+      return success();
+    };
+    if (splits == 1) {
+      os << "if (threadIdx.y == 0 && valid) {\n";
+      os.indent();
+      if (failed(emitEpilogue()))
+        return failure();
+      os.unindent();
+      os << "}\n";
+      os.unindent();
+      os << "}\n";
+      return success();
+    }
+    // Partials of every split; the block that finishes a tile last
+    // combines them in split order and runs the epilogue.
+    os << "__shared__ bool fusec_last;\n";
+    for (size_t r = 0; r < plan.reductions.size(); ++r) {
+      const ReductionInfo &reduction = plan.reductions[r];
+      os << computeType(reduction.dtype) << " *" << reduction.accumulator
+         << "_partials = reinterpret_cast<" << computeType(reduction.dtype)
+         << " *>(fusec_scratch + " << partialOffsets[r] << ");\n";
+    }
+    os << "const int64_t lane = tile * " << kColumnTile << " + threadIdx.x;\n";
+    os << "if (threadIdx.y == 0 && valid) {\n";
+    os.indent();
+    for (const ReductionInfo &reduction : plan.reductions)
+      os << reduction.accumulator << "_partials[(int64_t)blockIdx.y * " << lanes
+         << " + lane] = " << reduction.accumulator << ";\n";
+    os.unindent();
+    os << "}\n";
+    os << "__threadfence();\n";
+    os << "__syncthreads();\n";
+    os << "if (threadIdx.x == 0 && threadIdx.y == 0) {\n";
+    os.indent();
+    os << "unsigned *counters = reinterpret_cast<unsigned *>(fusec_scratch + "
+       << counterOffset << ");\n";
+    os << "const unsigned done = atomicAdd(&counters[tile], 1u);\n";
+    os << "fusec_last = done == " << splits - 1 << "u;\n";
+    os << "if (fusec_last) counters[tile] = 0u; // ready for the next run\n";
+    os.unindent();
+    os << "}\n";
+    os << "__syncthreads();\n";
+    os << "if (fusec_last && threadIdx.y == 0 && valid) {\n";
+    os.indent();
+    os << "__threadfence();\n";
+    for (const ReductionInfo &reduction : plan.reductions) {
+      os << reduction.accumulator << " = " << combiner(reduction)
+         << "::identity();\n";
+      os << "for (int64_t s = 0; s < " << splits << "; ++s) "
+         << reduction.accumulator << " = " << combiner(reduction)
+         << "::combine(" << reduction.accumulator << ", __ldcg(&"
+         << reduction.accumulator << "_partials[s * " << lanes
+         << " + lane]));\n";
+    }
+    if (failed(emitEpilogue()))
+      return failure();
+    os.unindent();
+    os << "}\n";
+    os.unindent();
+    os << "}\n";
+    return success();
+  }
+};
+
+} // namespace
+
+FailureOr<fusec::KernelDesc>
+buildReductionKernel(FusionOp fusion, unsigned index, fusec::Target target,
+                     const MathFunctionMap *f32Functions) {
+  FailureOr<ReductionPlan> plan = ReductionPlan::analyze(fusion);
+  if (failed(plan))
+    return failure();
+  fusec::KernelDesc desc;
+  desc.ops = regionOpNames(fusion);
+  std::vector<std::string> computing;
+  for (const std::string &op : desc.ops)
+    if (op != "broadcast_to" && op != "reshape" && op != "cast")
+      computing.push_back(op);
+  desc.name = kernelName("fused", computing, index);
+  desc.schedule = plan->schedule == ReductionSchedule::Column
+                      ? "column-reduction"
+                      : "row-reduction";
+  if (target == fusec::Target::Cpu) {
+    FailureOr<std::string> source =
+        CppEmitter(*plan, desc.name, desc.ops).emit();
+    if (failed(source))
+      return failure();
+    desc.source = std::move(*source);
+    return desc;
+  }
+  FailureOr<std::string> source =
+      CudaEmitter(*plan, desc.name, desc.ops, f32Functions)
+          .emit(desc.launch, desc.scratchBytes);
+  if (failed(source))
+    return failure();
+  desc.source = std::move(*source);
+  return desc;
 }
 
 } // namespace fuse

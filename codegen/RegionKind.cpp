@@ -32,9 +32,8 @@ bool regionUsesHalfTypes(FusionOp fusion) {
   };
   Block &body = fusion.getBody().front();
   bool uses = llvm::any_of(body.getArguments(), isHalf);
-  body.walk([&](Operation *op) {
-    uses |= llvm::any_of(op->getResults(), isHalf);
-  });
+  body.walk(
+      [&](Operation *op) { uses |= llvm::any_of(op->getResults(), isHalf); });
   return uses;
 }
 

@@ -22,7 +22,7 @@ const std::string &ScalarExprPrinter::variableOf(Value value) const {
 }
 
 std::string ScalarExprPrinter::newVariable() {
-  return "v" + std::to_string(counter++);
+  return prefix + std::to_string(counter++);
 }
 
 std::string ScalarExprPrinter::literal(double value, DType dtype) {
@@ -108,7 +108,15 @@ static std::string castExpression(const std::string &operand, DType from,
 
 LogicalResult ScalarExprPrinter::print(Block &body,
                                        std::vector<std::string> &statements) {
-  for (Operation &op : body.without_terminator()) {
+  for (Operation &op : body.without_terminator())
+    if (failed(printOp(op, statements)))
+      return failure();
+  return success();
+}
+
+LogicalResult ScalarExprPrinter::printOp(Operation &op,
+                                         std::vector<std::string> &statements) {
+  {
     auto operandVariables = [&] {
       SmallVector<std::string> names;
       for (Value operand : op.getOperands())
@@ -119,7 +127,7 @@ LogicalResult ScalarExprPrinter::print(Block &body,
       // Inputs are read at broadcast indices already, and views keep the
       // element order: nothing to compute.
       bind(op.getResult(0), variableOf(op.getOperand(0)));
-      continue;
+      return success();
     }
     std::string expression;
     if (auto constant = dyn_cast<ConstantOp>(op)) {

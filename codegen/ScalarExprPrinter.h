@@ -27,15 +27,22 @@ using MathFunctionMap = llvm::StringMap<std::string>;
 
 class ScalarExprPrinter {
 public:
-  explicit ScalarExprPrinter(const MathFunctionMap *f32Functions = nullptr)
-      : f32Functions(f32Functions) {}
+  /// Variables are named `<prefix>0`, `<prefix>1`, ...
+  explicit ScalarExprPrinter(const MathFunctionMap *f32Functions = nullptr,
+                             std::string prefix = "v")
+      : f32Functions(f32Functions), prefix(std::move(prefix)) {}
   /// Gives a value (a block argument) the variable that holds its element.
   void bind(mlir::Value value, std::string variable);
   /// Appends the statements for every op of `body` but its terminator.
   mlir::LogicalResult print(mlir::Block &body,
                             std::vector<std::string> &statements);
+  /// Appends the statement computing one op (none for broadcasts and
+  /// views, which take their operand's variable).
+  mlir::LogicalResult printOp(mlir::Operation &op,
+                              std::vector<std::string> &statements);
   /// The variable holding a value's element.
   const std::string &variableOf(mlir::Value value) const;
+  bool isBound(mlir::Value value) const { return variables.count(value); }
 
   /// A C literal of `value` in the compute type of `dtype`.
   static std::string literal(double value, fusec::DType dtype);
@@ -43,6 +50,7 @@ public:
 private:
   std::string newVariable();
   const MathFunctionMap *f32Functions;
+  std::string prefix;
   llvm::DenseMap<mlir::Value, std::string> variables;
   unsigned counter = 0;
 };

@@ -47,8 +47,7 @@ FailureOr<SmallVector<int64_t>> reductionAxes(NodeImport &node,
   return resolved;
 }
 
-template <typename OpTy>
-FailureOr<Value> importReduction(NodeImport &node) {
+template <typename OpTy> FailureOr<Value> importReduction(NodeImport &node) {
   if (failed(node.expectOperands(1, 1)))
     return failure();
   auto type = cast<RankedTensorType>(node.operands[0].getType());
@@ -85,9 +84,9 @@ FailureOr<Value> importLayerNorm(NodeImport &node) {
   FailureOr<double> epsilon = node.getFloat("epsilon", 1e-5);
   if (failed(axis) || failed(epsilon))
     return failure();
-  return LayerNormOp::create(node.builder, node.loc,
-                             node.operands[0].getType(), node.operands[0],
-                             optionalOperand(node, 1), optionalOperand(node, 2),
+  return LayerNormOp::create(node.builder, node.loc, node.operands[0].getType(),
+                             node.operands[0], optionalOperand(node, 1),
+                             optionalOperand(node, 2),
                              node.builder.getI64IntegerAttr(*axis),
                              node.builder.getF64FloatAttr(*epsilon))
       .getResult();
@@ -113,8 +112,7 @@ FailureOr<Value> importGelu(NodeImport &node) {
   FailureOr<std::string> approximate = node.getString("approximate", "none");
   if (failed(approximate))
     return failure();
-  return GeluOp::create(node.builder, node.loc, node.operands[0],
-                        *approximate)
+  return GeluOp::create(node.builder, node.loc, node.operands[0], *approximate)
       .getResult();
 }
 

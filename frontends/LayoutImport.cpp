@@ -95,16 +95,15 @@ FailureOr<Value> importSlice(NodeImport &node, EmitErrorFn emitError) {
   auto steps = getOptionalInts(node, "steps");
   if (failed(steps))
     return failure();
-  FailureOr<ResolvedSlice> slice =
-      resolveSlice(type.getShape(), *starts, *ends, asRef(*axes),
-                   asRef(*steps), emitError);
+  FailureOr<ResolvedSlice> slice = resolveSlice(
+      type.getShape(), *starts, *ends, asRef(*axes), asRef(*steps), emitError);
   if (failed(slice))
     return failure();
   OpBuilder &b = node.builder;
   return SliceOp::create(b, node.loc, type.clone(slice->sizes), operand,
                          b.getDenseI64ArrayAttr(*starts),
-                         b.getDenseI64ArrayAttr(*ends),
-                         optionalArray(b, *axes), optionalArray(b, *steps))
+                         b.getDenseI64ArrayAttr(*ends), optionalArray(b, *axes),
+                         optionalArray(b, *steps))
       .getResult();
 }
 

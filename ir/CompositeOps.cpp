@@ -16,9 +16,9 @@ std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
 static LogicalResult verifyAxis(Operation *op, int64_t axis, Value operand) {
   int64_t rank = cast<RankedTensorType>(operand.getType()).getRank();
   if (!normalizeAxis(axis, rank))
-    return op->emitOpError() << "axis " << axis << " is out of range for rank "
-                             << rank << " (expected [" << -rank << ", "
-                             << rank << "))";
+    return op->emitOpError()
+           << "axis " << axis << " is out of range for rank " << rank
+           << " (expected [" << -rank << ", " << rank << "))";
   return success();
 }
 
@@ -32,10 +32,9 @@ static LogicalResult verifyNormParameter(Operation *op, const char *what,
   auto type = cast<RankedTensorType>(operand.getType());
   auto parameterType = cast<RankedTensorType>(parameter.getType());
   if (parameterType.getElementType() != type.getElementType())
-    return op->emitOpError() << what << " has dtype "
-                             << parameterType.getElementType()
-                             << " but the operand has "
-                             << type.getElementType();
+    return op->emitOpError()
+           << what << " has dtype " << parameterType.getElementType()
+           << " but the operand has " << type.getElementType();
   int64_t first = *normalizeAxis(axis, type.getRank());
   fusec::Shape normalized(type.getShape().begin() + first,
                           type.getShape().end());

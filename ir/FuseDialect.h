@@ -12,8 +12,9 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "ir/FuseDialect.h.inc"
-
 #include "ir/FusionKind.h"
+
+// The interfaces' declarations name FusionKind and ReductionCombiner.
 #include "ir/FuseInterfaces.h.inc"
 
 namespace fuse {

@@ -5,6 +5,8 @@
 #include "ir/TypeUtils.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 using namespace mlir;
 
@@ -23,23 +25,36 @@ std::string listString(ArrayRef<int64_t> values) {
   return text + "]";
 }
 
+/// "f32", "i1": the dtype of a tensor type of the dialect.
+const char *dtypeName(Type tensorType) {
+  return fusec::dtypeName(dtypeOf(tensorType));
+}
+
+/// A number as JSON would show it: 1.5, 3, -0.25.
+std::string numberString(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.15g", value);
+  if (std::strtod(text, nullptr) != value)
+    std::snprintf(text, sizeof text, "%.17g", value);
+  return text;
+}
+
 /// An ONNX axis in [-rank, rank) as a dim, or an error.
 FailureOr<int64_t> checkedAxis(int64_t axis, int64_t rank, StringRef what,
                                EmitErrorFn emitError) {
   if (std::optional<int64_t> dim = normalizeAxis(axis, rank))
     return *dim;
   return emitError() << what << " " << axis << " is out of range for rank "
-                     << rank << " (expected [" << -rank << ", " << rank
-                     << "))";
+                     << rank << " (expected [" << -rank << ", " << rank << "))";
 }
 
 /// The result type must be the one the attributes give.
 LogicalResult checkResultType(Operation *op, Type expected) {
   Type actual = op->getResult(0).getType();
   if (actual != expected)
-    return op->emitOpError() << "result type " << typeString(actual)
-                             << " does not match the expected "
-                             << typeString(expected);
+    return op->emitOpError()
+           << "result type " << typeString(actual)
+           << " does not match the expected " << typeString(expected);
   return success();
 }
 
@@ -52,13 +67,12 @@ FailureOr<SmallVector<int64_t>> normalizeAxes(ArrayRef<int64_t> axes,
   for (int64_t axis : axes) {
     std::optional<int64_t> dim = normalizeAxis(axis, rank);
     if (!dim)
-      return emitError() << what << " " << listString(axes)
-                         << " has axis " << axis
-                         << " out of range for rank " << rank << " (expected ["
-                         << -rank << ", " << rank << "))";
+      return emitError() << what << " " << listString(axes) << " has axis "
+                         << axis << " out of range for rank " << rank
+                         << " (expected [" << -rank << ", " << rank << "))";
     if (llvm::is_contained(dims, *dim))
-      return emitError() << what << " " << listString(axes)
-                         << " names dim " << *dim << " twice";
+      return emitError() << what << " " << listString(axes) << " names dim "
+                         << *dim << " twice";
     dims.push_back(*dim);
   }
   return dims;
@@ -93,8 +107,8 @@ FailureOr<SmallVector<int64_t>> transposeShape(ArrayRef<int64_t> shape,
 
 LogicalResult TransposeOp::verify() {
   auto type = cast<RankedTensorType>(getOperand().getType());
-  FailureOr<SmallVector<int64_t>> shape = transposeShape(
-      type.getShape(), getPerm(), [&] { return emitOpError(); });
+  FailureOr<SmallVector<int64_t>> shape =
+      transposeShape(type.getShape(), getPerm(), [&] { return emitOpError(); });
   if (failed(shape))
     return failure();
   return checkResultType(*this, type.clone(*shape));
@@ -104,12 +118,10 @@ LogicalResult TransposeOp::verify() {
 // Slice
 //===----------------------------------------------------------------------===//
 
-FailureOr<ResolvedSlice> resolveSlice(ArrayRef<int64_t> shape,
-                                      ArrayRef<int64_t> starts,
-                                      ArrayRef<int64_t> ends,
-                                      std::optional<ArrayRef<int64_t>> axes,
-                                      std::optional<ArrayRef<int64_t>> steps,
-                                      EmitErrorFn emitError) {
+FailureOr<ResolvedSlice>
+resolveSlice(ArrayRef<int64_t> shape, ArrayRef<int64_t> starts,
+             ArrayRef<int64_t> ends, std::optional<ArrayRef<int64_t>> axes,
+             std::optional<ArrayRef<int64_t>> steps, EmitErrorFn emitError) {
   int64_t rank = shape.size();
   if (starts.size() != ends.size())
     return emitError() << "has " << starts.size() << " starts but "
@@ -160,10 +172,10 @@ FailureOr<ResolvedSlice> resolveSlice(ArrayRef<int64_t> shape,
       end = std::clamp<int64_t>(end, -1, dim - 1);
       // |step| as unsigned: -INT64_MIN does not fit an int64_t.
       uint64_t magnitude = 0 - static_cast<uint64_t>(step);
-      size = start > end ? 1 + static_cast<int64_t>(
-                                   static_cast<uint64_t>(start - end - 1) /
-                                   magnitude)
-                         : 0;
+      size = start > end
+                 ? 1 + static_cast<int64_t>(
+                           static_cast<uint64_t>(start - end - 1) / magnitude)
+                 : 0;
     }
     slice.starts[d] = size > 0 ? start : 0;
     slice.steps[d] = size > 1 ? step : 1;
@@ -198,8 +210,8 @@ FailureOr<RankedTensorType> concatType(TypeRange operands, int64_t axis,
   if (operands.empty())
     return emitError() << "needs at least one operand";
   auto first = cast<RankedTensorType>(operands.front());
-  FailureOr<int64_t> dim = checkedAxis(axis, first.getRank(), "axis",
-                                       emitError);
+  FailureOr<int64_t> dim =
+      checkedAxis(axis, first.getRank(), "axis", emitError);
   if (failed(dim))
     return failure();
   SmallVector<int64_t> shape(first.getShape());
@@ -208,8 +220,8 @@ FailureOr<RankedTensorType> concatType(TypeRange operands, int64_t axis,
     auto type = cast<RankedTensorType>(operandType);
     if (type.getElementType() != first.getElementType())
       return emitError() << "operand #" << index << " has dtype "
-                         << type.getElementType() << " but operand #0 has "
-                         << first.getElementType();
+                         << dtypeName(type) << " but operand #0 has "
+                         << dtypeName(first);
     if (type.getRank() != first.getRank())
       return emitError() << "operand #" << index << " has rank "
                          << type.getRank() << " but operand #0 has rank "
@@ -244,8 +256,7 @@ FailureOr<RankedTensorType> gatherType(RankedTensorType data,
                                        EmitErrorFn emitError) {
   if (data.getRank() == 0)
     return emitError() << "data must have rank 1 or more, not a scalar";
-  FailureOr<int64_t> dim = checkedAxis(axis, data.getRank(), "axis",
-                                       emitError);
+  FailureOr<int64_t> dim = checkedAxis(axis, data.getRank(), "axis", emitError);
   if (failed(dim))
     return failure();
   SmallVector<int64_t> shape(data.getShape().take_front(*dim));
@@ -255,10 +266,10 @@ FailureOr<RankedTensorType> gatherType(RankedTensorType data,
 }
 
 LogicalResult GatherOp::verify() {
-  FailureOr<RankedTensorType> type = gatherType(
-      cast<RankedTensorType>(getData().getType()),
-      cast<RankedTensorType>(getIndices().getType()), getAxis(),
-      [&] { return emitOpError(); });
+  FailureOr<RankedTensorType> type =
+      gatherType(cast<RankedTensorType>(getData().getType()),
+                 cast<RankedTensorType>(getIndices().getType()), getAxis(),
+                 [&] { return emitOpError(); });
   if (failed(type))
     return failure();
   return checkResultType(*this, *type);
@@ -285,9 +296,9 @@ FailureOr<ResolvedPad> resolvePad(ArrayRef<int64_t> shape,
       dims.push_back(d);
   }
   if (pads.size() != 2 * dims.size())
-    return emitError() << "pads " << listString(pads) << " has "
-                       << pads.size() << " values; expected "
-                       << 2 * dims.size() << " (a begin and an end for each "
+    return emitError() << "pads " << listString(pads) << " has " << pads.size()
+                       << " values; expected " << 2 * dims.size()
+                       << " (a begin and an end for each "
                        << (axes ? "of the axes" : "dim") << ")";
   ResolvedPad pad;
   pad.begins.assign(rank, 0);
@@ -313,13 +324,13 @@ FailureOr<SmallVector<int64_t>> paddedShape(ArrayRef<int64_t> shape,
   SmallVector<int64_t> result;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (std::abs(pad.begins[d]) > kMaxPad || std::abs(pad.ends[d]) > kMaxPad)
-      return emitError() << "pads of dim " << d << " (" << pad.begins[d]
-                         << ", " << pad.ends[d] << ") exceed 2^48";
+      return emitError() << "pads of dim " << d << " (" << pad.begins[d] << ", "
+                         << pad.ends[d] << ") exceed 2^48";
     int64_t size = shape[d] + pad.begins[d] + pad.ends[d];
     if (size < 0)
-      return emitError() << "pads (" << pad.begins[d] << ", " << pad.ends[d]
-                         << ") remove more than the " << shape[d]
-                         << " elements of dim " << d;
+      return emitError() << "pads of dim " << d << " (begin " << pad.begins[d]
+                         << ", end " << pad.ends[d] << ") remove more than its "
+                         << shape[d] << " elements";
     result.push_back(size);
   }
   return result;
@@ -332,15 +343,15 @@ LogicalResult checkPadValue(Type elementType, double value,
   unsigned bits = elementType.getIntOrFloatBitWidth();
   if (bits == 1) {
     if (value != 0 && value != 1)
-      return emitError() << "constant_value " << value
+      return emitError() << "constant_value " << numberString(value)
                          << " is not 0 or 1, as an i1 pad needs";
     return success();
   }
   double limit = std::ldexp(1.0, bits - 1);
   if (std::trunc(value) != value || value < -limit || value >= limit)
-    return emitError() << "constant_value " << value
+    return emitError() << "constant_value " << numberString(value)
                        << " is not a whole number in the range of "
-                       << elementType;
+                       << fusec::dtypeName(*toDType(elementType));
   return success();
 }
 
@@ -367,15 +378,14 @@ LogicalResult PadOp::verify() {
 FailureOr<RankedTensorType> argReductionType(RankedTensorType operand,
                                              int64_t axis, bool keepdims,
                                              EmitErrorFn emitError) {
-  FailureOr<int64_t> dim = checkedAxis(axis, operand.getRank(), "axis",
-                                       emitError);
+  FailureOr<int64_t> dim =
+      checkedAxis(axis, operand.getRank(), "axis", emitError);
   if (failed(dim))
     return failure();
   RankedTensorType result = reducedTensorType(operand, {*dim}, keepdims);
   result = result.clone(IntegerType::get(operand.getContext(), 64));
   if (operand.getDimSize(*dim) == 0 && result.getNumElements() != 0)
-    return emitError() << "reduces dim " << *dim
-                       << " of size 0 (shape "
+    return emitError() << "reduces dim " << *dim << " of size 0 (shape "
                        << shapeString(operand.getShape())
                        << "): an empty sequence has no index";
   return result;
@@ -440,9 +450,8 @@ FailureOr<SmallVector<int64_t>> unsqueezeShape(ArrayRef<int64_t> shape,
   return result;
 }
 
-FailureOr<SmallVector<int64_t>> flattenShape(ArrayRef<int64_t> shape,
-                                             int64_t axis,
-                                             EmitErrorFn emitError) {
+FailureOr<SmallVector<int64_t>>
+flattenShape(ArrayRef<int64_t> shape, int64_t axis, EmitErrorFn emitError) {
   int64_t rank = shape.size();
   if (axis < -rank || axis > rank)
     return emitError() << "axis " << axis << " is out of range for rank "
@@ -467,8 +476,8 @@ FailureOr<SmallVector<int64_t>> expandShape(ArrayRef<int64_t> shape,
       fusec::broadcastShapes(fusec::Shape(shape.begin(), shape.end()),
                              fusec::Shape(target.begin(), target.end()));
   if (!result)
-    return emitError() << "cannot expand shape " << shapeString(shape)
-                       << " to " << listString(target)
+    return emitError() << "cannot expand shape " << shapeString(shape) << " to "
+                       << listString(target)
                        << " (aligned from the right, each dim pair must be "
                           "equal or contain a 1)";
   return SmallVector<int64_t>(result->begin(), result->end());

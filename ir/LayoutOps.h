@@ -40,12 +40,10 @@ transposeShape(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> perm,
 struct ResolvedSlice {
   llvm::SmallVector<int64_t> starts, steps, sizes;
 };
-mlir::FailureOr<ResolvedSlice>
-resolveSlice(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> starts,
-             llvm::ArrayRef<int64_t> ends,
-             std::optional<llvm::ArrayRef<int64_t>> axes,
-             std::optional<llvm::ArrayRef<int64_t>> steps,
-             EmitErrorFn emitError);
+mlir::FailureOr<ResolvedSlice> resolveSlice(
+    llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> starts,
+    llvm::ArrayRef<int64_t> ends, std::optional<llvm::ArrayRef<int64_t>> axes,
+    std::optional<llvm::ArrayRef<int64_t>> steps, EmitErrorFn emitError);
 /// Of a verified op.
 ResolvedSlice resolveSlice(SliceOp op);
 

@@ -37,8 +37,7 @@ static LogicalResult verifyReduction(Operation *op, Value operand,
   RankedTensorType expected = reducedTensorType(type, axes, keepdims);
   if (expected != resultType)
     return op->emitOpError() << "result type " << resultType
-                             << " does not match the reduced type "
-                             << expected;
+                             << " does not match the reduced type " << expected;
   return success();
 }
 

@@ -117,15 +117,13 @@ Value decompose(Decomposer &d, LogSoftmaxOp op) {
   SmallVector<int64_t> axes = {*normalizeAxis(op.getAxis(), rank)};
   Value shifted = shiftedByMax(d, x, axes);
   Value sum = d.reduce<ReduceSumOp>(d.unary<ExpOp>(shifted), axes, true);
-  return d.toType(d.binary<SubOp>(shifted, d.unary<LogOp>(sum)),
-                  op.getType());
+  return d.toType(d.binary<SubOp>(shifted, d.unary<LogOp>(sum)), op.getType());
 }
 
 /// mean over `axes`, kept as dims of 1.
 Value mean(Decomposer &d, Value x, ArrayRef<int64_t> axes) {
   Value sum = d.reduce<ReduceSumOp>(x, axes, true);
-  return d.binary<DivOp>(sum,
-                         d.scalarLike(x, Decomposer::countOf(x, axes)));
+  return d.binary<DivOp>(sum, d.scalarLike(x, Decomposer::countOf(x, axes)));
 }
 
 Value decompose(Decomposer &d, LayerNormOp op) {
@@ -136,8 +134,7 @@ Value decompose(Decomposer &d, LayerNormOp op) {
   Value centered = d.binary<SubOp>(x, mean(d, x, axes));
   Value variance = mean(d, d.binary<MulOp>(centered, centered), axes);
   Value epsilon = d.scalarLike(x, op.getEpsilon().convertToDouble());
-  Value inverse =
-      d.unary<RsqrtOp>(d.binary<AddOp>(variance, epsilon));
+  Value inverse = d.unary<RsqrtOp>(d.binary<AddOp>(variance, epsilon));
   Value y = d.binary<MulOp>(centered, inverse);
   if (op.getWeight())
     y = d.binary<MulOp>(y, d.toCompute(op.getWeight()));
@@ -164,8 +161,8 @@ Value decompose(Decomposer &d, GeluOp op) {
   if (op.getApproximate() == "tanh") {
     // sqrt(2 / pi) * (x + 0.044715 * x^3)
     Value cube = d.binary<MulOp>(d.binary<MulOp>(x, x), x);
-    Value sum = d.binary<AddOp>(
-        x, d.binary<MulOp>(cube, d.scalarLike(x, 0.044715)));
+    Value sum =
+        d.binary<AddOp>(x, d.binary<MulOp>(cube, d.scalarLike(x, 0.044715)));
     inner = d.unary<TanhOp>(
         d.binary<MulOp>(sum, d.scalarLike(x, 0.7978845608028654)));
   } else {
@@ -210,8 +207,8 @@ Value decompose(Decomposer &d, ReduceLogSumExpOp op) {
   Value isFinite = d.binary<EqOp>(d.binary<SubOp>(max, max), zero);
   Value shift =
       SelectOp::create(d.builder, d.loc, isFinite, max, zero).getResult();
-  Value sum = d.reduce<ReduceSumOp>(
-      d.unary<ExpOp>(d.binary<SubOp>(x, shift)), op.getAxes(), true);
+  Value sum = d.reduce<ReduceSumOp>(d.unary<ExpOp>(d.binary<SubOp>(x, shift)),
+                                    op.getAxes(), true);
   Value y = d.binary<AddOp>(d.unary<LogOp>(sum), shift);
   auto resultType = cast<RankedTensorType>(op.getType());
   auto keptType = cast<RankedTensorType>(y.getType());

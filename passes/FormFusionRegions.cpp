@@ -331,16 +331,15 @@ struct FormFusionRegions
     if (std::optional<std::string> reason =
             whyNotFused(operand, op, groups.group(producerGroup),
                         groups.group(consumerGroup), combined)) {
-      producer->emitRemark() << "not fused with its consumer "
-                             << describeOp(op) << ": " << *reason;
+      producer->emitRemark() << "not fused with its consumer " << describeOp(op)
+                             << ": " << *reason;
       return;
     }
     if (Operation *exit = groups.cycleThrough(producerGroup, consumerGroup,
                                               groups.position(op))) {
-      producer->emitRemark()
-          << "not fused with its consumer " << describeOp(op)
-          << ": the path through " << describeOp(exit)
-          << " outside the region would form a cycle";
+      producer->emitRemark() << "not fused with its consumer " << describeOp(op)
+                             << ": the path through " << describeOp(exit)
+                             << " outside the region would form a cycle";
       return;
     }
     groups.merge(producerGroup, consumerGroup, std::move(combined));
@@ -376,9 +375,8 @@ struct FormFusionRegions
     // At least one side is rooted at reductions.
     bool bothReduce = producer.kind == GroupKind::Reduction &&
                       consumer.kind == GroupKind::Reduction;
-    const ReductionSpace &space = producer.kind == GroupKind::Reduction
-                                      ? producer.space
-                                      : consumer.space;
+    const ReductionSpace &space =
+        producer.kind == GroupKind::Reduction ? producer.space : consumer.space;
     if (bothReduce && producer.space != consumer.space)
       return "it reduces " + consumer.space.describe() + " but its producer " +
              producer.space.describe() + "; one kernel walks one space";

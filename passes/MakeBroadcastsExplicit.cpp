@@ -3,7 +3,8 @@
 // An elementwise operand smaller than the result becomes a fuse.broadcast_to
 // of it, so the edge reduce -> broadcast -> sub inside softmax is an op that
 // fusion can see and keep in the reduction's kernel. Splat constants stay
-// implicit: they are cloned into every region that uses them.
+// implicit: they are cloned into every region that uses them. A broadcast
+// cast becomes a cast of the broadcast input (cheaper than its own kernel).
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,9 +41,21 @@ struct MakeBroadcastsExplicit
         if (type.getShape() == resultType.getShape() ||
             isSplatConstant(operand.get()))
           continue;
-        auto broadcast = BroadcastToOp::create(
-            builder, op->getLoc(), type.clone(resultType.getShape()),
-            operand.get());
+        // A cast is cheaper to repeat per element than to run as a kernel
+        // of its own: broadcast its input and cast after.
+        Value source = operand.get();
+        auto castOp = source.getDefiningOp<CastOp>();
+        if (castOp)
+          source = castOp.getOperand();
+        Value broadcast =
+            BroadcastToOp::create(builder, op->getLoc(),
+                                  cast<RankedTensorType>(source.getType())
+                                      .clone(resultType.getShape()),
+                                  source);
+        if (castOp)
+          broadcast =
+              CastOp::create(builder, castOp.getLoc(),
+                             type.clone(resultType.getShape()), broadcast);
         operand.set(broadcast);
         ++numBroadcasts;
       }

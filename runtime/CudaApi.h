@@ -44,6 +44,7 @@ using CUevent = struct CUevent_st *;
     false)                                                                     \
   X(cuMemAlloc, (CUdeviceptr *, size_t), true)                                 \
   X(cuMemFree, (CUdeviceptr), true)                                            \
+  X(cuMemsetD8Async, (CUdeviceptr, unsigned char, size_t, CUstream), false)    \
   X(cuMemcpyHtoDAsync, (CUdeviceptr, const void *, size_t, CUstream), true)    \
   X(cuMemcpyDtoHAsync, (void *, CUdeviceptr, size_t, CUstream), true)          \
   X(cuMemcpyDtoDAsync, (CUdeviceptr, CUdeviceptr, size_t, CUstream), true)     \

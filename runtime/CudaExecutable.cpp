@@ -123,6 +123,8 @@ CudaExecutable::CudaExecutable(Program program,
       launch.arguments.push_back(deviceAddress[id]);
     for (int id : kernel.outputs)
       launch.arguments.push_back(deviceAddress[id]);
+    if (kernel.scratch >= 0)
+      launch.arguments.push_back(deviceAddress[kernel.scratch]);
     launches.push_back(std::move(launch));
   }
   // Parameters point into `arguments`, which no longer moves.

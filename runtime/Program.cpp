@@ -24,6 +24,8 @@ static const char *roleName(BufferRole role) {
     return "temporary";
   case BufferRole::Alias:
     return "alias";
+  case BufferRole::Scratch:
+    return "scratch";
   }
   return "?";
 }

@@ -25,6 +25,7 @@ enum class BufferRole {
   Constant,  ///< holds `data`
   Temporary, ///< written by a kernel
   Alias,     ///< shares the storage of `aliasOf` (a reshape)
+  Scratch,   ///< a kernel's own working memory, zeroed once
 };
 
 struct BufferDesc {
@@ -60,6 +61,11 @@ struct KernelDesc {
   std::string schedule;
   /// GPU targets only.
   LaunchGeometry launch;
+  /// Zero-initialized device memory the kernel keeps between its blocks
+  /// (partial results, counters): `scratch` is its buffer, passed after
+  /// the outputs; -1 when the kernel needs none.
+  int64_t scratchBytes = 0;
+  int scratch = -1;
 };
 
 struct Program {

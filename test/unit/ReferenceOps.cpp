@@ -88,7 +88,6 @@ Shape broadcastPair(const Shape &a, const Shape &b) {
   return result;
 }
 
-
 } // namespace
 
 int64_t intAt(const Tensor &t, int64_t i) {
@@ -487,7 +486,8 @@ Tensor softmaxImpl(const Tensor &x, int64_t axis, bool logarithm) {
       for (int64_t k = 0; k < length; ++k)
         sum += std::exp(static_cast<long double>(x.at(index(k))) - largest);
       for (int64_t k = 0; k < length; ++k) {
-        long double shifted = static_cast<long double>(x.at(index(k))) - largest;
+        long double shifted =
+            static_cast<long double>(x.at(index(k))) - largest;
         long double value =
             logarithm ? shifted - std::log(sum) : std::exp(shifted) / sum;
         result.set(index(k), static_cast<double>(value));

@@ -1,4 +1,5 @@
-//===- ReferenceOps.h - An independent f64 reference for reductions -*- C++ -*-===//
+//===- ReferenceOps.h - An independent f64 reference for reductions -*- C++
+//-*-===//
 //
 // Plain coordinate loops over fusec::Tensor, sharing no code with the
 // compiler: reductions over arbitrary axes (ONNX ReduceSum opset 13 and the
@@ -34,8 +35,9 @@ const char *reduceOpName(ReduceKind kind);
 /// `noopWithEmptyAxes` (then none). Negative axes count from the end. The
 /// result is sorted and unique. Throws std::invalid_argument when an axis is
 /// out of range or repeated.
-std::vector<int64_t> resolveAxes(const std::optional<std::vector<int64_t>> &axes,
-                                 int64_t rank, bool noopWithEmptyAxes = false);
+std::vector<int64_t>
+resolveAxes(const std::optional<std::vector<int64_t>> &axes, int64_t rank,
+            bool noopWithEmptyAxes = false);
 
 /// The result shape of reducing `shape` over the resolved `axes`.
 Shape reducedShape(const Shape &shape, const std::vector<int64_t> &axes,
