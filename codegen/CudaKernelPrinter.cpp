@@ -151,6 +151,10 @@ std::string printCudaKernel(const PointwiseKernel &kernel) {
     os << (kernel.inputs.empty() && i == 0 ? "" : ", ")
        << storageType(kernel.outputs[i].dtype) << " *__restrict__ out" << i;
   os << ") {\n";
+  if (count == 0) {
+    os << "  // empty tensors: nothing to compute\n}\n";
+    return os.str();
+  }
   os << "  const " << index << " count = " << count << ";\n";
   os << "  const " << index << " stride = (" << index
      << ")gridDim.x * blockDim.x;\n";

@@ -209,6 +209,10 @@ std::string printCppKernel(const PointwiseKernel &kernel) {
   os << " over " << fusec::formatShape(kernel.iterationShape) << " elements\n";
   os << "extern \"C\" void " << kernel.name
      << "(const void *const *fusec_inputs, void *const *fusec_outputs) {\n";
+  if (kernel.numElements() == 0) {
+    os << "  (void)fusec_inputs;\n  (void)fusec_outputs; // empty tensors\n}\n";
+    return os.str();
+  }
   for (size_t i = 0; i < kernel.inputs.size(); ++i) {
     const char *type = fusec::dtypeInfo(kernel.inputs[i].dtype).storageCType;
     os << "  const " << type << " *__restrict in" << i << " = (const " << type

@@ -241,30 +241,30 @@ FailureOr<ReductionPlan> ReductionPlan::analyze(FusionOp fusion) {
   plan.schedule = plan.space.schedule();
   plan.hasHalfTypes = regionUsesHalfTypes(fusion);
 
-  // Region inputs: read directly, or through broadcasts.
+  // Region inputs: read through each broadcast of them (its target says
+  // how: a [4096] weight broadcast over rows is not a per-row value even
+  // where the space is 4096x[4096]), and directly by their own shape.
   for (BlockArgument arg : body.getArguments()) {
     Shape shape = toShape(cast<RankedTensorType>(arg.getType()));
-    if (plan.space.roleOf(shape) != ValueRole::Unrelated) {
-      if (failed(plan.addLoad(arg, arg, shape)))
-        return failure();
-      continue;
-    }
-    std::optional<Shape> implicitTarget;
+    std::optional<Shape> directTarget;
     for (Operation *user : arg.getUsers()) {
       Shape target =
           toShape(cast<RankedTensorType>(user->getResult(0).getType()));
       if (isa<BroadcastToOp>(user)) {
         if (failed(plan.addLoad(arg, user->getResult(0), target)))
           return failure();
-      } else if (!implicitTarget) {
-        implicitTarget = target;
-        if (failed(plan.addLoad(arg, arg, target)))
-          return failure();
-      } else if (*implicitTarget != target) {
+        continue;
+      }
+      // Read as it is, or implicitly broadcast to its user's shape.
+      if (plan.space.roleOf(shape) != ValueRole::Unrelated)
+        target = shape;
+      if (directTarget && *directTarget != target)
         return fusion.emitError()
                << "codegen: region input #" << arg.getArgNumber()
                << " is broadcast implicitly to two shapes";
-      }
+      if (!directTarget && failed(plan.addLoad(arg, arg, target)))
+        return failure();
+      directTarget = target;
     }
   }
 
@@ -970,7 +970,7 @@ private:
         ++uses[index];
     std::vector<bool> cached(plan.loads.size(), false);
     int64_t candidates = llvm::count_if(uses, [](int n) { return n > 1; });
-    if (candidates * steps * width <= kMaxCachedPerThread)
+    if (steps > 0 && candidates * steps * width <= kMaxCachedPerThread)
       for (size_t i = 0; i < plan.loads.size(); ++i)
         cached[i] = uses[i] > 1;
 
@@ -1066,7 +1066,7 @@ private:
       os << "#pragma unroll\n";
       os << "for (int lane = 0; lane < " << width << "; ++lane) {\n";
       os.indent();
-      os << "const int64_t col = col0 + lane;\n";
+      os << "[[maybe_unused]] const int64_t col = col0 + lane;\n";
       for (unsigned index : passLoads[p]) {
         const Load &load = plan.loads[index];
         os << "const " << computeType(load.dtype) << " " << load.variable

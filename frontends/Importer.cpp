@@ -215,10 +215,9 @@ private:
       return emitError(loc)
              << "'" << node.op << "' needs attr \"shape\" (an array of dims)";
     for (int64_t dim : *shape)
-      if (dim < 1)
-        return emitError(loc)
-               << "'" << node.op << "' attr \"shape\" has a non-positive dim "
-               << dim;
+      if (dim < 0)
+        return emitError(loc) << "'" << node.op
+                              << "' attr \"shape\" has a negative dim " << dim;
     return Type(RankedTensorType::get(*shape, operandType.getElementType()));
   }
 

@@ -98,15 +98,16 @@ private:
     Shape dims;
     int64_t elements = 1;
     for (const json &dim : object["shape"]) {
-      if (!dim.is_number_integer() || dim.get<int64_t>() < 1)
-        throw fail(where, "\"shape\" dims must be positive integers, got " +
+      if (!dim.is_number_integer() || dim.get<int64_t>() < 0)
+        throw fail(where, "\"shape\" dims must be non-negative integers, got " +
                               dim.dump());
       dims.push_back(dim.get<int64_t>());
-      // Element counts stay far from int64 overflow in every index computation.
-      if (dims.back() > kMaxElements / elements)
+      // Element counts stay far from int64 overflow in every index computation
+      // (a zero-size dim makes an empty tensor; the other dims still count).
+      if (dims.back() > kMaxElements / std::max<int64_t>(elements, 1))
         throw fail(where, "\"shape\" " + object["shape"].dump() +
                               " has more than 2^48 elements");
-      elements *= dims.back();
+      elements *= std::max<int64_t>(dims.back(), 1);
     }
     return dims;
   }

@@ -52,6 +52,11 @@ std::optional<FusionKind> kindOf(Operation *op) {
 
 enum class GroupKind { Pointwise, Reduction, Layout };
 
+/// A reduction kernel makes one pass over its rows per dependent reduction
+/// (softmax two, layer norm two): past this many reductions, a chain of
+/// them starts a new kernel rather than growing one without bound.
+constexpr unsigned kMaxReductionsPerKernel = 8;
+
 /// One future region.
 struct Group {
   GroupKind kind = GroupKind::Pointwise;
@@ -59,8 +64,10 @@ struct Group {
   /// element count but another shape join through views).
   SmallVector<int64_t> shape;
   bool hasViews = false;
-  /// Reduction groups: the space every reduction shares.
+  /// Reduction groups: the space every reduction shares, and how many
+  /// reductions the group holds.
   ReductionSpace space;
+  unsigned numReductions = 0;
   SmallVector<Operation *> members;
   /// Users of members that were outside the group when recorded (entries
   /// that joined later are skipped and dropped at the next merge).
@@ -284,6 +291,7 @@ struct FormFusionRegions
       case FusionKind::Reduction: {
         Group &group = groups.add(&op, GroupKind::Reduction);
         group.space = ReductionSpace::of(cast<ReductionOpInterface>(&op));
+        group.numReductions = 1;
         break;
       }
       case FusionKind::Elementwise:
@@ -380,6 +388,12 @@ struct FormFusionRegions
     if (bothReduce && producer.space != consumer.space)
       return "it reduces " + consumer.space.describe() + " but its producer " +
              producer.space.describe() + "; one kernel walks one space";
+    unsigned numReductions = producer.numReductions + consumer.numReductions;
+    if (numReductions > kMaxReductionsPerKernel)
+      return "the kernel would hold " + std::to_string(numReductions) +
+             " reductions, more than the " +
+             std::to_string(kMaxReductionsPerKernel) +
+             " passes over its rows one kernel makes";
     for (const Group *side : {&producer, &consumer}) {
       if (side->kind != GroupKind::Pointwise)
         continue;
@@ -413,9 +427,33 @@ struct FormFusionRegions
       return "it reduces " + space.describe() +
              " as columns; values on the full space only feed the "
              "reductions";
+    if (space.schedule() == ReductionSchedule::Column &&
+        (broadcastsFrom(producer, consumer, space) ||
+         broadcastsFrom(consumer, producer, space)))
+      return "it reduces " + space.describe() +
+             " as columns, whose results exist only after the whole column "
+             "is read; merging would broadcast one back over the columns";
     combined.kind = GroupKind::Reduction;
     combined.space = space;
+    combined.numReductions = numReductions;
     return std::nullopt;
+  }
+
+  /// Whether a member of `group` broadcasts a reduced value made in
+  /// `other` back to the full space: legal only for row schedules.
+  static bool broadcastsFrom(const Group &group, const Group &other,
+                             const ReductionSpace &space) {
+    if (other.kind != GroupKind::Reduction)
+      return false;
+    llvm::SmallPtrSet<Operation *, 16> made(other.members.begin(),
+                                            other.members.end());
+    for (Operation *member : group.members) {
+      auto broadcast = dyn_cast<BroadcastToOp>(member);
+      if (broadcast && made.contains(broadcast.getOperand().getDefiningOp()) &&
+          space.roleOf(shapeOf(broadcast.getOperand())) == ValueRole::Reduced)
+        return true;
+    }
+    return false;
   }
 
   void materialize(ArrayRef<Operation *> members) {
