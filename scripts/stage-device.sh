@@ -8,11 +8,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
 rm -rf stage
-mkdir -p stage/bin stage/examples
+mkdir -p stage/bin stage/examples stage/models
 for binary in build/tools/fusec build/test/fusec-unit-tests build/bench/fusec-bench; do
   strip -o "stage/bin/$(basename "$binary")" "$binary"
 done
 cp examples/*.json stage/examples/
+cp test/models/*.json stage/models/
+# The peers' script, when the shared folder is next to the checkout.
+if [ -f ../shared/peers/torch_peers.py ]; then
+  cp ../shared/peers/torch_peers.py stage/
+fi
 cat > stage/run-gpu.sh <<'SCRIPT'
 #!/usr/bin/env bash
 # On the GPU machine: GPU tests, the CLI on the example, benchmarks.
@@ -25,6 +30,11 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 echo "== fusec on the example"
 bin/fusec examples/seed.json --emit=source | head -5
 bin/fusec examples/seed.json --run --check
+echo "== fusec --check on the test models (GPU against unfused CPU)"
+for model in models/*.json; do
+  echo "-- $model"
+  bin/fusec "$model" --run --check 2>&1 | grep -E "^check|error"
+done
 echo "== GPU tests"
 bin/fusec-unit-tests "[gpu]" --use-colour no 2>&1 | tee "$out/gpu-tests.log" | tail -25
 echo "== benchmarks"

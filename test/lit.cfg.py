@@ -5,7 +5,7 @@ config.name = "fusec"
 # bash: tests check exit codes with $?.
 config.test_format = lit.formats.ShTest(execute_external=True)
 config.suffixes = [".mlir", ".test"]
-config.excludes = ["unit", "Inputs", "CMakeLists.txt"]
+config.excludes = ["unit", "Inputs", "models", "CMakeLists.txt"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(os.path.dirname(config.fusec_tools_dir), "test")
 
@@ -17,6 +17,7 @@ for name in ("HOME", "CXX", "PATH"):
 config.environment["PATH"] = os.pathsep.join(
     [config.fusec_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
 config.substitutions.append(("%examples", os.path.join(config.fusec_source_dir, "examples")))
+config.substitutions.append(("%models", os.path.join(config.fusec_source_dir, "test", "models")))
 
 # NVRTC compiles CUDA without a GPU; tests of --emit=ptx need it.
 for nvrtc in ("/usr/local/cuda/lib64/libnvrtc.so",):
