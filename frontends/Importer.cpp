@@ -179,12 +179,16 @@ private:
       }
       attr = DenseElementsAttr::get(type, elements);
     } else {
+      // The stored bits, exactly (no detour through double).
       unsigned bits = type.getElementType().getIntOrFloatBitWidth();
+      size_t bytes = fusec::dtypeBytes(tensor.dtype);
       SmallVector<APInt> elements;
-      for (int64_t i = 0; i < tensor.numElements(); ++i)
-        elements.emplace_back(
-            bits, static_cast<uint64_t>(static_cast<int64_t>(tensor.at(i))),
-            /*isSigned=*/false, /*implicitTrunc=*/true);
+      for (int64_t i = 0; i < tensor.numElements(); ++i) {
+        uint64_t raw = 0;
+        std::memcpy(&raw, tensor.bytes.data() + i * bytes, bytes);
+        elements.emplace_back(bits, bits == 1 ? (raw & 1) : raw,
+                              /*isSigned=*/false, /*implicitTrunc=*/true);
+      }
       attr = DenseElementsAttr::get(type, elements);
     }
     return ConstantOp::create(builder, nodeLoc(constant.name), type, attr);

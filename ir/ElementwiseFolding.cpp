@@ -151,6 +151,37 @@ static bool isSplatOf(Attribute attr, double value) {
   return splat && constantElement(splat, 0) == value;
 }
 
+/// A splat of zero that is the identity of `x + zero` for every x: any
+/// integer zero, but only -0.0 for floats (-0.0 + +0.0 is +0.0).
+static bool isAdditiveIdentity(Attribute attr) {
+  auto splat = dyn_cast_or_null<SplatElementsAttr>(attr);
+  if (!splat || !isSplatOf(attr, 0))
+    return false;
+  if (!isa<FloatType>(splat.getElementType()))
+    return true;
+  return splat.getSplatValue<APFloat>().isNegative();
+}
+
+/// A splat of zero with `x - zero == x` for every x: any integer zero, or
+/// +0.0 (x - -0.0 turns -0.0 into +0.0).
+static bool isSubtractiveIdentity(Attribute attr) {
+  auto splat = dyn_cast_or_null<SplatElementsAttr>(attr);
+  if (!splat || !isSplatOf(attr, 0))
+    return false;
+  if (!isa<FloatType>(splat.getElementType()))
+    return true;
+  return !splat.getSplatValue<APFloat>().isNegative();
+}
+
+/// Element `index` of an integer constant, sign-extended (i1 as 0/1),
+/// exactly: i64 values above 2^53 do not pass through a double.
+static int64_t integerElement(DenseElementsAttr attr, int64_t index) {
+  APInt value = *(attr.value_begin<APInt>() + (attr.isSplat() ? 0 : index));
+  return attr.getElementType().isInteger(1)
+             ? static_cast<int64_t>(value.getZExtValue())
+             : value.getSExtValue();
+}
+
 //===----------------------------------------------------------------------===//
 // Folders
 //===----------------------------------------------------------------------===//
@@ -170,10 +201,13 @@ OpFoldResult fuse::foldElementwise(Operation *op,
   };
   if (info->arity == 2) {
     Attribute lhsAttr = operands[0], rhsAttr = operands[1];
-    if ((name == "add" || name == "sub") && isSplatOf(rhsAttr, 0))
+    if (name == "add" && isAdditiveIdentity(rhsAttr))
       if (OpFoldResult kept = keep(0))
         return kept;
-    if (name == "add" && isSplatOf(lhsAttr, 0))
+    if (name == "sub" && isSubtractiveIdentity(rhsAttr))
+      if (OpFoldResult kept = keep(0))
+        return kept;
+    if (name == "add" && isAdditiveIdentity(lhsAttr))
       if (OpFoldResult kept = keep(1))
         return kept;
     if ((name == "mul" || name == "div") && isSplatOf(rhsAttr, 1))
@@ -209,6 +243,26 @@ OpFoldResult fuse::foldElementwise(Operation *op,
   for (Value operand : op->getOperands())
     indexers.emplace_back(toShape(cast<RankedTensorType>(operand.getType())),
                           resultShape);
+  if (!fusec::isFloat(operandDType)) {
+    // Integers and bools fold in int64 and wrap to the result's width.
+    int64_t count = allSplat ? 1 : resultType.getNumElements();
+    if (count > kMaxFoldedElements)
+      return {};
+    unsigned width = resultType.getElementType().getIntOrFloatBitWidth();
+    SmallVector<APInt> elements;
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t a = integerElement(constants[0], indexers[0](i));
+      int64_t b = info->arity == 2
+                      ? integerElement(constants[1], indexers[1](i))
+                      : 0;
+      int64_t result = info->refInt(a, b);
+      elements.emplace_back(width, static_cast<uint64_t>(result),
+                            /*isSigned=*/false, /*implicitTrunc=*/true);
+    }
+    if (allSplat)
+      return SplatElementsAttr::get(resultType, elements.front());
+    return DenseElementsAttr::get(resultType, elements);
+  }
   return buildConstant(
       resultType, allSplat, fusec::isFloat(operandDType), [&](int64_t i) {
         double a = constantElement(constants[0], indexers[0](i));
@@ -236,6 +290,35 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
     return {};
   auto resultType = cast<RankedTensorType>(getType());
   bool fromFloat = isa<FloatType>(input.getElementType());
+  if (!fromFloat) {
+    // Exact from the integer: wrapped to a narrower int, != 0 for i1, or
+    // rounded once (to nearest even) to a float.
+    int64_t count = input.isSplat() ? 1 : resultType.getNumElements();
+    if (count > kMaxFoldedElements)
+      return {};
+    Type element = resultType.getElementType();
+    SmallVector<Attribute> elements;
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t value = integerElement(input, i);
+      if (auto floatType = dyn_cast<FloatType>(element)) {
+        APFloat result(floatType.getFloatSemantics());
+        result.convertFromAPInt(APInt(64, static_cast<uint64_t>(value)),
+                                /*IsSigned=*/true,
+                                APFloat::rmNearestTiesToEven);
+        elements.push_back(FloatAttr::get(element, result));
+      } else if (element.isInteger(1)) {
+        elements.push_back(IntegerAttr::get(element, value != 0 ? 1 : 0));
+      } else {
+        elements.push_back(IntegerAttr::get(
+            element, APInt(element.getIntOrFloatBitWidth(),
+                           static_cast<uint64_t>(value), /*isSigned=*/false,
+                           /*implicitTrunc=*/true)));
+      }
+    }
+    if (input.isSplat())
+      return SplatElementsAttr::get(resultType, elements.front());
+    return DenseElementsAttr::get(resultType, elements);
+  }
   return buildConstant(resultType, input.isSplat(), fromFloat, [&](int64_t i) {
     double value = constantElement(input, i);
     // Float to integer truncates toward zero.

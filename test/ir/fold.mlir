@@ -26,7 +26,7 @@ func.func @fold_constants() -> (tensor<2xf32>, tensor<i8>, tensor<2xi1>, tensor<
 // CHECK-LABEL: func.func @identities
 // CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>, %[[B:.*]]: tensor<2x3xi1>)
 func.func @identities(%x: tensor<2x3xf32>, %b: tensor<2x3xi1>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xi1>, tensor<2x3xf32>) {
-  %zero = fuse.constant dense<0.0> : tensor<f32>
+  %zero = fuse.constant dense<-0.0> : tensor<f32>
   %one = fuse.constant dense<1.0> : tensor<3xf32>
   %t = fuse.constant dense<true> : tensor<i1>
   %0 = fuse.add %x, %zero : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
@@ -59,4 +59,41 @@ func.func @layout_ops(%x: tensor<6xf32>) -> (tensor<2x3xf32>, tensor<4x3xf32>) {
   %b = fuse.broadcast_to %s : tensor<3xf32> to tensor<4x3xf32>
   // CHECK: return %[[R]], %[[B]]
   return %r2, %b : tensor<2x3xf32>, tensor<4x3xf32>
+}
+
+// x + 0.0 is not x when x is -0.0 (the sum is +0.0); x - (-0.0) is not x
+// either. x + (-0.0) and x - 0.0 are. Integer zeros are always identities.
+// CHECK-LABEL: func.func @signed_zero_identities
+// CHECK-SAME: (%[[X:.*]]: tensor<4xf32>, %[[I:.*]]: tensor<4xi32>)
+func.func @signed_zero_identities(%x: tensor<4xf32>, %i: tensor<4xi32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xi32>) {
+  %pz = fuse.constant dense<0.0> : tensor<f32>
+  %nz = fuse.constant dense<-0.0> : tensor<f32>
+  %iz = fuse.constant dense<0> : tensor<i32>
+  // CHECK: %[[A:.*]] = fuse.add %[[X]], %{{.*}}
+  %0 = fuse.add %x, %pz : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  // CHECK: %[[S:.*]] = fuse.sub %[[X]], %{{.*}}
+  %1 = fuse.sub %x, %nz : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %2 = fuse.add %nz, %x : (tensor<f32>, tensor<4xf32>) -> tensor<4xf32>
+  %3 = fuse.sub %x, %pz : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %4 = fuse.add %i, %iz : (tensor<4xi32>, tensor<i32>) -> tensor<4xi32>
+  // CHECK: return %[[A]], %[[S]], %[[X]], %[[X]], %[[I]]
+  return %0, %1, %2, %3, %4 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xi32>
+}
+
+// Integer constants fold exactly above 2^53, and an i64 becomes the
+// nearest f32 in one rounding.
+// CHECK-LABEL: func.func @exact_integers
+func.func @exact_integers() -> (tensor<i64>, tensor<i64>, tensor<f32>) {
+  %a = fuse.constant dense<9007199254740993> : tensor<i64>
+  %one = fuse.constant dense<1> : tensor<i64>
+  %max = fuse.constant dense<9223372036854775807> : tensor<i64>
+  // CHECK-DAG: fuse.constant dense<9007199254740994> : tensor<i64>
+  %0 = fuse.add %a, %one : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  // INT64_MAX + 1 wraps to INT64_MIN.
+  // CHECK-DAG: fuse.constant dense<-9223372036854775808> : tensor<i64>
+  %1 = fuse.add %max, %one : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  // 2^53 + 1 rounds to 2^53 (ties to even) in f32 as in f64.
+  // CHECK-DAG: fuse.constant dense<9.00719925E+15> : tensor<f32>
+  %2 = fuse.cast %a : tensor<i64> to tensor<f32>
+  return %0, %1, %2 : tensor<i64>, tensor<i64>, tensor<f32>
 }
