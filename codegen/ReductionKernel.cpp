@@ -1148,7 +1148,35 @@ private:
     DimGroup outer, reduced, inner;
     columnGroups(plan.space, outer, reduced, inner);
     const int64_t innerSize = inner.size(), reducedSize = reduced.size();
-    const int64_t innerTiles = (innerSize + kColumnTile - 1) / kColumnTile;
+    Shape outStrides = outputStrides(plan);
+
+    std::vector<Value> roots = plan.reductionOperands(1);
+    std::vector<Value> fullOutputs = plan.fullOutputs();
+    roots.insert(roots.end(), fullOutputs.begin(), fullOutputs.end());
+    SmallVector<Operation *> slice = plan.fullSlice(roots);
+    std::vector<unsigned> used = plan.loadsOf(slice, roots);
+
+    // Each thread owns `width` adjacent inner columns: 16-byte loads where
+    // every row of them starts aligned.
+    size_t widest = 1;
+    for (unsigned index : used)
+      widest = std::max(widest, fusec::dtypeBytes(plan.loads[index].dtype));
+    int64_t width = std::min<int64_t>(4, 16 / widest);
+    if (innerSize % width != 0)
+      width = 1;
+    auto vectorizable = [&](const Shape &strides) {
+      if (width == 1 || !inner.contiguous(strides))
+        return false;
+      for (size_t d : outer.dims)
+        if (strides[d] % width != 0)
+          return false;
+      for (size_t d : reduced.dims)
+        if (strides[d] % width != 0)
+          return false;
+      return true;
+    };
+    const int64_t tileColumns = kColumnTile * width;
+    const int64_t innerTiles = (innerSize + tileColumns - 1) / tileColumns;
     const int64_t tiles = outer.size() * innerTiles;
     int64_t splits = std::clamp<int64_t>(
         kColumnTargetBlocks / std::max<int64_t>(tiles, 1), 1,
@@ -1158,16 +1186,15 @@ private:
         std::max<int64_t>(1, (reducedSize + splits - 1) / splits);
     splits =
         std::max<int64_t>(1, (reducedSize + rowsPerSplit - 1) / rowsPerSplit);
-    const int64_t lanes = tiles * kColumnTile;
-    // Scratch: per reduction, one partial per split and lane; then one
+    const int64_t lanes = tiles * tileColumns;
+    // Scratch: per reduction, one partial per split and column; then one
     // counter per tile.
     std::vector<int64_t> partialOffsets;
     int64_t counterOffset = 0;
     if (splits > 1) {
-      for (const ReductionInfo &reduction : plan.reductions) {
+      for (size_t r = 0; r < plan.reductions.size(); ++r) {
         partialOffsets.push_back(scratchBytes);
         scratchBytes += (splits * lanes * 8 + 15) / 16 * 16;
-        (void)reduction;
       }
       counterOffset = scratchBytes;
       scratchBytes += tiles * 4;
@@ -1180,30 +1207,32 @@ private:
 
     os << header(plan, name, ops,
                  "threads along " + std::to_string(innerSize) +
-                     " inner columns, " + std::to_string(reducedSize) +
-                     " reduced rows in " + std::to_string(splits) + " splits");
+                     " inner columns (" + std::to_string(width) +
+                     " each), " + std::to_string(reducedSize) +
+                     " reduced rows in " + std::to_string(splits) +
+                     " splits");
     os << signature(kColumnTile * kColumnRows, splits > 1);
     os.indent();
     for (const ReductionInfo &reduction : plan.reductions)
       os << "__shared__ " << computeType(reduction.dtype) << " "
          << reduction.accumulator << "_part[" << kColumnRows << "]["
-         << kColumnTile + 1 << "];\n";
+         << tileColumns + 1 << "];\n";
     os << "const int64_t tile = blockIdx.x;\n";
     os << "const int64_t o = tile / " << innerTiles << ";\n";
-    os << "const int64_t i = tile % " << innerTiles << " * " << kColumnTile
-       << " + threadIdx.x;\n";
-    os << "const bool valid = tile < " << tiles << " && i < " << innerSize
+    os << "const int64_t i0 = tile % " << innerTiles << " * " << tileColumns
+       << " + threadIdx.x * " << width << ";\n";
+    os << "const bool valid = tile < " << tiles << " && i0 < " << innerSize
        << ";\n";
     os << "const int64_t kBegin = (int64_t)blockIdx.y * " << rowsPerSplit
        << ";\n";
     os << "const int64_t kEnd = kBegin + " << rowsPerSplit << " < "
-       << reducedSize << " ? kBegin + " << rowsPerSplit << " : " << reducedSize
-       << ";\n";
+       << reducedSize << " ? kBegin + " << rowsPerSplit << " : "
+       << reducedSize << ";\n";
     emitUniformLoads(os);
-    Shape outStrides = outputStrides(plan);
-    auto offsetOf = [&](const Shape &strides, bool alongReduced) {
-      std::string offset =
-          outer.offset("o", strides) + " + " + inner.offset("i", strides);
+    auto offsetOf = [&](const Shape &strides, bool alongReduced,
+                        const std::string &column) {
+      std::string offset = outer.offset("o", strides) + " + " +
+                           inner.offset(column, strides);
       if (alongReduced)
         offset += " + " + reduced.offset("k", strides);
       return offset;
@@ -1212,17 +1241,14 @@ private:
       for (const Load &load : plan.loads)
         if (load.kind == Load::Reduced)
           os << "const " << computeType(load.dtype) << " " << load.variable
-             << " = " << loadExpression(load, offsetOf(load.strides, false))
+             << " = "
+             << loadExpression(load, offsetOf(load.strides, false, "i"))
              << ";\n";
     };
     RowScope scope;
     for (auto [value, index] : plan.loadOf)
       if (plan.loads[index].kind != Load::Full)
         scope.bound.push_back({value, plan.loads[index].variable});
-    std::vector<Value> roots = plan.reductionOperands(1);
-    std::vector<Value> fullOutputs = plan.fullOutputs();
-    roots.insert(roots.end(), fullOutputs.begin(), fullOutputs.end());
-    SmallVector<Operation *> slice = plan.fullSlice(roots);
     std::vector<std::string> statements;
     ScopePrinter printer(plan, f32Functions, "v");
     scope.bindInto(printer);
@@ -1230,61 +1256,103 @@ private:
     if (failed(printer.print(slice, statements)))
       return failure();
 
-    for (const ReductionInfo &reduction : plan.reductions)
+    for (const ReductionInfo &reduction : plan.reductions) {
       os << computeType(reduction.dtype) << " " << reduction.accumulator
-         << " = " << combiner(reduction) << "::identity();\n";
+         << "[" << width << "];\n";
+      os << "for (int lane = 0; lane < " << width << "; ++lane) "
+         << reduction.accumulator << "[lane] = " << combiner(reduction)
+         << "::identity();\n";
+    }
     os << "if (valid) {\n";
     os.indent();
-    emitReducedLoads();
     os << "for (int64_t k = kBegin + threadIdx.y; k < kEnd; k += "
        << kColumnRows << ") {\n";
     os.indent();
-    for (unsigned index : plan.loadsOf(slice, roots)) {
+    for (unsigned index : used) {
       const Load &load = plan.loads[index];
-      os << "const " << computeType(load.dtype) << " " << load.variable << " = "
-         << loadExpression(load, offsetOf(load.strides, true)) << ";\n";
+      if (!vectorizable(load.strides))
+        continue;
+      std::string vectorType = "FusecVector<" +
+                               std::string(storageType(load.dtype)) + ", " +
+                               std::to_string(width) + ">";
+      os << "const " << vectorType << " " << load.variable
+         << "_vector = *reinterpret_cast<const " << vectorType << " *>(in"
+         << load.argument << " + " << offsetOf(load.strides, true, "i0")
+         << ");\n";
+    }
+    os << "#pragma unroll\n";
+    os << "for (int lane = 0; lane < " << width << "; ++lane) {\n";
+    os.indent();
+    os << "[[maybe_unused]] const int64_t i = i0 + lane;\n";
+    emitReducedLoads();
+    for (unsigned index : used) {
+      const Load &load = plan.loads[index];
+      os << "const " << computeType(load.dtype) << " " << load.variable
+         << " = "
+         << (vectorizable(load.strides)
+                 ? fromStorage(load.dtype, load.variable + "_vector.v[lane]")
+                 : loadExpression(load, offsetOf(load.strides, true, "i")))
+         << ";\n";
     }
     printStatements(os, statements);
     for (size_t i = 0; i < plan.outputs.size(); ++i)
       if (plan.outputs[i].full)
-        os << "out" << i << "[" << offsetOf(outStrides, true) << "] = "
+        os << "out" << i << "[" << offsetOf(outStrides, true, "i") << "] = "
            << toStorage(plan.outputs[i].dtype,
                         printer.variableOf(plan.outputs[i].value))
            << ";\n";
     for (const ReductionInfo &reduction : plan.reductions)
-      os << reduction.accumulator << " = " << combiner(reduction)
-         << "::combine(" << reduction.accumulator << ", "
+      os << reduction.accumulator << "[lane] = " << combiner(reduction)
+         << "::combine(" << reduction.accumulator << "[lane], "
          << printer.variableOf(reduction.op->getOperand(0)) << ");\n";
     os.unindent();
     os << "}\n";
     os.unindent();
     os << "}\n";
-    // Combine the 8 rows of the block.
+    os.unindent();
+    os << "}\n";
+    // Combine the rows of the block.
+    os << "for (int lane = 0; lane < " << width << "; ++lane) {\n";
+    os.indent();
     for (const ReductionInfo &reduction : plan.reductions)
-      os << reduction.accumulator
-         << "_part[threadIdx.y][threadIdx.x] = " << reduction.accumulator
-         << ";\n";
+      os << reduction.accumulator << "_part[threadIdx.y][threadIdx.x * "
+         << width << " + lane] = " << reduction.accumulator << "[lane];\n";
+    os.unindent();
+    os << "}\n";
     os << "__syncthreads();\n";
     os << "if (threadIdx.y == 0) {\n";
     os.indent();
+    os << "for (int lane = 0; lane < " << width << "; ++lane) {\n";
+    os.indent();
+    os << "for (int r = 1; r < " << kColumnRows << "; ++r) {\n";
+    os.indent();
     for (const ReductionInfo &reduction : plan.reductions)
-      os << "for (int r = 1; r < " << kColumnRows << "; ++r) "
-         << reduction.accumulator << " = " << combiner(reduction)
-         << "::combine(" << reduction.accumulator << ", "
-         << reduction.accumulator << "_part[r][threadIdx.x]);\n";
+      os << reduction.accumulator << "[lane] = " << combiner(reduction)
+         << "::combine(" << reduction.accumulator << "[lane], "
+         << reduction.accumulator << "_part[r][threadIdx.x * " << width
+         << " + lane]);\n";
+    os.unindent();
+    os << "}\n";
+    os.unindent();
+    os << "}\n";
     os.unindent();
     os << "}\n";
     auto emitEpilogue = [&]() -> LogicalResult {
+      os << "for (int lane = 0; lane < " << width << "; ++lane) {\n";
+      os.indent();
+      os << "const int64_t i = i0 + lane;\n";
       emitReducedLoads();
       RowScope epilogue = scope;
       for (const ReductionInfo &reduction : plan.reductions)
         epilogue.bound.push_back(
-            {reduction.op->getResult(0), reduction.accumulator});
+            {reduction.op->getResult(0), reduction.accumulator + "[lane]"});
       if (failed(emitReducedOps(os, epilogue, 0)) ||
           failed(emitReducedOps(os, epilogue, 1)))
         return failure();
       emitReducedOutputs(os, epilogue,
                          "o * " + std::to_string(innerSize) + " + i");
+      os.unindent();
+      os << "}\n";
       return success();
     };
     if (splits == 1) {
@@ -1307,12 +1375,18 @@ private:
          << "_partials = reinterpret_cast<" << computeType(reduction.dtype)
          << " *>(fusec_scratch + " << partialOffsets[r] << ");\n";
     }
-    os << "const int64_t lane = tile * " << kColumnTile << " + threadIdx.x;\n";
+    os << "const int64_t column = tile * " << tileColumns
+       << " + threadIdx.x * " << width << ";\n";
     os << "if (threadIdx.y == 0 && valid) {\n";
     os.indent();
+    os << "for (int lane = 0; lane < " << width << "; ++lane) {\n";
+    os.indent();
     for (const ReductionInfo &reduction : plan.reductions)
-      os << reduction.accumulator << "_partials[(int64_t)blockIdx.y * " << lanes
-         << " + lane] = " << reduction.accumulator << ";\n";
+      os << reduction.accumulator << "_partials[(int64_t)blockIdx.y * "
+         << lanes << " + column + lane] = " << reduction.accumulator
+         << "[lane];\n";
+    os.unindent();
+    os << "}\n";
     os.unindent();
     os << "}\n";
     os << "__threadfence();\n";
@@ -1330,15 +1404,19 @@ private:
     os << "if (fusec_last && threadIdx.y == 0 && valid) {\n";
     os.indent();
     os << "__threadfence();\n";
+    os << "for (int lane = 0; lane < " << width << "; ++lane) {\n";
+    os.indent();
     for (const ReductionInfo &reduction : plan.reductions) {
-      os << reduction.accumulator << " = " << combiner(reduction)
+      os << reduction.accumulator << "[lane] = " << combiner(reduction)
          << "::identity();\n";
       os << "for (int64_t s = 0; s < " << splits << "; ++s) "
-         << reduction.accumulator << " = " << combiner(reduction)
-         << "::combine(" << reduction.accumulator << ", __ldcg(&"
+         << reduction.accumulator << "[lane] = " << combiner(reduction)
+         << "::combine(" << reduction.accumulator << "[lane], __ldcg(&"
          << reduction.accumulator << "_partials[s * " << lanes
-         << " + lane]));\n";
+         << " + column + lane]));\n";
     }
+    os.unindent();
+    os << "}\n";
     if (failed(emitEpilogue()))
       return failure();
     os.unindent();
