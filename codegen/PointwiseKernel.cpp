@@ -76,10 +76,10 @@ analyzePointwiseRegion(FusionOp fusion, unsigned index,
                                "than its region ("
                             << fusec::formatShape(kernel.iterationShape)
                             << "); only region inputs may be broadcast";
-    if (!isa<BroadcastToOp, CastOp, SelectOp, ReshapeOp>(op))
-      if (!lookupElementwiseOp(op.getName().stripDialect()))
-        return op.emitError() << "codegen: " << describeOp(&op)
-                              << " cannot be part of a pointwise kernel";
+    if (!isa<BroadcastToOp, CastOp, SelectOp, ReshapeOp,
+             ElementwiseOpInterface>(op))
+      return op.emitError() << "codegen: " << describeOp(&op)
+                            << " cannot be part of a pointwise kernel";
     kernel.ops.push_back(op.getName().stripDialect().str());
   }
 

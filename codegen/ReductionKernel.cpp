@@ -1207,10 +1207,9 @@ private:
 
     os << header(plan, name, ops,
                  "threads along " + std::to_string(innerSize) +
-                     " inner columns (" + std::to_string(width) +
-                     " each), " + std::to_string(reducedSize) +
-                     " reduced rows in " + std::to_string(splits) +
-                     " splits");
+                     " inner columns (" + std::to_string(width) + " each), " +
+                     std::to_string(reducedSize) + " reduced rows in " +
+                     std::to_string(splits) + " splits");
     os << signature(kColumnTile * kColumnRows, splits > 1);
     os.indent();
     for (const ReductionInfo &reduction : plan.reductions)
@@ -1226,13 +1225,13 @@ private:
     os << "const int64_t kBegin = (int64_t)blockIdx.y * " << rowsPerSplit
        << ";\n";
     os << "const int64_t kEnd = kBegin + " << rowsPerSplit << " < "
-       << reducedSize << " ? kBegin + " << rowsPerSplit << " : "
-       << reducedSize << ";\n";
+       << reducedSize << " ? kBegin + " << rowsPerSplit << " : " << reducedSize
+       << ";\n";
     emitUniformLoads(os);
     auto offsetOf = [&](const Shape &strides, bool alongReduced,
                         const std::string &column) {
-      std::string offset = outer.offset("o", strides) + " + " +
-                           inner.offset(column, strides);
+      std::string offset =
+          outer.offset("o", strides) + " + " + inner.offset(column, strides);
       if (alongReduced)
         offset += " + " + reduced.offset("k", strides);
       return offset;
@@ -1257,8 +1256,8 @@ private:
       return failure();
 
     for (const ReductionInfo &reduction : plan.reductions) {
-      os << computeType(reduction.dtype) << " " << reduction.accumulator
-         << "[" << width << "];\n";
+      os << computeType(reduction.dtype) << " " << reduction.accumulator << "["
+         << width << "];\n";
       os << "for (int lane = 0; lane < " << width << "; ++lane) "
          << reduction.accumulator << "[lane] = " << combiner(reduction)
          << "::identity();\n";
@@ -1287,8 +1286,7 @@ private:
     emitReducedLoads();
     for (unsigned index : used) {
       const Load &load = plan.loads[index];
-      os << "const " << computeType(load.dtype) << " " << load.variable
-         << " = "
+      os << "const " << computeType(load.dtype) << " " << load.variable << " = "
          << (vectorizable(load.strides)
                  ? fromStorage(load.dtype, load.variable + "_vector.v[lane]")
                  : loadExpression(load, offsetOf(load.strides, true, "i")))
@@ -1375,16 +1373,15 @@ private:
          << "_partials = reinterpret_cast<" << computeType(reduction.dtype)
          << " *>(fusec_scratch + " << partialOffsets[r] << ");\n";
     }
-    os << "const int64_t column = tile * " << tileColumns
-       << " + threadIdx.x * " << width << ";\n";
+    os << "const int64_t column = tile * " << tileColumns << " + threadIdx.x * "
+       << width << ";\n";
     os << "if (threadIdx.y == 0 && valid) {\n";
     os.indent();
     os << "for (int lane = 0; lane < " << width << "; ++lane) {\n";
     os.indent();
     for (const ReductionInfo &reduction : plan.reductions)
-      os << reduction.accumulator << "_partials[(int64_t)blockIdx.y * "
-         << lanes << " + column + lane] = " << reduction.accumulator
-         << "[lane];\n";
+      os << reduction.accumulator << "_partials[(int64_t)blockIdx.y * " << lanes
+         << " + column + lane] = " << reduction.accumulator << "[lane];\n";
     os.unindent();
     os << "}\n";
     os.unindent();

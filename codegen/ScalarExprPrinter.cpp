@@ -137,8 +137,8 @@ LogicalResult ScalarExprPrinter::printOp(Operation &op,
                             "must be passed in as a region input");
       expression = literal(constantElement(splat, 0),
                            dtypeOf(op.getResult(0).getType()));
-    } else if (const ElementwiseOpInfo *info =
-                   lookupElementwiseOp(op.getName().stripDialect())) {
+    } else if (auto elementwise = dyn_cast<ElementwiseOpInterface>(op)) {
+      const ElementwiseOpInfo *info = &elementwise.getInfo();
       DType operandDType = dtypeOf(op.getOperand(0).getType());
       expression =
           instantiate(info->cExpression(operandDType), operandVariables());

@@ -188,8 +188,7 @@ static int64_t integerElement(DenseElementsAttr attr, int64_t index) {
 
 OpFoldResult fuse::foldElementwise(Operation *op,
                                    ArrayRef<Attribute> operands) {
-  const ElementwiseOpInfo *info =
-      lookupElementwiseOp(op->getName().stripDialect());
+  const ElementwiseOpInfo *info = &cast<ElementwiseOpInterface>(op).getInfo();
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
   Value lhs = op->getOperand(0);
   std::string_view name = info->mnemonic;
@@ -220,11 +219,6 @@ OpFoldResult fuse::foldElementwise(Operation *op,
         (name == "or" && isSplatOf(rhsAttr, 0)))
       if (OpFoldResult kept = keep(0))
         return kept;
-  } else if (name == "neg" || name == "not") {
-    // neg(neg(x)) and not(not(x)).
-    if (Operation *producer = lhs.getDefiningOp())
-      if (producer->getName() == op->getName())
-        return producer->getOperand(0);
   }
 
   // Constant folding through the reference implementation.
@@ -252,9 +246,8 @@ OpFoldResult fuse::foldElementwise(Operation *op,
     SmallVector<APInt> elements;
     for (int64_t i = 0; i < count; ++i) {
       int64_t a = integerElement(constants[0], indexers[0](i));
-      int64_t b = info->arity == 2
-                      ? integerElement(constants[1], indexers[1](i))
-                      : 0;
+      int64_t b =
+          info->arity == 2 ? integerElement(constants[1], indexers[1](i)) : 0;
       int64_t result = info->refInt(a, b);
       elements.emplace_back(width, static_cast<uint64_t>(result),
                             /*isSigned=*/false, /*implicitTrunc=*/true);

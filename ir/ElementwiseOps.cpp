@@ -9,8 +9,8 @@ namespace fuse {
 
 const std::vector<ElementwiseOpInfo> &elementwiseOps() {
   static const std::vector<ElementwiseOpInfo> table = {
-#define FUSE_ELEMENTWISE_ROW(arity, mnemonic, Operands, Result, Domain,        \
-                             cFloat, cInt, refFloat, refInt)                   \
+#define FUSE_ELEMENTWISE_ROW(arity, mnemonic, Operands, Result, Traits,        \
+                             Domain, cFloat, cInt, refFloat, refInt)           \
   {#mnemonic,                                                                  \
    arity,                                                                      \
    OperandClass::Operands,                                                     \

@@ -11,6 +11,7 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "ir/ElementwiseOps.h"
 #include "ir/FuseDialect.h.inc"
 #include "ir/FusionKind.h"
 

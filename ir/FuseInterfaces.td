@@ -40,4 +40,17 @@ def Fuse_ReductionOpInterface : OpInterface<"ReductionOpInterface",
   ];
 }
 
+def Fuse_ElementwiseOpInterface : OpInterface<"ElementwiseOpInterface",
+    [Fuse_FusionKindOpInterface]> {
+  let description = [{
+    An op of the elementwise table: its row (C expressions for the
+    printers, reference, accepted dtypes) without a lookup by name.
+  }];
+  let cppNamespace = "::fuse";
+  let methods = [
+    InterfaceMethod<"The op's row of ElementwiseOps.def.",
+                    "const ::fuse::ElementwiseOpInfo &", "getInfo", (ins)>,
+  ];
+}
+
 #endif // FUSE_INTERFACES_TD

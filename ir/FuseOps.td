@@ -21,13 +21,20 @@ class Fuse_KindIs<string kind> {
 // Elementwise ops: the classes here, the rows in ElementwiseOps.def.
 //===----------------------------------------------------------------------===//
 
-class Fuse_ElementwiseOp<string mnemonic>
-    : Fuse_Op<mnemonic, [Pure, Fuse_FusionKindOpInterface,
-                         DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+class Fuse_ElementwiseOp<string mnemonic, list<Trait> traits>
+    : Fuse_Op<mnemonic, !listconcat([Pure, Fuse_ElementwiseOpInterface,
+                         DeclareOpInterfaceMethods<InferTypeOpInterface>],
+                         traits)> {
   let hasFolder = 1;
-  let extraClassDeclaration = Fuse_KindIs<"Elementwise">.kindDeclaration;
-  // Type inference and folding are shared by every row of the table.
-  let extraClassDefinition = [{
+  let extraClassDeclaration = Fuse_KindIs<"Elementwise">.kindDeclaration # [{
+    /// This op's row of ElementwiseOps.def.
+    const ::fuse::ElementwiseOpInfo &getInfo();
+  }];
+  // Type inference and folding are shared by every row of the table (ops
+  // with SameOperandsAndResultType get their inference from that trait).
+  defvar preservesType = !foldl(false, traits, found, trait,
+      !or(found, !eq(!cast<string>(trait), "SameOperandsAndResultType")));
+  let extraClassDefinition = !if(preservesType, "", [{
     ::llvm::LogicalResult $cppClass::inferReturnTypes(
         ::mlir::MLIRContext *context, ::std::optional<::mlir::Location> loc,
         ::mlir::ValueRange operands, ::mlir::DictionaryAttr,
@@ -36,15 +43,21 @@ class Fuse_ElementwiseOp<string mnemonic>
       return ::fuse::inferElementwiseResultType(getOperationName(), context,
                                                 loc, operands, inferred);
     }
+  }]) # [{
     ::mlir::OpFoldResult $cppClass::fold(FoldAdaptor adaptor) {
       return ::fuse::foldElementwise(getOperation(), adaptor.getOperands());
+    }
+    const ::fuse::ElementwiseOpInfo &$cppClass::getInfo() {
+      static const ::fuse::ElementwiseOpInfo &info =
+          *::fuse::lookupElementwiseOp(getOperationName().drop_front(5));
+      return info;
     }
   }];
 }
 
 class Fuse_UnaryElementwiseOp<string mnemonic, Type operandType,
-                              Type resultType>
-    : Fuse_ElementwiseOp<mnemonic> {
+                              Type resultType, list<Trait> traits>
+    : Fuse_ElementwiseOp<mnemonic, traits> {
   let summary = "elementwise " # mnemonic;
   let arguments = (ins operandType:$operand);
   let results = (outs resultType:$result);
@@ -52,8 +65,8 @@ class Fuse_UnaryElementwiseOp<string mnemonic, Type operandType,
 }
 
 class Fuse_BinaryElementwiseOp<string mnemonic, Type operandType,
-                               Type resultType>
-    : Fuse_ElementwiseOp<mnemonic> {
+                               Type resultType, list<Trait> traits>
+    : Fuse_ElementwiseOp<mnemonic, traits> {
   let summary = "elementwise " # mnemonic # " with NumPy broadcasting";
   let arguments = (ins operandType:$lhs, operandType:$rhs);
   let results = (outs resultType:$result);
