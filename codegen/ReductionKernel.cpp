@@ -30,6 +30,7 @@
 #include "ir/TypeUtils.h"
 
 #include "mlir/Support/IndentedOstream.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <algorithm>
@@ -156,7 +157,10 @@ public:
 
   /// Full ops (and constants) computing `roots` from loads and reduced
   /// values, in program order.
-  SmallVector<Operation *> fullSlice(ArrayRef<Value> roots) const;
+  /// Values in `available` (kept from an earlier pass) are not recomputed.
+  SmallVector<Operation *>
+  fullSlice(ArrayRef<Value> roots,
+            const llvm::DenseSet<Value> *available = nullptr) const;
   /// Reduced ops (not reductions) ready after `level`, in program order.
   SmallVector<Operation *> reducedOpsAt(unsigned level) const;
   std::vector<Value> fullOutputs() const;
@@ -326,12 +330,15 @@ FailureOr<ReductionPlan> ReductionPlan::analyze(FusionOp fusion) {
   return plan;
 }
 
-SmallVector<Operation *> ReductionPlan::fullSlice(ArrayRef<Value> roots) const {
+SmallVector<Operation *>
+ReductionPlan::fullSlice(ArrayRef<Value> roots,
+                         const llvm::DenseSet<Value> *available) const {
   llvm::SmallPtrSet<Operation *, 32> needed;
   SmallVector<Value> worklist(roots.begin(), roots.end());
   while (!worklist.empty()) {
     Value value = worklist.pop_back_val();
-    if (loadOf.count(value) || isa<BlockArgument>(value))
+    if (loadOf.count(value) || isa<BlockArgument>(value) ||
+        (available && available->contains(value)))
       continue;
     Operation *op = value.getDefiningOp();
     if (!isa<ConstantOp>(op) && roles.lookup(value) != ValueRole::Full)
@@ -477,6 +484,17 @@ void columnGroups(const ReductionSpace &space, DimGroup &outer,
     group.dims.push_back(d);
     group.shape.push_back(space.full[d]);
   }
+}
+
+/// The stored form of `value`: a cast from f32 to the f16/bf16 it is stored
+/// as rounds once at the store instead of twice.
+std::string storedValue(const ScopePrinter &printer, Value value, DType dtype) {
+  if (auto cast = value.getDefiningOp<CastOp>())
+    if ((dtype == DType::F16 || dtype == DType::BF16) &&
+        dtypeOf(cast.getOperand().getType()) == DType::F32 &&
+        printer.isBound(cast.getOperand()))
+      return toStorage(dtype, printer.variableOf(cast.getOperand()));
+  return toStorage(dtype, printer.variableOf(value));
 }
 
 /// Row-major strides of the space: where a full output element goes.
@@ -963,16 +981,61 @@ private:
     }
     const int64_t steps = (vectors + threads - 1) / threads;
 
-    // Loads used by two passes or more stay in registers when they fit.
-    std::vector<int> uses(plan.loads.size(), 0);
-    for (const std::vector<unsigned> &used : passLoads)
-      for (unsigned index : used)
-        ++uses[index];
+    // Values a pass computes that a later pass needs again stay in
+    // registers (softmax's exp(x - max) is computed once, not twice), and
+    // so do loads that two passes read, when they all fit.
+    llvm::MapVector<Value, unsigned> kept;       // value -> pass computing it
+    std::vector<llvm::DenseSet<Value>> keptUses; // per pass
+    auto planSlices = [&](bool keepValues) {
+      slices.clear();
+      passLoads.clear();
+      kept.clear();
+      keptUses.assign(passes.size(), {});
+      llvm::DenseMap<Value, unsigned> computedIn;
+      llvm::DenseSet<Value> available;
+      for (size_t p = 0; p < passes.size(); ++p) {
+        slices.push_back(
+            plan.fullSlice(passes[p].roots, keepValues ? &available : nullptr));
+        auto reuse = [&](Value value) {
+          if (!available.contains(value))
+            return;
+          kept.insert({value, computedIn.lookup(value)});
+          keptUses[p].insert(value);
+        };
+        for (Operation *op : slices.back())
+          for (Value operand : op->getOperands())
+            reuse(operand);
+        for (Value root : passes[p].roots)
+          reuse(root);
+        passLoads.push_back(plan.loadsOf(slices.back(), passes[p].roots));
+        if (keepValues)
+          for (Operation *op : slices.back())
+            if (!isa<ConstantOp>(op) &&
+                computedIn.try_emplace(op->getResult(0), p).second)
+              available.insert(op->getResult(0));
+      }
+    };
     std::vector<bool> cached(plan.loads.size(), false);
-    int64_t candidates = llvm::count_if(uses, [](int n) { return n > 1; });
-    if (steps > 0 && candidates * steps * width <= kMaxCachedPerThread)
+    auto planCaches = [&]() -> bool {
+      std::vector<int> uses(plan.loads.size(), 0);
+      for (const std::vector<unsigned> &used : passLoads)
+        for (unsigned index : used)
+          ++uses[index];
+      int64_t arrays = llvm::count_if(uses, [](int n) { return n > 1; }) +
+                       static_cast<int64_t>(kept.size());
+      bool fits = steps > 0 && arrays * steps * width <= kMaxCachedPerThread;
       for (size_t i = 0; i < plan.loads.size(); ++i)
-        cached[i] = uses[i] > 1;
+        cached[i] = fits && uses[i] > 1;
+      return fits;
+    };
+    planSlices(/*keepValues=*/true);
+    if (!planCaches()) {
+      planSlices(/*keepValues=*/false);
+      planCaches();
+    }
+    std::vector<std::string> keptNames;
+    for (size_t k = 0; k < kept.size(); ++k)
+      keptNames.push_back("k" + std::to_string(k));
 
     unsigned blockThreads =
         warpPerRow ? 32 * kRowsPerWarpBlock : static_cast<unsigned>(threads);
@@ -1022,6 +1085,9 @@ private:
       if (cached[i])
         os << computeType(plan.loads[i].dtype) << " " << plan.loads[i].variable
            << "_cache[" << steps * width << "];\n";
+    for (auto [index, entry] : llvm::enumerate(kept))
+      os << computeType(dtypeOf(entry.first.getType())) << " "
+         << keptNames[index] << "_cache[" << steps * width << "];\n";
     if (failed(emitReducedOps(os, scope, 0)))
       return failure();
     std::string outRow = rows.offset("row", outStrides);
@@ -1033,6 +1099,9 @@ private:
       ScopePrinter printer(plan, f32Functions, "v");
       scope.bindInto(printer);
       printer.bindLoads(Load::Full);
+      for (auto [index, entry] : llvm::enumerate(kept))
+        if (entry.second < p)
+          printer.bind(entry.first, keptNames[index]);
       if (failed(printer.print(slices[p], statements)))
         return failure();
       for (const ReductionInfo *reduction : pass.reductions)
@@ -1083,7 +1152,16 @@ private:
           os << load.variable << "_cache[step * " << width
              << " + lane] = " << load.variable << ";\n";
       }
+      for (auto [index, entry] : llvm::enumerate(kept))
+        if (keptUses[p].contains(entry.first))
+          os << "const " << computeType(dtypeOf(entry.first.getType())) << " "
+             << keptNames[index] << " = " << keptNames[index]
+             << "_cache[step * " << width << " + lane];\n";
       printStatements(os, statements);
+      for (auto [index, entry] : llvm::enumerate(kept))
+        if (entry.second == p)
+          os << keptNames[index] << "_cache[step * " << width
+             << " + lane] = " << printer.variableOf(entry.first) << ";\n";
       for (const ReductionInfo *reduction : pass.reductions)
         os << reduction->accumulator << " = " << combiner(*reduction)
            << "::combine(" << reduction->accumulator << ", "
@@ -1092,8 +1170,8 @@ private:
         for (size_t i = 0; i < plan.outputs.size(); ++i) {
           if (!plan.outputs[i].full)
             continue;
-          std::string value = toStorage(
-              plan.outputs[i].dtype, printer.variableOf(plan.outputs[i].value));
+          std::string value = storedValue(printer, plan.outputs[i].value,
+                                          plan.outputs[i].dtype);
           if (vectorizable(outStrides))
             os << "out" << i << "_vector.v[lane] = " << value << ";\n";
           else
