@@ -47,8 +47,11 @@ namespace {
 constexpr int64_t kCpuLanes = 16;
 /// Below this many elements a C++ kernel runs on one thread.
 constexpr int64_t kCpuParallelThreshold = 1 << 16;
+/// C++ rows up to this long keep values a later pass needs in a row buffer
+/// on the stack.
+constexpr int64_t kCpuMaxKeptRow = 16384;
 /// Inner columns per C++ column-reduction tile.
-constexpr int64_t kCpuColumnTile = 64;
+constexpr int64_t kCpuColumnTile = 256;
 /// CUDA row schedule: rows of at most this many vectors get a warp each.
 constexpr int64_t kWarpRowVectors = 128;
 /// Warps per block in the warp-per-row schedule.
@@ -627,6 +630,52 @@ private:
     DimGroup rows, cols;
     rowGroups(plan.space, rows, cols);
     int64_t numRows = rows.size(), length = cols.size();
+    Shape outStrides = outputStrides(plan);
+    std::string outRow = rows.offset("row", outStrides);
+    auto colOffset = [&](const Shape &strides) {
+      return cols.contiguous(strides) ? std::string("col")
+                                      : cols.offset("col", strides);
+    };
+
+    // One pass per level of reductions, then one storing the full outputs.
+    // Values a pass computes that a later pass needs again are kept in a
+    // row buffer (softmax's exp(x - max)) when rows are short enough.
+    std::vector<std::vector<Value>> passRoots;
+    for (unsigned level = 1; level <= plan.numLevels; ++level)
+      passRoots.push_back(plan.reductionOperands(level));
+    std::vector<Value> fullOutputs = plan.fullOutputs();
+    if (!fullOutputs.empty())
+      passRoots.push_back(fullOutputs);
+    bool keepValues = length > 0 && length <= kCpuMaxKeptRow;
+    std::vector<SmallVector<Operation *>> slices;
+    llvm::MapVector<Value, unsigned> kept; // value -> pass computing it
+    std::vector<llvm::DenseSet<Value>> keptUses(passRoots.size());
+    llvm::DenseSet<Value> available;
+    llvm::DenseMap<Value, unsigned> computedIn;
+    for (size_t p = 0; p < passRoots.size(); ++p) {
+      slices.push_back(
+          plan.fullSlice(passRoots[p], keepValues ? &available : nullptr));
+      auto reuse = [&](Value value) {
+        if (!available.contains(value))
+          return;
+        kept.insert({value, computedIn.lookup(value)});
+        keptUses[p].insert(value);
+      };
+      for (Operation *op : slices.back())
+        for (Value operand : op->getOperands())
+          reuse(operand);
+      for (Value root : passRoots[p])
+        reuse(root);
+      if (keepValues)
+        for (Operation *op : slices.back())
+          if (!isa<ConstantOp>(op) &&
+              computedIn.try_emplace(op->getResult(0), p).second)
+            available.insert(op->getResult(0));
+    }
+    std::vector<std::string> keptNames;
+    for (size_t k = 0; k < kept.size(); ++k)
+      keptNames.push_back("k" + std::to_string(k) + "_row");
+
     if (numRows * length >= kCpuParallelThreshold && numRows > 1)
       os << "#pragma omp parallel for schedule(static)\n";
     os << "for (int64_t row = 0; row < " << numRows << "; ++row) {\n";
@@ -644,26 +693,26 @@ private:
     for (auto [value, index] : plan.loadOf)
       if (plan.loads[index].kind != Load::Full)
         scope.bound.push_back({value, plan.loads[index].variable});
-    Shape outStrides = outputStrides(plan);
-    std::string outRow = rows.offset("row", outStrides);
-    auto colOffset = [&](const Shape &strides) {
-      return cols.contiguous(strides) ? std::string("col")
-                                      : cols.offset("col", strides);
-    };
+    for (auto [index, entry] : llvm::enumerate(kept))
+      os << computeType(dtypeOf(entry.first.getType())) << " "
+         << keptNames[index] << "[" << length << "];\n";
     if (failed(emitReducedOps(os, scope, 0)))
       return failure();
-    for (unsigned level = 1; level <= plan.numLevels; ++level) {
-      std::vector<Value> roots = plan.reductionOperands(level);
-      SmallVector<Operation *> slice = plan.fullSlice(roots);
+
+    for (size_t p = 0; p < passRoots.size(); ++p) {
+      bool storesOutputs = p == plan.numLevels;
       std::vector<std::string> statements;
       ScopePrinter printer(plan, nullptr, "v");
       scope.bindInto(printer);
       printer.bindLoads(Load::Full);
-      if (failed(printer.print(slice, statements)))
+      for (auto [index, entry] : llvm::enumerate(kept))
+        if (keptUses[p].contains(entry.first))
+          printer.bind(entry.first, keptNames[index] + "[col]");
+      if (failed(printer.print(slices[p], statements)))
         return failure();
       std::vector<const ReductionInfo *> here;
       for (const ReductionInfo &reduction : plan.reductions)
-        if (reduction.level == level)
+        if (!storesOutputs && reduction.level == p + 1)
           here.push_back(&reduction);
       for (const ReductionInfo *reduction : here)
         os << computeType(reduction->dtype) << " " << reduction->accumulator
@@ -672,7 +721,7 @@ private:
            << reduction->accumulator
            << "_lanes[lane] = " << combiner(*reduction) << "::identity();\n";
       auto body = [&](const std::string &laneIndex) {
-        for (unsigned index : plan.loadsOf(slice, roots)) {
+        for (unsigned index : plan.loadsOf(slices[p], passRoots[p])) {
           const Load &load = plan.loads[index];
           os << "const " << computeType(load.dtype) << " " << load.variable
              << " = "
@@ -681,12 +730,33 @@ private:
              << ";\n";
         }
         printStatements(os, statements);
+        for (auto [index, entry] : llvm::enumerate(kept))
+          if (entry.second == p)
+            os << keptNames[index]
+               << "[col] = " << printer.variableOf(entry.first) << ";\n";
         for (const ReductionInfo *reduction : here)
           os << reduction->accumulator << "_lanes[" << laneIndex
              << "] = " << combiner(*reduction) << "::combine("
              << reduction->accumulator << "_lanes[" << laneIndex << "], "
              << printer.variableOf(reduction->op->getOperand(0)) << ");\n";
+        if (storesOutputs)
+          for (size_t i = 0; i < plan.outputs.size(); ++i)
+            if (plan.outputs[i].full)
+              os << "out" << i << "[" << outRow << " + "
+                 << colOffset(outStrides) << "] = "
+                 << storedValue(printer, plan.outputs[i].value,
+                                plan.outputs[i].dtype)
+                 << ";\n";
       };
+      if (storesOutputs) {
+        os << "#pragma omp simd\n";
+        os << "for (int64_t col = 0; col < " << length << "; ++col) {\n";
+        os.indent();
+        body("");
+        os.unindent();
+        os << "}\n";
+        continue;
+      }
       int64_t whole = length / kCpuLanes * kCpuLanes;
       if (whole > 0) {
         os << "for (int64_t col0 = 0; col0 < " << whole
@@ -720,40 +790,8 @@ private:
         scope.bound.push_back(
             {reduction->op->getResult(0), reduction->accumulator});
       }
-      if (failed(emitReducedOps(os, scope, level)))
+      if (failed(emitReducedOps(os, scope, p + 1)))
         return failure();
-    }
-    // The full outputs, in one more pass.
-    std::vector<Value> fullOutputs = plan.fullOutputs();
-    if (!fullOutputs.empty()) {
-      SmallVector<Operation *> slice = plan.fullSlice(fullOutputs);
-      std::vector<std::string> statements;
-      ScopePrinter printer(plan, nullptr, "v");
-      scope.bindInto(printer);
-      printer.bindLoads(Load::Full);
-      if (failed(printer.print(slice, statements)))
-        return failure();
-      os << "#pragma omp simd\n";
-      os << "for (int64_t col = 0; col < " << length << "; ++col) {\n";
-      os.indent();
-      for (unsigned index : plan.loadsOf(slice, fullOutputs)) {
-        const Load &load = plan.loads[index];
-        os << "const " << computeType(load.dtype) << " " << load.variable
-           << " = "
-           << loadExpression(load, load.variable + "_row + " +
-                                       colOffset(load.strides))
-           << ";\n";
-      }
-      printStatements(os, statements);
-      for (size_t i = 0; i < plan.outputs.size(); ++i)
-        if (plan.outputs[i].full)
-          os << "out" << i << "[" << outRow << " + " << colOffset(outStrides)
-             << "] = "
-             << toStorage(plan.outputs[i].dtype,
-                          printer.variableOf(plan.outputs[i].value))
-             << ";\n";
-      os.unindent();
-      os << "}\n";
     }
     emitReducedOutputs(os, scope, "row");
     os.unindent();
