@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Compiler.h"
+#include "compiler/Driver.h"
 #include "runtime/Compare.h"
 #include "runtime/CudaApi.h"
 
@@ -379,9 +379,9 @@ void runCuda(const std::vector<BenchCase> &cases, int reps, bool fastMath) {
       CompiledModel fused = compile(graph, fusedOptions);
       CompiledModel unfused = compile(graph, unfusedOptions);
       auto &fusedGpu =
-          dynamic_cast<CudaExecutable &>(fused.executableForBenchmarks());
+          dynamic_cast<CudaExecutable &>(executableOf(fused));
       auto &unfusedGpu =
-          dynamic_cast<CudaExecutable &>(unfused.executableForBenchmarks());
+          dynamic_cast<CudaExecutable &>(executableOf(unfused));
       std::vector<Tensor> inputs = randomInputs(fused.program());
       fusedGpu.upload(inputs);
       unfusedGpu.upload(inputs);

@@ -1,6 +1,7 @@
 //===- Compiler.cpp - Wiring the stages together -------------------------===//
 
 #include "compiler/Compiler.h"
+#include "compiler/Driver.h"
 
 #include "codegen/Codegen.h"
 #include "frontends/Importer.h"
@@ -63,15 +64,16 @@ std::string formatDiagnostic(Diagnostic &diagnostic) {
 /// Collects errors while alive; throws them as one fusec::Error on demand.
 class DiagnosticCollector {
 public:
-  DiagnosticCollector(MLIRContext &context, bool printRemarks)
-      : handler(&context, [this, printRemarks](Diagnostic &diagnostic) {
+  DiagnosticCollector(MLIRContext &context,
+                      const std::function<void(const std::string &)> &onRemark)
+      : handler(&context, [this, &onRemark](Diagnostic &diagnostic) {
           if (diagnostic.getSeverity() == DiagnosticSeverity::Error) {
             errors +=
                 (errors.empty() ? "" : "\n") + formatDiagnostic(diagnostic);
             for (Diagnostic &note : diagnostic.getNotes())
               errors += "\n" + formatDiagnostic(note);
-          } else if (printRemarks) {
-            std::cerr << formatDiagnostic(diagnostic) << "\n";
+          } else if (onRemark) {
+            onRemark(formatDiagnostic(diagnostic));
           }
           return success();
         }) {}
@@ -99,7 +101,7 @@ bool endsWith(const std::string &text, const std::string &suffix) {
 
 /// Runs the stages after the frontend on `makeModule`'s module.
 template <typename MakeModule>
-Lowering lower(const CompileOptions &options, bool captureIR,
+Lowering lower(const CompileOptions &options, bool captureIR, Stage stopAfter,
                MakeModule makeModule) {
   static std::once_flag registered;
   std::call_once(registered, [] { fuse::registerAllFusePasses(); });
@@ -111,7 +113,7 @@ Lowering lower(const CompileOptions &options, bool captureIR,
   // cost startup time for graphs of this size.
   context.disableMultithreading();
   context.printOpOnDiagnostic(false);
-  DiagnosticCollector diagnostics(context, options.remarks);
+  DiagnosticCollector diagnostics(context, options.onRemark);
 
   OwningOpRef<ModuleOp> module = makeModule(context);
   if (!module)
@@ -119,6 +121,8 @@ Lowering lower(const CompileOptions &options, bool captureIR,
   Lowering lowering;
   if (captureIR)
     lowering.importedIR = printModule(*module);
+  if (stopAfter == Stage::Imported)
+    return lowering;
 
   PassManager pm(&context);
   if (failed(fuse::buildDefaultPipeline(pm, options.fuse)))
@@ -127,6 +131,8 @@ Lowering lower(const CompileOptions &options, bool captureIR,
     diagnostics.fail("fusec: the fusion pipeline failed");
   if (captureIR)
     lowering.fusedIR = printModule(*module);
+  if (stopAfter == Stage::Fused)
+    return lowering;
 
   FailureOr<Program> program =
       fuse::buildProgram(*module, resolveTarget(options), options.fastMath);
@@ -138,6 +144,22 @@ Lowering lower(const CompileOptions &options, bool captureIR,
 
 } // namespace
 
+CompiledModel::CompiledModel(std::shared_ptr<Executable> executable)
+    : executable(std::move(executable)) {}
+
+std::vector<Tensor> CompiledModel::run(const std::vector<Tensor> &inputs) {
+  return executable->run(inputs);
+}
+
+void CompiledModel::run(const std::vector<Tensor> &inputs,
+                        std::vector<Tensor> &outputs) {
+  executable->run(inputs, outputs);
+}
+
+const Program &CompiledModel::program() const { return executable->program(); }
+
+Executable &executableOf(CompiledModel &model) { return *model.executable; }
+
 std::vector<KernelInfo> CompiledModel::kernels() const {
   std::vector<KernelInfo> result;
   for (const KernelDesc &kernel : program().kernels)
@@ -146,18 +168,18 @@ std::vector<KernelInfo> CompiledModel::kernels() const {
 }
 
 Lowering lowerGraph(const Graph &graph, const CompileOptions &options,
-                    bool captureIR) {
-  return lower(options, captureIR, [&](MLIRContext &context) {
+                    bool captureIR, Stage stopAfter) {
+  return lower(options, captureIR, stopAfter, [&](MLIRContext &context) {
     return fuse::importGraph(graph, &context);
   });
 }
 
 Lowering lowerFile(const std::string &path, const CompileOptions &options,
-                   bool captureIR) {
+                   bool captureIR, Stage stopAfter) {
   if (endsWith(path, ".json"))
-    return lowerGraph(readJsonGraph(path), options, captureIR);
+    return lowerGraph(readJsonGraph(path), options, captureIR, stopAfter);
   if (endsWith(path, ".mlir"))
-    return lower(options, captureIR, [&](MLIRContext &context) {
+    return lower(options, captureIR, stopAfter, [&](MLIRContext &context) {
       return fuse::parseMlirFile(path, &context);
     });
   throw Error(path + ": error: unknown model format (expected .json or .mlir)");

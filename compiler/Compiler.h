@@ -16,15 +16,17 @@
 
 #include "frontends/Graph.h"
 #include "runtime/Error.h"
-#include "runtime/Executable.h"
 #include "runtime/Program.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace fusec {
+
+class Executable;
 
 struct CompileOptions {
   /// Unset: cuda when a usable GPU is present, cpu otherwise.
@@ -38,8 +40,9 @@ struct CompileOptions {
   bool fuse = true;
   /// Kernel cache directory; "" for KernelCache::defaultDirectory().
   std::string cacheDir;
-  /// Print fusion remarks (why an op was not fused) to stderr.
-  bool remarks = false;
+  /// Receives each fusion remark (why an op was not fused), formatted as
+  /// "FILE: node 'NAME': remark: ..."; unset: remarks are dropped.
+  std::function<void(const std::string &)> onRemark;
 };
 
 struct KernelInfo {
@@ -52,20 +55,15 @@ struct KernelInfo {
 /// once (temporaries are reused between runs).
 class CompiledModel {
 public:
-  explicit CompiledModel(std::shared_ptr<Executable> executable)
-      : executable(std::move(executable)) {}
-  std::vector<Tensor> run(const std::vector<Tensor> &inputs) {
-    return executable->run(inputs);
-  }
-  void run(const std::vector<Tensor> &inputs, std::vector<Tensor> &outputs) {
-    executable->run(inputs, outputs);
-  }
+  explicit CompiledModel(std::shared_ptr<Executable> executable);
+  std::vector<Tensor> run(const std::vector<Tensor> &inputs);
+  /// Reuses `outputs`' storage when it already has the right shapes.
+  void run(const std::vector<Tensor> &inputs, std::vector<Tensor> &outputs);
   std::vector<KernelInfo> kernels() const;
-  const Program &program() const { return executable->program(); }
-  /// The executable behind the model (a CudaExecutable on the GPU).
-  Executable &executableForBenchmarks() { return *executable; }
+  const Program &program() const;
 
 private:
+  friend Executable &executableOf(CompiledModel &model);
   std::shared_ptr<Executable> executable;
 };
 
@@ -75,23 +73,6 @@ Target resolveTarget(const CompileOptions &options);
 /// else sm_90a (H100/H200) when there is no GPU.
 std::string resolveGpuArch(const CompileOptions &options);
 
-/// The text of each stage, for `fusec --emit`.
-struct Lowering {
-  std::string importedIR; ///< the model in the fuse dialect
-  std::string fusedIR;    ///< after the default pipeline
-  Program program;        ///< plan and kernel sources
-};
-
-/// Lowers a model through every stage up to the Program. `captureIR` keeps
-/// the IR text of the first two stages.
-Lowering lowerGraph(const Graph &graph, const CompileOptions &options,
-                    bool captureIR = false);
-/// Same for a model file: .json or .mlir.
-Lowering lowerFile(const std::string &path, const CompileOptions &options,
-                   bool captureIR = false);
-
-/// Compiles kernels (through the kernel cache) and loads them.
-CompiledModel load(Program program, const CompileOptions &options);
 CompiledModel compile(const Graph &graph, const CompileOptions &options = {});
 CompiledModel compileFile(const std::string &path,
                           const CompileOptions &options = {});

@@ -1,6 +1,6 @@
 //===- fusec.cpp - The fusec command line --------------------------------===//
 
-#include "compiler/Compiler.h"
+#include "compiler/Driver.h"
 #include "runtime/Compare.h"
 #include "runtime/CudaApi.h"
 #include "runtime/Npy.h"
@@ -116,7 +116,9 @@ CliOptions parseArguments(int argc, char **argv) {
     } else if (arg == "--no-fuse") {
       options.compile.fuse = false;
     } else if (arg == "--remarks") {
-      options.compile.remarks = true;
+      options.compile.onRemark = [](const std::string &remark) {
+        std::cerr << remark << "\n";
+      };
     } else if (is("--cache-dir")) {
       options.compile.cacheDir = value("--cache-dir");
     } else if (is("--outputs-dir")) {
@@ -229,7 +231,16 @@ std::string describeValues(const Tensor &tensor) {
 
 int runCli(const CliOptions &options) {
   bool wantsIR = options.emit == "ir" || options.emit == "fused";
-  Lowering lowering = lowerFile(options.model, options.compile, wantsIR);
+  // --emit=ir and --emit=fused stop there: a later stage that fails does
+  // not hide them.
+  bool needsProgram =
+      options.run || options.check || !options.dumpKernelsDir.empty();
+  Stage stopAfter = needsProgram              ? Stage::Program
+                    : options.emit == "ir"    ? Stage::Imported
+                    : options.emit == "fused" ? Stage::Fused
+                                              : Stage::Program;
+  Lowering lowering =
+      lowerFile(options.model, options.compile, wantsIR, stopAfter);
   const Program &program = lowering.program;
 
   if (!options.emit.empty())
@@ -275,7 +286,7 @@ int runCli(const CliOptions &options) {
   // The reference: unfused execution on the CPU backend.
   CompileOptions unfusedOptions = options.compile;
   unfusedOptions.fuse = false;
-  unfusedOptions.remarks = false;
+  unfusedOptions.onRemark = nullptr;
   unfusedOptions.target = Target::Cpu;
   CompiledModel unfused =
       load(lowerFile(options.model, unfusedOptions).program, unfusedOptions);

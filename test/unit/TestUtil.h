@@ -2,7 +2,7 @@
 #ifndef FUSEC_TEST_TESTUTIL_H
 #define FUSEC_TEST_TESTUTIL_H
 
-#include "compiler/Compiler.h"
+#include "compiler/Driver.h"
 #include "runtime/Compare.h"
 
 #include <string>

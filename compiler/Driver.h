@@ -1,0 +1,47 @@
+//===- Driver.h - Stage by stage, for tools and benchmarks -----*- C++ -*-===//
+//
+// What `fusec` and `fusec-bench` need beyond the library API: lowering that
+// stops after a chosen stage and keeps its text, loading a Program, and the
+// executable behind a model. Users of the library include Compiler.h only.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_COMPILER_DRIVER_H
+#define FUSEC_COMPILER_DRIVER_H
+
+#include "compiler/Compiler.h"
+#include "runtime/Executable.h"
+
+namespace fusec {
+
+/// The stages of lowering, in order.
+enum class Stage {
+  Imported, ///< the model in the fuse dialect
+  Fused,    ///< after decomposition, canonicalization and fusion
+  Program,  ///< kernels generated: plan and sources
+};
+
+/// The text of each stage reached, for `fusec --emit`.
+struct Lowering {
+  std::string importedIR; ///< kept when captureIR
+  std::string fusedIR;    ///< kept when captureIR and the stage was reached
+  Program program;        ///< when the Program stage was reached
+};
+
+/// Lowers a model through every stage up to `stopAfter`, so a failing later
+/// stage does not hide an earlier one's output. `captureIR` keeps the IR
+/// text of the stages reached.
+Lowering lowerGraph(const Graph &graph, const CompileOptions &options,
+                    bool captureIR = false, Stage stopAfter = Stage::Program);
+/// Same for a model file: .json or .mlir.
+Lowering lowerFile(const std::string &path, const CompileOptions &options,
+                   bool captureIR = false, Stage stopAfter = Stage::Program);
+
+/// Compiles a Program's kernels (through the kernel cache) and loads them.
+CompiledModel load(Program program, const CompileOptions &options);
+
+/// The executable behind a model (a CudaExecutable on the GPU).
+Executable &executableOf(CompiledModel &model);
+
+} // namespace fusec
+
+#endif
