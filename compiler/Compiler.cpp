@@ -3,6 +3,8 @@
 #include "compiler/Compiler.h"
 #include "compiler/Driver.h"
 
+#include <chrono>
+
 #include "codegen/Codegen.h"
 #include "frontends/Importer.h"
 #include "ir/FuseDialect.h"
@@ -99,6 +101,28 @@ bool endsWith(const std::string &text, const std::string &suffix) {
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+/// Records each pass's wall time (what `fusec-bench` reports for region
+/// formation).
+class PassTimer : public PassInstrumentation {
+public:
+  explicit PassTimer(std::vector<std::pair<std::string, double>> &millis)
+      : millis(millis) {}
+  void runBeforePass(Pass *, Operation *) override {
+    start = std::chrono::steady_clock::now();
+  }
+  void runAfterPass(Pass *pass, Operation *) override { record(pass); }
+  void runAfterPassFailed(Pass *pass, Operation *) override { record(pass); }
+
+private:
+  void record(Pass *pass) {
+    std::chrono::duration<double, std::milli> elapsed =
+        std::chrono::steady_clock::now() - start;
+    millis.push_back({pass->getArgument().str(), elapsed.count()});
+  }
+  std::vector<std::pair<std::string, double>> &millis;
+  std::chrono::steady_clock::time_point start;
+};
+
 /// Runs the stages after the frontend on `makeModule`'s module.
 template <typename MakeModule>
 Lowering lower(const CompileOptions &options, bool captureIR, Stage stopAfter,
@@ -125,6 +149,7 @@ Lowering lower(const CompileOptions &options, bool captureIR, Stage stopAfter,
     return lowering;
 
   PassManager pm(&context);
+  pm.addInstrumentation(std::make_unique<PassTimer>(lowering.passMillis));
   if (failed(fuse::buildDefaultPipeline(pm, options.fuse)))
     diagnostics.fail("fusec: internal error: bad default pipeline");
   if (failed(pm.run(*module)))

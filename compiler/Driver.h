@@ -25,6 +25,8 @@ struct Lowering {
   std::string importedIR; ///< kept when captureIR
   std::string fusedIR;    ///< kept when captureIR and the stage was reached
   Program program;        ///< when the Program stage was reached
+  /// Wall time of each pass run, in order: (pass argument, milliseconds).
+  std::vector<std::pair<std::string, double>> passMillis;
 };
 
 /// Lowers a model through every stage up to `stopAfter`, so a failing later
