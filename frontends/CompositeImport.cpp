@@ -55,6 +55,13 @@ template <typename OpTy> FailureOr<Value> importReduction(NodeImport &node) {
   FailureOr<int64_t> keepdims = node.getInt("keepdims", 1);
   if (failed(axes) || failed(keepdims))
     return failure();
+  // noop_with_empty_axes with no axes: the input itself (ONNX), even for
+  // reduce_l2 and reduce_log_sum_exp, whose one-element results differ.
+  FailureOr<int64_t> noop = node.getInt("noop_with_empty_axes", 0);
+  if (failed(noop))
+    return failure();
+  if (axes->empty() && *noop != 0)
+    return node.operands[0];
   RankedTensorType result = reducedTensorType(type, *axes, *keepdims != 0);
   return OpTy::create(node.builder, node.loc, result, node.operands[0], *axes,
                       *keepdims != 0)

@@ -240,7 +240,8 @@ private:
     if (imported) {
       if (failed(*imported))
         return failure();
-      if (failed(verify(imported->value().getDefiningOp())))
+      Operation *created = imported->value().getDefiningOp();
+      if (created && failed(verify(created)))
         return failure();
       values[node.outputs[0]] = **imported;
       return success();

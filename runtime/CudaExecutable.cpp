@@ -90,6 +90,12 @@ CudaExecutable::CudaExecutable(Program program,
       check(driver.cuMemcpyHtoDAsync(deviceAddress[id], buffer.data.data(),
                                      buffer.data.size(), device.stream),
             "cuMemcpyHtoDAsync", "constant '" + buffer.name + "'");
+    // Kernels leave their scratch as they found it (zero counters), but
+    // cached device memory holds whatever its last owner left.
+    if (buffer.role == BufferRole::Scratch)
+      check(driver.cuMemsetD8Async(deviceAddress[id], 0, buffer.byteSize(),
+                                   device.stream),
+            "cuMemsetD8Async", "scratch '" + buffer.name + "'");
   }
   for (size_t id = 0; id < prog.buffers.size(); ++id)
     if (prog.buffers[id].role == BufferRole::Alias)
