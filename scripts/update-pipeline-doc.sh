@@ -27,11 +27,18 @@ TEXT
 
 ## 2. Fusion: `fusec examples/seed.json --emit=fused`
 
-The default pipeline (`passes/Pipeline.cpp`): `canonicalize` (folds constants
-through the op table and applies identities such as `x*1 → x`), `cse`, then
-`fuse-form-fusion-regions`, which first decides groups (a union-find over
-pointwise ops that never duplicates work across a broadcast and never forms a
-cycle between regions) and then materializes each as a `fuse.fusion` region.
+The default pipeline (`passes/Pipeline.cpp`): `fuse-decompose-composites`
+(softmax, layer_norm, gelu, ... become primitive reductions and elementwise
+ops), `fuse-make-broadcasts-explicit` (implicit broadcasts become
+`fuse.broadcast_to`, so reduce → broadcast → sub is an edge fusion sees),
+`canonicalize` (folds constants exactly through the op table and applies the
+identities and MLIR's algebraic traits), `cse`, then
+`fuse-form-fusion-regions`. Region formation reads each op's kind through
+`FusionKindOpInterface`: reductions root groups of their iteration space,
+elementwise ops, broadcasts and views join their producers' groups by per-kind
+rules (never duplicating work across a broadcast, never forming a cycle
+between regions, never broadcasting a column reduction's result back), layout
+ops get a region alone; each group is then materialized as a `fuse.fusion`.
 `--remarks` prints why an op was left out of a region.
 
 ```mlir
@@ -92,5 +99,33 @@ the same inputs and compares.
 ```
 TEXT
   $fusec $model --target=cpu --run --check
+  cat <<'TEXT'
+```
+
+## 6. A reduction: `fusec test/models/softmax.json`
+
+Softmax decomposes into max, exp and sum around explicit broadcasts, and
+fusion keeps all of it in one region rooted at the reductions:
+
+```mlir
+TEXT
+  $fusec test/models/softmax.json --emit=fused
+  cat <<'TEXT'
+```
+
+Codegen plans a reduction region (codegen/ReductionKernel.cpp): region
+inputs become loads with strides over the reduction space, reductions are
+sorted into levels (a reduction whose operand needs another's result comes
+a level later), each level is one pass over the row, and the ops on the
+reduced shape run between passes. The CUDA emitter gives a row a warp or a
+block (warp shuffles and shared memory from `codegen/device/Reduction.cuh`),
+reads inputs once with 16-byte loads and keeps them, and values a later pass
+needs, in registers; the launch geometry is decided here and carried in the
+plan. Column reductions (reduced dims outside a kept inner dim) get a schedule
+of their own. The same plan printed for the GPU:
+
+```cuda
+TEXT
+  $fusec test/models/softmax.json --target=cuda --emit=source | sed -n '/^\/\/ fused_/,$p'
   echo '```'
 } > docs/pipeline.md

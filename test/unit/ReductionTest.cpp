@@ -151,6 +151,50 @@ struct CaseBuilder {
   }
 };
 
+/// Many cases as one graph, so that one host compile (and one NVRTC
+/// compile per architecture) covers all of them: every value is renamed
+/// with its case's index, outputs keep their case's label.
+Case mergeCases(std::vector<Case> cases, const std::string &label) {
+  Case merged;
+  merged.label = label;
+  merged.graph.name = "reduction";
+  for (size_t i = 0; i < cases.size(); ++i) {
+    Case &c = cases[i];
+    std::string prefix = "c" + std::to_string(i) + "_";
+    auto rename = [&](std::string &name) {
+      if (!name.empty())
+        name = prefix + name;
+    };
+    for (GraphInput input : c.graph.inputs) {
+      rename(input.name);
+      merged.graph.inputs.push_back(std::move(input));
+    }
+    for (GraphConstant constant : c.graph.constants) {
+      rename(constant.name);
+      merged.graph.constants.push_back(std::move(constant));
+    }
+    for (GraphNode node : c.graph.nodes) {
+      rename(node.name);
+      for (std::string &input : node.inputs)
+        rename(input);
+      for (std::string &output : node.outputs)
+        rename(output);
+      merged.graph.nodes.push_back(std::move(node));
+    }
+    for (std::string output : c.graph.outputs) {
+      rename(output);
+      merged.graph.outputs.push_back(std::move(output));
+    }
+    for (Tensor &input : c.inputs)
+      merged.inputs.push_back(std::move(input));
+    for (Expectation &e : c.expected) {
+      e.label = c.label + ": " + e.label;
+      merged.expected.push_back(std::move(e));
+    }
+  }
+  return merged;
+}
+
 std::string describeIndex(const Shape &shape, int64_t index) {
   std::ostringstream os;
   os << index << " [";
@@ -241,7 +285,7 @@ void checkOutput(const Tensor &actual, const Expectation &e,
 /// that a lowering error fails the check instead of the whole test case.
 void compileForGpusChecked(const Graph &graph) {
   try {
-    test::compileForGpus(graph);
+    test::compileForGpus(graph, /*everyVariant=*/false);
   } catch (const std::exception &error) {
     FAIL_CHECK("lowering for CUDA threw: " << error.what());
   }
@@ -531,9 +575,13 @@ std::vector<Case> reductionCases(DType dtype, const AxesCase &ac) {
 }
 
 void checkReductions(DType dtype, Target target) {
+  std::vector<Case> cases;
   for (const AxesCase &ac : kAxesCases)
-    for (const Case &c : reductionCases(dtype, ac))
-      runCase(c, target);
+    for (Case &c : reductionCases(dtype, ac))
+      cases.push_back(std::move(c));
+  runCase(mergeCases(std::move(cases),
+                     std::string("reductions on ") + dtypeName(dtype)),
+          target);
 }
 
 //===----------------------------------------------------------------------===//
@@ -641,8 +689,12 @@ Case compositeCase(DType dtype, const NormCase &nc) {
 }
 
 void checkComposites(DType dtype, Target target) {
+  std::vector<Case> cases;
   for (const NormCase &nc : kNormCases)
-    runCase(compositeCase(dtype, nc), target);
+    cases.push_back(compositeCase(dtype, nc));
+  runCase(mergeCases(std::move(cases),
+                     std::string("composites on ") + dtypeName(dtype)),
+          target);
 }
 
 //===----------------------------------------------------------------------===//
