@@ -1046,9 +1046,10 @@ private:
         for (Value root : passes[p].roots)
           reuse(root);
         passLoads.push_back(plan.loadsOf(slices.back(), passes[p].roots));
+        // Conversions are cheaper to redo than to keep in registers.
         if (keepValues)
           for (Operation *op : slices.back())
-            if (!isa<ConstantOp>(op) &&
+            if (!isa<ConstantOp, CastOp>(op) &&
                 computedIn.try_emplace(op->getResult(0), p).second)
               available.insert(op->getResult(0));
       }
@@ -1119,10 +1120,22 @@ private:
     for (auto [value, index] : plan.loadOf)
       if (plan.loads[index].kind != Load::Full)
         scope.bound.push_back({value, plan.loads[index].variable});
-    for (size_t i = 0; i < plan.loads.size(); ++i)
-      if (cached[i])
-        os << computeType(plan.loads[i].dtype) << " " << plan.loads[i].variable
+    // Cached loads keep the stored elements: a bf16 row takes half the
+    // registers it would as f32.
+    auto vectorType = [&](DType dtype) {
+      return "FusecVector<" + std::string(storageType(dtype)) + ", " +
+             std::to_string(width) + ">";
+    };
+    for (size_t i = 0; i < plan.loads.size(); ++i) {
+      if (!cached[i])
+        continue;
+      if (vectorizable(plan.loads[i].strides))
+        os << vectorType(plan.loads[i].dtype) << " " << plan.loads[i].variable
+           << "_cache[" << steps << "];\n";
+      else
+        os << storageType(plan.loads[i].dtype) << " " << plan.loads[i].variable
            << "_cache[" << steps * width << "];\n";
+    }
     for (auto [index, entry] : llvm::enumerate(kept))
       os << computeType(dtypeOf(entry.first.getType())) << " "
          << keptNames[index] << "_cache[" << steps * width << "];\n";
@@ -1158,12 +1171,13 @@ private:
         readsCache[index] = inCache[index];
         if (readsCache[index] || !vectorizable(load.strides))
           continue;
-        std::string vectorType = "FusecVector<" +
-                                 std::string(storageType(load.dtype)) + ", " +
-                                 std::to_string(width) + ">";
-        os << "const " << vectorType << " " << load.variable
-           << "_vector = *reinterpret_cast<const " << vectorType << " *>(in"
-           << load.argument << " + " << load.variable << "_row + col0);\n";
+        os << "const " << vectorType(load.dtype) << " " << load.variable
+           << "_vector = *reinterpret_cast<const " << vectorType(load.dtype)
+           << " *>(in" << load.argument << " + " << load.variable
+           << "_row + col0);\n";
+        if (cached[index])
+          os << load.variable << "_cache[step] = " << load.variable
+             << "_vector;\n";
       }
       if (pass.storesOutputs)
         for (size_t i = 0; i < plan.outputs.size(); ++i)
@@ -1176,19 +1190,20 @@ private:
       os << "[[maybe_unused]] const int64_t col = col0 + lane;\n";
       for (unsigned index : passLoads[p]) {
         const Load &load = plan.loads[index];
+        bool vector = vectorizable(load.strides);
+        std::string cacheSlot = vector ? load.variable + "_cache[step].v[lane]"
+                                       : load.variable + "_cache[step * " +
+                                             std::to_string(width) + " + lane]";
+        std::string element = readsCache[index] ? cacheSlot
+                              : vector
+                                  ? load.variable + "_vector.v[lane]"
+                                  : "in" + std::to_string(load.argument) + "[" +
+                                        load.variable + "_row + " +
+                                        cols.offset("col", load.strides) + "]";
+        if (cached[index] && !readsCache[index] && !vector)
+          os << cacheSlot << " = " << element << ";\n";
         os << "const " << computeType(load.dtype) << " " << load.variable
-           << " = ";
-        if (readsCache[index])
-          os << load.variable << "_cache[step * " << width << " + lane]";
-        else if (vectorizable(load.strides))
-          os << fromStorage(load.dtype, load.variable + "_vector.v[lane]");
-        else
-          os << loadExpression(load, load.variable + "_row + " +
-                                         cols.offset("col", load.strides));
-        os << ";\n";
-        if (cached[index] && !readsCache[index])
-          os << load.variable << "_cache[step * " << width
-             << " + lane] = " << load.variable << ";\n";
+           << " = " << fromStorage(load.dtype, element) << ";\n";
       }
       for (auto [index, entry] : llvm::enumerate(kept))
         if (keptUses[p].contains(entry.first))
