@@ -1013,8 +1013,12 @@ private:
     const bool warpPerRow = vectors <= kWarpRowVectors;
     int64_t threads = 32;
     if (!warpPerRow) {
+      // 16-bit rows (8 per access) get more threads and fewer steps each:
+      // more loads in flight per row for the same bytes.
+      int64_t perThread =
+          width == 8 ? kVectorsPerThread / 2 : kVectorsPerThread;
       threads = 64;
-      while (threads < 1024 && threads * kVectorsPerThread < vectors)
+      while (threads < 1024 && threads * perThread < vectors)
         threads *= 2;
     }
     const int64_t steps = (vectors + threads - 1) / threads;
