@@ -409,6 +409,49 @@ std::vector<unsigned> ReductionPlan::loadsOf(ArrayRef<Operation *> ops,
 // Shared by the emitters
 //===----------------------------------------------------------------------===//
 
+/// The passes of a row schedule over the reduced dims: what each computes,
+/// and which values one pass computes that a later one needs again (kept
+/// in registers or a row buffer rather than recomputed).
+struct PassSlices {
+  std::vector<SmallVector<Operation *>> slices;
+  std::vector<std::vector<unsigned>> loads;    ///< full loads each pass reads
+  llvm::MapVector<Value, unsigned> kept;       ///< value -> pass computing it
+  std::vector<llvm::DenseSet<Value>> keptUses; ///< per pass
+
+  /// `roots[p]` are what pass p must compute. Conversions are never kept:
+  /// redoing one is cheaper than holding its result.
+  static PassSlices plan(const ReductionPlan &plan,
+                         const std::vector<std::vector<Value>> &roots,
+                         bool keepValues) {
+    PassSlices result;
+    result.keptUses.resize(roots.size());
+    llvm::DenseMap<Value, unsigned> computedIn;
+    llvm::DenseSet<Value> available;
+    for (size_t p = 0; p < roots.size(); ++p) {
+      result.slices.push_back(
+          plan.fullSlice(roots[p], keepValues ? &available : nullptr));
+      auto reuse = [&](Value value) {
+        if (!available.contains(value))
+          return;
+        result.kept.insert({value, computedIn.lookup(value)});
+        result.keptUses[p].insert(value);
+      };
+      for (Operation *op : result.slices.back())
+        for (Value operand : op->getOperands())
+          reuse(operand);
+      for (Value root : roots[p])
+        reuse(root);
+      result.loads.push_back(plan.loadsOf(result.slices.back(), roots[p]));
+      if (keepValues)
+        for (Operation *op : result.slices.back())
+          if (!isa<ConstantOp, CastOp>(op) &&
+              computedIn.try_emplace(op->getResult(0), p).second)
+            available.insert(op->getResult(0));
+    }
+    return result;
+  }
+};
+
 /// Statements of one scope: loads bound, reduced values bound, ops printed.
 class ScopePrinter {
 public:
@@ -646,32 +689,11 @@ private:
     std::vector<Value> fullOutputs = plan.fullOutputs();
     if (!fullOutputs.empty())
       passRoots.push_back(fullOutputs);
-    bool keepValues = length > 0 && length <= kCpuMaxKeptRow;
-    std::vector<SmallVector<Operation *>> slices;
-    llvm::MapVector<Value, unsigned> kept; // value -> pass computing it
-    std::vector<llvm::DenseSet<Value>> keptUses(passRoots.size());
-    llvm::DenseSet<Value> available;
-    llvm::DenseMap<Value, unsigned> computedIn;
-    for (size_t p = 0; p < passRoots.size(); ++p) {
-      slices.push_back(
-          plan.fullSlice(passRoots[p], keepValues ? &available : nullptr));
-      auto reuse = [&](Value value) {
-        if (!available.contains(value))
-          return;
-        kept.insert({value, computedIn.lookup(value)});
-        keptUses[p].insert(value);
-      };
-      for (Operation *op : slices.back())
-        for (Value operand : op->getOperands())
-          reuse(operand);
-      for (Value root : passRoots[p])
-        reuse(root);
-      if (keepValues)
-        for (Operation *op : slices.back())
-          if (!isa<ConstantOp>(op) &&
-              computedIn.try_emplace(op->getResult(0), p).second)
-            available.insert(op->getResult(0));
-    }
+    PassSlices passes = PassSlices::plan(
+        plan, passRoots, length > 0 && length <= kCpuMaxKeptRow);
+    const auto &slices = passes.slices;
+    const auto &kept = passes.kept;
+    const auto &keptUses = passes.keptUses;
     std::vector<std::string> keptNames;
     for (size_t k = 0; k < kept.size(); ++k)
       keptNames.push_back("k" + std::to_string(k) + "_row");
@@ -721,7 +743,7 @@ private:
            << reduction->accumulator
            << "_lanes[lane] = " << combiner(*reduction) << "::identity();\n";
       auto body = [&](const std::string &laneIndex) {
-        for (unsigned index : plan.loadsOf(slices[p], passRoots[p])) {
+        for (unsigned index : passes.loads[p]) {
           const Load &load = plan.loads[index];
           os << "const " << computeType(load.dtype) << " " << load.variable
              << " = "
@@ -983,12 +1005,14 @@ private:
       pass.storesOutputs = true;
       passes.push_back(pass);
     }
-    std::vector<SmallVector<Operation *>> slices;
-    std::vector<std::vector<unsigned>> passLoads;
-    for (const RowPass &pass : passes) {
-      slices.push_back(plan.fullSlice(pass.roots));
-      passLoads.push_back(plan.loadsOf(slices.back(), pass.roots));
-    }
+    std::vector<std::vector<Value>> passRoots;
+    for (const RowPass &pass : passes)
+      passRoots.push_back(pass.roots);
+    PassSlices planned = PassSlices::plan(plan, passRoots, /*keepValues=*/true);
+    const auto &slices = planned.slices;
+    const auto &passLoads = planned.loads;
+    const auto &kept = planned.kept;
+    const auto &keptUses = planned.keptUses;
 
     // 16-byte accesses when every row starts aligned for them.
     size_t widest = 1;
@@ -1026,38 +1050,6 @@ private:
     // Values a pass computes that a later pass needs again stay in
     // registers (softmax's exp(x - max) is computed once, not twice), and
     // so do loads that two passes read, when they all fit.
-    llvm::MapVector<Value, unsigned> kept;       // value -> pass computing it
-    std::vector<llvm::DenseSet<Value>> keptUses; // per pass
-    auto planSlices = [&](bool keepValues) {
-      slices.clear();
-      passLoads.clear();
-      kept.clear();
-      keptUses.assign(passes.size(), {});
-      llvm::DenseMap<Value, unsigned> computedIn;
-      llvm::DenseSet<Value> available;
-      for (size_t p = 0; p < passes.size(); ++p) {
-        slices.push_back(
-            plan.fullSlice(passes[p].roots, keepValues ? &available : nullptr));
-        auto reuse = [&](Value value) {
-          if (!available.contains(value))
-            return;
-          kept.insert({value, computedIn.lookup(value)});
-          keptUses[p].insert(value);
-        };
-        for (Operation *op : slices.back())
-          for (Value operand : op->getOperands())
-            reuse(operand);
-        for (Value root : passes[p].roots)
-          reuse(root);
-        passLoads.push_back(plan.loadsOf(slices.back(), passes[p].roots));
-        // Conversions are cheaper to redo than to keep in registers.
-        if (keepValues)
-          for (Operation *op : slices.back())
-            if (!isa<ConstantOp, CastOp>(op) &&
-                computedIn.try_emplace(op->getResult(0), p).second)
-              available.insert(op->getResult(0));
-      }
-    };
     std::vector<bool> cached(plan.loads.size(), false);
     auto planCaches = [&]() -> bool {
       std::vector<int> uses(plan.loads.size(), 0);
@@ -1071,9 +1063,8 @@ private:
         cached[i] = fits && uses[i] > 1;
       return fits;
     };
-    planSlices(/*keepValues=*/true);
     if (!planCaches()) {
-      planSlices(/*keepValues=*/false);
+      planned = PassSlices::plan(plan, passRoots, /*keepValues=*/false);
       planCaches();
     }
     std::vector<std::string> keptNames;
