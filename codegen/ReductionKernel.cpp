@@ -572,6 +572,47 @@ protected:
                                        offset + "]");
   }
 
+  /// At the start of a row: the per-row loads, and each full load's row
+  /// offset (`aN_row`). Returns the row scope with the per-row and uniform
+  /// loads bound.
+  RowScope emitRowLoads(raw_indented_ostream &os, const DimGroup &rows) {
+    for (const Load &load : plan.loads) {
+      std::string rowOffset = rows.offset("row", load.strides);
+      if (load.kind == Load::Reduced)
+        os << "const " << computeType(load.dtype) << " " << load.variable
+           << " = " << loadExpression(load, rowOffset) << ";\n";
+      else if (load.kind == Load::Full)
+        os << "const int64_t " << load.variable << "_row = " << rowOffset
+           << ";\n";
+    }
+    RowScope scope;
+    for (auto [value, index] : plan.loadOf)
+      if (plan.loads[index].kind != Load::Full)
+        scope.bound.push_back({value, plan.loads[index].variable});
+    return scope;
+  }
+
+  /// One point of a column schedule: the prologue's statements, the full
+  /// outputs stored at `outputOffset`, each accumulator's lane `lane`
+  /// combined with its operand.
+  void emitColumnStep(raw_indented_ostream &os,
+                      const std::vector<std::string> &statements,
+                      const ScopePrinter &printer,
+                      const std::string &outputOffset,
+                      const std::string &lane) {
+    printStatements(os, statements);
+    for (size_t i = 0; i < plan.outputs.size(); ++i)
+      if (plan.outputs[i].full)
+        os << "out" << i << "[" << outputOffset << "] = "
+           << storedValue(printer, plan.outputs[i].value, plan.outputs[i].dtype)
+           << ";\n";
+    for (const ReductionInfo &reduction : plan.reductions)
+      os << reduction.accumulator << "[" << lane
+         << "] = " << combiner(reduction) << "::combine("
+         << reduction.accumulator << "[" << lane << "], "
+         << printer.variableOf(reduction.op->getOperand(0)) << ");\n";
+  }
+
   void emitUniformLoads(raw_indented_ostream &os) {
     for (const Load &load : plan.loads)
       if (load.kind == Load::Uniform)
@@ -702,19 +743,7 @@ private:
       os << "#pragma omp parallel for schedule(static)\n";
     os << "for (int64_t row = 0; row < " << numRows << "; ++row) {\n";
     os.indent();
-    RowScope scope;
-    for (const Load &load : plan.loads) {
-      std::string rowOffset = rows.offset("row", load.strides);
-      if (load.kind == Load::Reduced)
-        os << "const " << computeType(load.dtype) << " " << load.variable
-           << " = " << loadExpression(load, rowOffset) << ";\n";
-      else if (load.kind == Load::Full)
-        os << "const int64_t " << load.variable << "_row = " << rowOffset
-           << ";\n";
-    }
-    for (auto [value, index] : plan.loadOf)
-      if (plan.loads[index].kind != Load::Full)
-        scope.bound.push_back({value, plan.loads[index].variable});
+    RowScope scope = emitRowLoads(os, rows);
     for (auto [index, entry] : llvm::enumerate(kept))
       os << computeType(dtypeOf(entry.first.getType())) << " "
          << keptNames[index] << "[" << length << "];\n";
@@ -884,17 +913,7 @@ private:
       os << "const " << computeType(load.dtype) << " " << load.variable << " = "
          << loadExpression(load, offsetOf(load.strides, true)) << ";\n";
     }
-    printStatements(os, statements);
-    for (size_t i = 0; i < plan.outputs.size(); ++i)
-      if (plan.outputs[i].full)
-        os << "out" << i << "[" << offsetOf(outStrides, true) << "] = "
-           << toStorage(plan.outputs[i].dtype,
-                        printer.variableOf(plan.outputs[i].value))
-           << ";\n";
-    for (const ReductionInfo &reduction : plan.reductions)
-      os << reduction.accumulator << "[ii] = " << combiner(reduction)
-         << "::combine(" << reduction.accumulator << "[ii], "
-         << printer.variableOf(reduction.op->getOperand(0)) << ");\n";
+    emitColumnStep(os, statements, printer, offsetOf(outStrides, true), "ii");
     os.unindent();
     os << "}\n";
     os.unindent();
@@ -1102,19 +1121,7 @@ private:
     }
     os << "if (row >= " << numRows << ") return;\n";
     emitUniformLoads(os);
-    RowScope scope;
-    for (const Load &load : plan.loads) {
-      std::string rowOffset = rows.offset("row", load.strides);
-      if (load.kind == Load::Reduced)
-        os << "const " << computeType(load.dtype) << " " << load.variable
-           << " = " << loadExpression(load, rowOffset) << ";\n";
-      else if (load.kind == Load::Full)
-        os << "const int64_t " << load.variable << "_row = " << rowOffset
-           << ";\n";
-    }
-    for (auto [value, index] : plan.loadOf)
-      if (plan.loads[index].kind != Load::Full)
-        scope.bound.push_back({value, plan.loads[index].variable});
+    RowScope scope = emitRowLoads(os, rows);
     // Cached loads keep the stored elements: a bf16 row takes half the
     // registers it would as f32.
     auto vectorType = [&](DType dtype) {
@@ -1418,17 +1425,8 @@ private:
                  : loadExpression(load, offsetOf(load.strides, true, "i")))
          << ";\n";
     }
-    printStatements(os, statements);
-    for (size_t i = 0; i < plan.outputs.size(); ++i)
-      if (plan.outputs[i].full)
-        os << "out" << i << "[" << offsetOf(outStrides, true, "i") << "] = "
-           << toStorage(plan.outputs[i].dtype,
-                        printer.variableOf(plan.outputs[i].value))
-           << ";\n";
-    for (const ReductionInfo &reduction : plan.reductions)
-      os << reduction.accumulator << "[lane] = " << combiner(reduction)
-         << "::combine(" << reduction.accumulator << "[lane], "
-         << printer.variableOf(reduction.op->getOperand(0)) << ");\n";
+    emitColumnStep(os, statements, printer, offsetOf(outStrides, true, "i"),
+                   "lane");
     os.unindent();
     os << "}\n";
     os.unindent();
