@@ -462,6 +462,9 @@ public:
   void bind(Value value, const std::string &variable) {
     printer.bind(value, variable);
   }
+  void divideByReciprocal(Value divisor, const std::string &reciprocal) {
+    printer.divideByReciprocal(divisor, reciprocal);
+  }
   /// Binds every value a load defines to the load's variable.
   void bindLoads(Load::Kind kind) {
     for (auto [value, index] : plan.loadOf)
@@ -1145,6 +1148,7 @@ private:
       return failure();
     std::string outRow = rows.offset("row", outStrides);
     std::vector<bool> inCache(plan.loads.size(), false);
+    unsigned reciprocals = 0;
 
     for (size_t p = 0; p < passes.size(); ++p) {
       const RowPass &pass = passes[p];
@@ -1155,6 +1159,33 @@ private:
       for (auto [index, entry] : llvm::enumerate(kept))
         if (entry.second < p)
           printer.bind(entry.first, keptNames[index]);
+      // A row's values divided by one per-row value and then rounded to
+      // f16/bf16 (softmax's normalization): one division per row, a
+      // multiplication per element; the rounding absorbs the f32 ulp.
+      for (Operation *op : slices[p]) {
+        auto div = dyn_cast<DivOp>(op);
+        if (!div || !div->hasOneUse() || dtypeOf(div.getType()) != DType::F32)
+          continue;
+        Value divisor = div.getRhs();
+        if (auto broadcast = divisor.getDefiningOp<BroadcastToOp>())
+          divisor = broadcast.getOperand();
+        if (plan.roles.lookup(divisor) != ValueRole::Reduced)
+          continue;
+        auto cast = dyn_cast<CastOp>(*div->getUsers().begin());
+        DType rounded = cast ? dtypeOf(cast.getType()) : DType::F32;
+        if (rounded != DType::F16 && rounded != DType::BF16)
+          continue;
+        std::string reciprocal = "rcp" + std::to_string(reciprocals++);
+        bool found = false;
+        for (const auto &[value, variable] : scope.bound)
+          if (value == divisor && !found) {
+            os << "const float " << reciprocal << " = 1.0f / " << variable
+               << ";\n";
+            found = true;
+          }
+        if (found)
+          printer.divideByReciprocal(div.getRhs(), reciprocal);
+      }
       if (failed(printer.print(slices[p], statements)))
         return failure();
       for (const ReductionInfo *reduction : pass.reductions)

@@ -137,6 +137,10 @@ LogicalResult ScalarExprPrinter::printOp(Operation &op,
                             "must be passed in as a region input");
       expression = literal(constantElement(splat, 0),
                            dtypeOf(op.getResult(0).getType()));
+    } else if (auto div = dyn_cast<DivOp>(op);
+               div && reciprocals.count(div.getRhs())) {
+      expression =
+          variableOf(div.getLhs()) + " * " + reciprocals.lookup(div.getRhs());
     } else if (auto elementwise = dyn_cast<ElementwiseOpInterface>(op)) {
       const ElementwiseOpInfo *info = &elementwise.getInfo();
       DType operandDType = dtypeOf(op.getOperand(0).getType());

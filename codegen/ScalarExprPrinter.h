@@ -43,6 +43,12 @@ public:
   /// The variable holding a value's element.
   const std::string &variableOf(mlir::Value value) const;
   bool isBound(mlir::Value value) const { return variables.count(value); }
+  /// Divisions by `divisor` multiply by `reciprocal` (a variable holding
+  /// 1 / divisor) instead: at most one f32 ulp apart, used only where the
+  /// quotient is rounded to f16/bf16 right after.
+  void divideByReciprocal(mlir::Value divisor, std::string reciprocal) {
+    reciprocals[divisor] = std::move(reciprocal);
+  }
 
   /// A C literal of `value` in the compute type of `dtype`.
   static std::string literal(double value, fusec::DType dtype);
@@ -52,6 +58,7 @@ private:
   const MathFunctionMap *f32Functions;
   std::string prefix;
   llvm::DenseMap<mlir::Value, std::string> variables;
+  llvm::DenseMap<mlir::Value, std::string> reciprocals;
   unsigned counter = 0;
 };
 
