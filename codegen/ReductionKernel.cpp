@@ -508,6 +508,20 @@ std::string header(const ReductionPlan &plan, const std::string &name,
          how + "\n";
 }
 
+/// Whether `width` adjacent elements along `contiguous` are one aligned
+/// 16-byte access at every point of the `others` dims.
+bool readsVectors(const Shape &strides, int64_t width,
+                  const DimGroup &contiguous,
+                  std::initializer_list<const DimGroup *> others) {
+  if (width == 1 || !contiguous.contiguous(strides))
+    return false;
+  for (const DimGroup *group : others)
+    for (size_t d : group->dims)
+      if (strides[d] % width != 0)
+        return false;
+  return true;
+}
+
 /// Kept dims (rows) and reduced dims (columns) of the row schedule.
 void rowGroups(const ReductionSpace &space, DimGroup &rows, DimGroup &cols) {
   for (size_t d = 0; d < space.full.size(); ++d) {
@@ -1048,12 +1062,7 @@ private:
     if (length % width != 0)
       width = 1;
     auto vectorizable = [&](const Shape &strides) {
-      if (width == 1 || !cols.contiguous(strides))
-        return false;
-      for (size_t d : rows.dims)
-        if (strides[d] % width != 0)
-          return false;
-      return true;
+      return readsVectors(strides, width, cols, {&rows});
     };
     const int64_t vectors = (length + width - 1) / width;
     const bool warpPerRow = vectors <= kWarpRowVectors;
@@ -1329,15 +1338,7 @@ private:
     if (innerSize % width != 0)
       width = 1;
     auto vectorizable = [&](const Shape &strides) {
-      if (width == 1 || !inner.contiguous(strides))
-        return false;
-      for (size_t d : outer.dims)
-        if (strides[d] % width != 0)
-          return false;
-      for (size_t d : reduced.dims)
-        if (strides[d] % width != 0)
-          return false;
-      return true;
+      return readsVectors(strides, width, inner, {&outer, &reduced});
     };
     const int64_t tileColumns = kColumnTile * width;
     const int64_t innerTiles = (innerSize + tileColumns - 1) / tileColumns;
