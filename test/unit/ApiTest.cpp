@@ -154,6 +154,40 @@ TEST_CASE("lowering exposes every stage", "[api]") {
   CHECK_THAT(lowering.program.source, Contains("#pragma omp simd"));
 }
 
+TEST_CASE("lowering stops after the stage asked for", "[api]") {
+  Lowering imported =
+      lowerGraph(seedGraph(), test::testOptions(), true, Stage::Imported);
+  CHECK_THAT(imported.importedIR, Contains("fuse.sin"));
+  CHECK(imported.fusedIR.empty());
+  CHECK(imported.program.kernels.empty());
+  CHECK(imported.passMillis.empty());
+
+  Lowering fused =
+      lowerGraph(seedGraph(), test::testOptions(), true, Stage::Fused);
+  CHECK_THAT(fused.fusedIR, Contains("fuse.fusion"));
+  CHECK(fused.program.kernels.empty());
+  bool formedRegions = false;
+  for (const auto &[pass, ms] : fused.passMillis)
+    formedRegions |= pass == "fuse-form-fusion-regions" && ms >= 0;
+  CHECK(formedRegions);
+}
+
+TEST_CASE("remarks reach the caller's callback, not stderr", "[api]") {
+  GraphBuilder b("broadcast_producer");
+  std::string x = b.input("x", DType::F32, {4, 8});
+  std::string e = b.op("exp", {b.input("b", DType::F32, {8})});
+  b.output(b.op("add", {x, e}));
+  std::vector<std::string> remarks;
+  CompileOptions options = test::testOptions();
+  options.onRemark = [&](const std::string &remark) {
+    remarks.push_back(remark);
+  };
+  lowerGraph(b.build(), options);
+  REQUIRE(remarks.size() == 1);
+  CHECK_THAT(remarks[0], Contains("remark: not fused with its consumer"));
+  CHECK_THAT(remarks[0], Contains("duplicate work"));
+}
+
 TEST_CASE("running with wrong inputs names the input", "[api][errors]") {
   CompiledModel model = compile(seedGraph(), test::testOptions());
   Tensor good = iota(DType::F32, {2, 3});
