@@ -141,32 +141,47 @@ private:
   GraphConstant readConstant(const json &entry) const {
     std::string constantName = name(entry, "constant");
     std::string where = "constant '" + constantName + "'";
-    Tensor value(dtype(entry, where), shape(entry, where));
+    DType valueDType = dtype(entry, where);
+    Shape valueShape = shape(entry, where);
+    int64_t count = numElements(valueShape);
     bool hasData = entry.contains("data"), hasFile = entry.contains("file");
     if (hasData == hasFile)
       throw fail(where, "give exactly one of \"data\" or \"file\"");
+    // Sizes are checked against what is present before anything is
+    // allocated: a huge "shape" with three numbers fails at once.
     if (hasData) {
       const json &data = entry["data"];
-      if (!data.is_array() ||
-          static_cast<int64_t>(data.size()) != value.numElements())
+      if (!data.is_array() || static_cast<int64_t>(data.size()) != count)
         throw fail(where, "\"data\" must be an array of " +
-                              std::to_string(value.numElements()) +
+                              std::to_string(count) +
                               " numbers (one per element)");
+      Tensor value(valueDType, valueShape);
+      size_t width = dtypeBytes(valueDType);
       for (size_t i = 0; i < data.size(); ++i) {
         if (!data[i].is_number() && !data[i].is_boolean())
           throw fail(where, "\"data\" element " + std::to_string(i) +
                                 " is not a number: " + data[i].dump());
+        if (data[i].is_number_integer() && !isFloat(valueDType) &&
+            valueDType != DType::I1) {
+          // Integers stay exact (i64 above 2^53), wrapped to the dtype.
+          uint64_t bits = data[i].is_number_unsigned()
+                              ? data[i].get<uint64_t>()
+                              : static_cast<uint64_t>(data[i].get<int64_t>());
+          for (size_t b = 0; b < width; ++b)
+            value.bytes[i * width + b] = static_cast<uint8_t>(bits >> (8 * b));
+          continue;
+        }
         value.set(i, data[i].is_boolean() ? data[i].get<bool>()
                                           : data[i].get<double>());
       }
-    } else {
-      readConstantFile(entry, where, value);
+      return {constantName, std::move(value)};
     }
-    return {constantName, std::move(value)};
+    return {constantName,
+            readConstantFile(entry, where, valueDType, valueShape)};
   }
 
-  void readConstantFile(const json &entry, const std::string &where,
-                        Tensor &value) const {
+  Tensor readConstantFile(const json &entry, const std::string &where,
+                          DType valueDType, const Shape &valueShape) const {
     std::string file = string(entry["file"], where, "file");
     // Weights live next to the model: no absolute paths, no escaping.
     if (file.empty() || file[0] == '/')
@@ -191,16 +206,19 @@ private:
       throw fail(where, "cannot open constant file '" + resolved + "'");
     in.seekg(0, std::ios::end);
     int64_t size = in.tellg();
-    int64_t needed = static_cast<int64_t>(value.bytes.size());
-    if (offset + needed > size)
+    int64_t needed =
+        numElements(valueShape) * static_cast<int64_t>(dtypeBytes(valueDType));
+    if (offset > size || needed > size - offset)
       throw fail(where, "constant file '" + resolved + "' has " +
                             std::to_string(size) + " bytes; " +
                             std::to_string(needed) + " are needed at offset " +
                             std::to_string(offset));
+    Tensor value(valueDType, valueShape);
     in.seekg(offset);
     in.read(reinterpret_cast<char *>(value.data()), needed);
     if (!in)
       throw fail(where, "cannot read constant file '" + resolved + "'");
+    return value;
   }
 
   std::vector<std::string> names(const json &node, const char *field,
