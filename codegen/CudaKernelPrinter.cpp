@@ -22,17 +22,7 @@ namespace fuse {
 
 namespace {
 
-/// Kernels covering more elements than this index in 64 bits: a grid-stride
-/// index may run past the last element by up to one grid (< 2^24 threads).
-constexpr int64_t kMax32BitElements = INT32_MAX - (int64_t(1) << 24);
 constexpr int kMaxVectorWidth = 8;
-
-const char *storageType(DType dtype) {
-  return fusec::dtypeInfo(dtype).storageCType;
-}
-const char *computeType(DType dtype) {
-  return fusec::dtypeInfo(dtype).computeCType;
-}
 
 /// A broadcast input whose innermost dim is contiguous and a multiple of the
 /// width: each thread's vector reads one contiguous, aligned run of it.
@@ -53,11 +43,10 @@ int cudaVectorWidth(const PointwiseKernel &kernel) {
   return std::min<int>(kMaxVectorWidth, 16 / static_cast<int>(widest));
 }
 
-/// Grid-stride kernels get at most this many blocks per SM (8 waves of
-/// resident 256-thread blocks). Measured on an H200 over the benchmark
-/// cases: 32 left bf16 cases at 89% of the copy ceiling, an uncapped grid
-/// put them at 85% (f32 at 101%); 64 keeps every case at 90% or more.
-constexpr unsigned kPointwiseBlocksPerMultiprocessor = 64;
+std::string cudaVectorType(DType dtype, int64_t width) {
+  return "FusecVector<" + std::string(storageType(dtype)) + ", " +
+         std::to_string(width) + ">";
+}
 
 fusec::LaunchGeometry cudaPointwiseLaunch(const PointwiseKernel &kernel) {
   int64_t width = cudaVectorWidth(kernel);
@@ -66,7 +55,7 @@ fusec::LaunchGeometry cudaPointwiseLaunch(const PointwiseKernel &kernel) {
   launch.blockX = kPointwiseThreadsPerBlock;
   launch.gridX = std::max<int64_t>(1, (steps + kPointwiseThreadsPerBlock - 1) /
                                           kPointwiseThreadsPerBlock);
-  launch.maxBlocksPerMultiprocessor = kPointwiseBlocksPerMultiprocessor;
+  launch.maxBlocksPerMultiprocessor = kGridStrideBlocksPerMultiprocessor;
   return launch;
 }
 
@@ -168,10 +157,7 @@ std::string printCudaKernel(const PointwiseKernel &kernel) {
                         "in" + std::to_string(i) + "[0]")
          << ";\n";
 
-  auto vectorType = [&](DType dtype) {
-    return "FusecVector<" + std::string(storageType(dtype)) + ", " +
-           std::to_string(width) + ">";
-  };
+  auto vectorType = [&](DType dtype) { return cudaVectorType(dtype, width); };
   auto printStatements = [&](const std::string &indent) {
     for (const std::string &statement : kernel.statements)
       os << indent << statement << "\n";

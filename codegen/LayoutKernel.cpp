@@ -30,20 +30,6 @@ namespace fuse {
 
 namespace {
 
-/// Below this many elements the C++ loop runs on one thread.
-constexpr int64_t kParallelThreshold = 1 << 16;
-/// CUDA kernels index in 64 bits when an operand or the result has more
-/// elements than this: a grid-stride index may run past the last element by
-/// up to one grid (< 2^24 threads).
-constexpr int64_t kMax32BitElements = INT32_MAX - (int64_t(1) << 24);
-constexpr unsigned kThreadsPerBlock = 256;
-/// Grid-stride loops: at most this many blocks per multiprocessor.
-constexpr unsigned kBlocksPerMultiprocessor = 64;
-
-const char *storageType(DType dtype) {
-  return fusec::dtypeInfo(dtype).storageCType;
-}
-
 /// A literal of `dtype`'s storage type whose bits are `bits`.
 std::string storageLiteral(DType dtype, const APInt &bits) {
   char text[64];
@@ -290,8 +276,8 @@ FailureOr<std::string> LayoutKernelPrinter::print() {
   bool cuda = target == fusec::Target::Cuda;
   os << "// " << description() << "\n";
   if (cuda) {
-    os << "extern \"C\" __global__ void __launch_bounds__(" << kThreadsPerBlock
-       << ") " << name << "(";
+    os << "extern \"C\" __global__ void __launch_bounds__("
+       << kPointwiseThreadsPerBlock << ") " << name << "(";
     for (BlockArgument arg : body.getArguments())
       os << "const " << storageType(dtypeOf(arg.getType()))
          << " *__restrict__ in" << arg.getArgNumber() << ", ";
@@ -326,7 +312,7 @@ void LayoutKernelPrinter::printLoop(int64_t count, DType resultType) {
     }
     os << storageType(resultType) << " *__restrict out0 = ("
        << storageType(resultType) << " *)fusec_outputs[0];\n";
-    if (count >= kParallelThreshold)
+    if (count >= kCpuParallelThreshold)
       os << "#pragma omp parallel for schedule(static)\n";
     os << "for (int64_t i = 0; i < " << count << "; ++i) {\n";
   }
@@ -495,10 +481,10 @@ void LayoutKernelPrinter::printArgReduction(OpTy reduction, bool max) {
 /// grid-stride loop (a grid of at least one block, also for no elements).
 fusec::LaunchGeometry cudaLayoutLaunch(int64_t count) {
   fusec::LaunchGeometry launch;
-  launch.blockX = kThreadsPerBlock;
-  launch.gridX =
-      std::max<int64_t>(1, (count + kThreadsPerBlock - 1) / kThreadsPerBlock);
-  launch.maxBlocksPerMultiprocessor = kBlocksPerMultiprocessor;
+  launch.blockX = kPointwiseThreadsPerBlock;
+  launch.gridX = std::max<int64_t>(1, (count + kPointwiseThreadsPerBlock - 1) /
+                                          kPointwiseThreadsPerBlock);
+  launch.maxBlocksPerMultiprocessor = kGridStrideBlocksPerMultiprocessor;
   return launch;
 }
 

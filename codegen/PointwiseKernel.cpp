@@ -16,10 +16,6 @@ using fusec::Shape;
 
 namespace fuse {
 
-/// Below this many elements a kernel runs on one thread: waking the OpenMP
-/// team costs more than the work.
-static constexpr int64_t kParallelThreshold = 1 << 16;
-
 bool PointwiseKernel::broadcastsInIterationShape() const {
   return llvm::all_of(inputs, [&](const KernelInput &input) {
     return input.access != InputAccess::Broadcast ||
@@ -232,7 +228,7 @@ std::string printCppKernel(const PointwiseKernel &kernel) {
                         "in" + std::to_string(i) + "[0]")
          << ";\n";
 
-  bool parallel = kernel.numElements() >= kParallelThreshold;
+  bool parallel = kernel.numElements() >= kCpuParallelThreshold;
   bool nested =
       kernel.hasBroadcastInput() && kernel.broadcastsInIterationShape();
   std::string indent = nested ? "      " : "    ";

@@ -45,8 +45,6 @@ namespace {
 
 /// Lanes of the C++ reduction loops: one AVX-512 vector of f32.
 constexpr int64_t kCpuLanes = 16;
-/// Below this many elements a C++ kernel runs on one thread.
-constexpr int64_t kCpuParallelThreshold = 1 << 16;
 /// C++ rows up to this long keep values a later pass needs in a row buffer
 /// on the stack.
 constexpr int64_t kCpuMaxKeptRow = 16384;
@@ -64,13 +62,6 @@ constexpr int64_t kMaxCachedPerThread = 64;
 /// the reduced dims are split so that about this many blocks run.
 constexpr unsigned kColumnTile = 32, kColumnRows = 8;
 constexpr int64_t kColumnTargetBlocks = 1024;
-
-const char *storageType(DType dtype) {
-  return fusec::dtypeInfo(dtype).storageCType;
-}
-const char *computeType(DType dtype) {
-  return fusec::dtypeInfo(dtype).computeCType;
-}
 
 const char *combinerTemplate(ReductionCombiner combiner) {
   switch (combiner) {
@@ -135,12 +126,6 @@ struct DimGroup {
     }
     return true;
   }
-  bool constant(const Shape &strides) const {
-    for (size_t d : dims)
-      if (strides[d] != 0)
-        return false;
-    return true;
-  }
 };
 
 class ReductionPlan {
@@ -171,7 +156,6 @@ public:
   /// The loads of full values the slice `ops` (with `roots`) reads.
   std::vector<unsigned> loadsOf(ArrayRef<Operation *> ops,
                                 ArrayRef<Value> roots) const;
-  bool hasHalfTypes = false;
 
 private:
   LogicalResult addLoad(BlockArgument arg, Value boundTo, const Shape &target);
@@ -246,7 +230,6 @@ FailureOr<ReductionPlan> ReductionPlan::analyze(FusionOp fusion) {
   if (!found)
     return fusion.emitError("codegen: a reduction region without reductions");
   plan.schedule = plan.space.schedule();
-  plan.hasHalfTypes = regionUsesHalfTypes(fusion);
 
   // Region inputs: read through each broadcast of them (its target says
   // how: a [4096] weight broadcast over rows is not a per-row value even
@@ -302,13 +285,9 @@ FailureOr<ReductionPlan> ReductionPlan::analyze(FusionOp fusion) {
           {&op, reduction.getCombiner(), dtypeOf(result.getType()), level,
            "acc" + std::to_string(plan.reductions.size())});
       plan.numLevels = std::max(plan.numLevels, level);
-    } else if (!isa<BroadcastToOp, CastOp, SelectOp, ReshapeOp>(op) &&
-               !isa<FusionKindOpInterface>(op)) {
-      return op.emitError() << "codegen: " << describeOp(&op)
-                            << " cannot be part of a reduction kernel";
     } else if (auto kind = dyn_cast<FusionKindOpInterface>(op);
-               kind && kind.getFusionKind() != FusionKind::Elementwise &&
-               kind.getFusionKind() != FusionKind::Broadcast) {
+               !kind || (kind.getFusionKind() != FusionKind::Elementwise &&
+                         kind.getFusionKind() != FusionKind::Broadcast)) {
       return op.emitError() << "codegen: " << describeOp(&op)
                             << " cannot be part of a reduction kernel";
     }
@@ -1136,10 +1115,7 @@ private:
     RowScope scope = emitRowLoads(os, rows);
     // Cached loads keep the stored elements: a bf16 row takes half the
     // registers it would as f32.
-    auto vectorType = [&](DType dtype) {
-      return "FusecVector<" + std::string(storageType(dtype)) + ", " +
-             std::to_string(width) + ">";
-    };
+    auto vectorType = [&](DType dtype) { return cudaVectorType(dtype, width); };
     for (size_t i = 0; i < plan.loads.size(); ++i) {
       if (!cached[i])
         continue;
@@ -1224,8 +1200,8 @@ private:
       if (pass.storesOutputs)
         for (size_t i = 0; i < plan.outputs.size(); ++i)
           if (plan.outputs[i].full && vectorizable(outStrides))
-            os << "FusecVector<" << storageType(plan.outputs[i].dtype) << ", "
-               << width << "> out" << i << "_vector;\n";
+            os << vectorType(plan.outputs[i].dtype) << " out" << i
+               << "_vector;\n";
       os << "#pragma unroll\n";
       os << "for (int lane = 0; lane < " << width << "; ++lane) {\n";
       os.indent();
@@ -1278,9 +1254,8 @@ private:
       if (pass.storesOutputs)
         for (size_t i = 0; i < plan.outputs.size(); ++i)
           if (plan.outputs[i].full && vectorizable(outStrides))
-            os << "*reinterpret_cast<FusecVector<"
-               << storageType(plan.outputs[i].dtype) << ", " << width
-               << "> *>(out" << i << " + " << outRow << " + col0) = out" << i
+            os << "*reinterpret_cast<" << vectorType(plan.outputs[i].dtype)
+               << " *>(out" << i << " + " << outRow << " + col0) = out" << i
                << "_vector;\n";
       os.unindent();
       os << "}\n";
@@ -1436,9 +1411,7 @@ private:
       const Load &load = plan.loads[index];
       if (!vectorizable(load.strides))
         continue;
-      std::string vectorType = "FusecVector<" +
-                               std::string(storageType(load.dtype)) + ", " +
-                               std::to_string(width) + ">";
+      std::string vectorType = cudaVectorType(load.dtype, width);
       os << "const " << vectorType << " " << load.variable
          << "_vector = *reinterpret_cast<const " << vectorType << " *>(in"
          << load.argument << " + " << offsetOf(load.strides, true, "i0")

@@ -29,12 +29,8 @@ enum class FusionKind {
   Composite,
 };
 
-const char *fusionKindName(FusionKind kind);
-
 /// How a reduction combines two partial results.
 enum class ReductionCombiner { Sum, Prod, Max, Min };
-
-const char *combinerName(ReductionCombiner combiner);
 
 } // namespace fuse
 

@@ -61,22 +61,6 @@ ReductionSchedule ReductionSpace::schedule() const {
   return ReductionSchedule::Row;
 }
 
-int64_t ReductionSpace::reductionLength() const {
-  int64_t length = 1;
-  for (size_t d = 0; d < full.size(); ++d)
-    if (reduced[d])
-      length *= full[d];
-  return length;
-}
-
-int64_t ReductionSpace::numResults() const {
-  int64_t results = 1;
-  for (size_t d = 0; d < full.size(); ++d)
-    if (!reduced[d])
-      results *= full[d];
-  return results;
-}
-
 std::string ReductionSpace::describe() const {
   std::string text;
   for (size_t d = 0; d < full.size(); ++d) {

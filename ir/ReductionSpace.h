@@ -53,10 +53,6 @@ struct ReductionSpace {
   fusec::Shape keptShape() const;
   ReductionSchedule schedule() const;
 
-  /// Elements combined into one result, and results.
-  int64_t reductionLength() const;
-  int64_t numResults() const;
-
   /// "16384x[4096]": the full shape with reduced dims in brackets.
   std::string describe() const;
 };

@@ -115,11 +115,11 @@ public:
   }
   Group &group(int leader) { return groups[groupOfLeader[leader]]; }
 
-  /// Merges two groups into `into` (whose kind and space the caller has
-  /// already set for the union); returns the new leader.
+  /// Merges two groups into one described by `combined` (its kind and
+  /// space, set by the caller); the larger group's leader stays leader and
+  /// is returned.
   int merge(int a, int b, Group &&combined) {
-    Group &first = group(a), &second = group(b);
-    int keep = first.members.size() >= second.members.size() ? a : b;
+    int keep = group(a).members.size() >= group(b).members.size() ? a : b;
     int drop = keep == a ? b : a;
     Group &kept = group(keep), &dropped = group(drop);
     combined.members = std::move(kept.members);
@@ -316,9 +316,7 @@ struct FormFusionRegions
     int producer = groups.leaderOf(view->getOperand(0).getDefiningOp());
     if (producer < 0 || groups.group(producer).kind != GroupKind::Pointwise)
       return false;
-    Group &group = groups.add(view, GroupKind::Pointwise);
-    group.shape = groups.group(producer).shape;
-    group.hasViews = true;
+    groups.add(view, GroupKind::Pointwise);
     int self = groups.leaderOf(view);
     Group combined;
     combined.kind = GroupKind::Pointwise;
