@@ -10,6 +10,7 @@
 #include "frontends/NodeImport.h"
 
 #include "ir/FuseDialect.h"
+#include "ir/LayoutOps.h"
 
 #include <algorithm>
 
@@ -34,15 +35,11 @@ FailureOr<SmallVector<int64_t>> reductionAxes(NodeImport &node,
         resolved.push_back(dim);
     return resolved;
   }
-  for (int64_t axis : *axes) {
-    std::optional<int64_t> dim = normalizeAxis(axis, type.getRank());
-    if (!dim)
-      return node.error() << "axis " << axis << " is out of range for rank "
-                          << type.getRank();
-    if (llvm::is_contained(resolved, *dim))
-      return node.error() << "axis " << axis << " is listed twice";
-    resolved.push_back(*dim);
-  }
+  FailureOr<SmallVector<int64_t>> normalized = normalizeAxes(
+      *axes, type.getRank(), "axes", [&] { return node.error(); });
+  if (failed(normalized))
+    return failure();
+  resolved = std::move(*normalized);
   llvm::sort(resolved);
   return resolved;
 }
