@@ -193,3 +193,39 @@ TEST_CASE("cast converts between every pair of dtypes", "[ops]") {
     }
   }
 }
+
+TEST_CASE("max and min and relu propagate NaN from either operand", "[ops]") {
+  // ONNX follows NumPy's maximum/minimum: NaN wins on either side, fused
+  // or not, and however the canonicalizer orders commutative operands.
+  const double nan = std::nan("");
+  for (bool fuse : {true, false}) {
+    INFO((fuse ? "fused" : "unfused"));
+    GraphBuilder b("nan");
+    std::string x = b.input("x", DType::F32, {4});
+    std::string y = b.input("y", DType::F32, {4});
+    b.output(b.op("max", {x, y}));
+    b.output(b.op("min", {x, y}));
+    b.output(b.op("max", {y, x}));
+    b.output(b.op("relu", {x}));
+    Tensor xs(DType::F32, {4}), ys(DType::F32, {4});
+    const double xValues[] = {nan, 1.0, -2.0, nan};
+    const double yValues[] = {1.0, nan, 3.0, nan};
+    for (int i = 0; i < 4; ++i) {
+      xs.set(i, xValues[i]);
+      ys.set(i, yValues[i]);
+    }
+    std::vector<Tensor> outputs =
+        compile(b.build(), test::testOptions(fuse)).run({xs, ys});
+    for (size_t o = 0; o < 3; ++o) {
+      INFO("output " << o);
+      CHECK(std::isnan(outputs[o].at(0)));
+      CHECK(std::isnan(outputs[o].at(1)));
+      CHECK(std::isnan(outputs[o].at(3)));
+    }
+    CHECK(outputs[0].at(2) == 3.0);
+    CHECK(outputs[1].at(2) == -2.0);
+    CHECK(std::isnan(outputs[3].at(0)));
+    CHECK(outputs[3].at(1) == 1.0);
+    CHECK(outputs[3].at(2) == 0.0);
+  }
+}
