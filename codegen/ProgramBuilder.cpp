@@ -42,6 +42,58 @@ static std::vector<uint8_t> constantBytes(DenseElementsAttr attr) {
   return bytes;
 }
 
+/// The call of a matmul: its shapes as m, n, k and batch strides. The
+/// prepare pass left every operand batch all ones (stride 0) or complete.
+static FailureOr<fusec::MatmulCall> matmulCallOf(MatmulOp op,
+                                                 fusec::Target target) {
+  MatmulShape shape = op.getMatmulShape();
+  fusec::MatmulCall call;
+  call.dtype = dtypeOf(op.getType());
+  call.m = shape.m;
+  call.n = shape.n;
+  call.k = shape.k;
+  call.batch = fusec::numElements(shape.batch);
+  call.transposeA = op.getTransposeA();
+  call.transposeB = op.getTransposeB();
+  call.alpha = op.getAlpha().convertToDouble();
+  StringRef epilogue = op.getEpilogue();
+  call.epilogue = epilogue == "relu"        ? fusec::Epilogue::Relu
+                  : epilogue == "gelu_tanh" ? fusec::Epilogue::GeluTanh
+                                            : fusec::Epilogue::None;
+  bool hasEpilogue = op.getBias() || call.epilogue != fusec::Epilogue::None;
+  if (hasEpilogue && target != fusec::Target::Cuda)
+    return op.emitError() << "codegen: " << describeOp(op)
+                          << " has a bias or an activation, which only the "
+                             "CUDA target's library call applies";
+  if (hasEpilogue && (call.k == 0 || !isOneProduct(shape, call.transposeA)))
+    return op.emitError() << "codegen: " << describeOp(op)
+                          << " has a bias or an activation, which needs one "
+                             "product over k > 0";
+  auto strideOf = [&](const fusec::Shape &batch,
+                      int64_t matrix) -> std::optional<int64_t> {
+    if (fusec::numElements(batch) == 1)
+      return 0;
+    if (fusec::numElements(batch) == call.batch)
+      return matrix;
+    return std::nullopt;
+  };
+  std::optional<int64_t> strideA = strideOf(shape.lhsBatch, call.m * call.k);
+  std::optional<int64_t> strideB = strideOf(shape.rhsBatch, call.k * call.n);
+  if (!strideA || !strideB)
+    return op.emitError() << "codegen: " << describeOp(op)
+                          << " has a partly broadcast batch; run "
+                             "fuse-prepare-library-calls first";
+  call.batchStrideA = *strideA;
+  call.batchStrideB = *strideB;
+  // A batch only the lhs has: its matrices are consecutive rows.
+  if (call.batch > 1 && isOneProduct(shape, call.transposeA)) {
+    call.m *= call.batch;
+    call.batch = 1;
+    call.batchStrideA = call.batchStrideB = 0;
+  }
+  return call;
+}
+
 namespace {
 class ProgramBuilder {
 public:
@@ -107,6 +159,20 @@ public:
           source = program.buffers[source].aliasOf;
         int id = addBuffer(reshape, temporaryName(reshape), BufferRole::Alias);
         program.buffers[id].aliasOf = source;
+        program.steps.push_back({fusec::StepKind::View, id});
+      } else if (auto matmul = dyn_cast<MatmulOp>(op)) {
+        FailureOr<fusec::MatmulCall> call =
+            matmulCallOf(matmul, program.target);
+        if (failed(call))
+          return failure();
+        call->a = bufferOf.lookup(matmul.getLhs());
+        call->b = bufferOf.lookup(matmul.getRhs());
+        call->bias = matmul.getBias() ? bufferOf.lookup(matmul.getBias()) : -1;
+        call->output =
+            addBuffer(matmul, temporaryName(matmul), BufferRole::Temporary);
+        program.steps.push_back({fusec::StepKind::Matmul,
+                                 static_cast<int>(program.matmuls.size())});
+        program.matmuls.push_back(*call);
       } else if (auto fusion = dyn_cast<FusionOp>(op)) {
         fusec::KernelDesc desc;
         if (failed(buildKernel(fusion, desc)))
@@ -125,6 +191,8 @@ public:
         for (Value result : fusion.getResults())
           desc.outputs.push_back(
               addBuffer(result, temporaryName(result), BufferRole::Temporary));
+        program.steps.push_back({fusec::StepKind::Kernel,
+                                 static_cast<int>(program.kernels.size())});
         program.kernels.push_back(std::move(desc));
       } else {
         return op.emitError() << "codegen: " << describeOp(&op)

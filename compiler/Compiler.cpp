@@ -150,7 +150,11 @@ Lowering lower(const CompileOptions &options, bool captureIR, Stage stopAfter,
 
   PassManager pm(&context);
   pm.addInstrumentation(std::make_unique<PassTimer>(lowering.passMillis));
-  if (failed(fuse::buildDefaultPipeline(pm, options.fuse)))
+  fuse::PipelineOptions pipeline;
+  pipeline.fuse = options.fuse;
+  pipeline.libraryEpilogues =
+      options.fuse && resolveTarget(options) == Target::Cuda;
+  if (failed(fuse::buildDefaultPipeline(pm, pipeline)))
     diagnostics.fail("fusec: internal error: bad default pipeline");
   if (failed(pm.run(*module)))
     diagnostics.fail("fusec: the fusion pipeline failed");
@@ -226,6 +230,7 @@ CompiledModel load(Program program, const CompileOptions &options) {
   CudaOptions cudaOptions;
   cudaOptions.arch = options.gpuArch;
   cudaOptions.fastMath = options.fastMath;
+  cudaOptions.tf32 = options.tf32;
   return CompiledModel(
       makeExecutable(std::move(program),
                      KernelCache::forDirectory(options.cacheDir), cudaOptions));

@@ -33,6 +33,9 @@ struct CompileOptions {
   std::optional<Target> target;
   /// CUDA: compile with --use_fast_math (__sinf, __expf, ...).
   bool fastMath = false;
+  /// CUDA: f32 matmuls may use TF32 tensor cores (10-bit mantissa inputs);
+  /// off by default, so f32 products are f32-accurate.
+  bool tf32 = false;
   /// CUDA: NVRTC architecture ("sm_80"); "" for the device's own, or sm_90a
   /// when compiling without a GPU.
   std::string gpuArch;

@@ -76,11 +76,6 @@ template <typename OpTy> FailureOr<Value> importSoftmax(NodeImport &node) {
       .getResult();
 }
 
-/// Optional input `index`, or a null value when absent.
-Value optionalOperand(NodeImport &node, unsigned index) {
-  return index < node.operands.size() ? node.operands[index] : Value();
-}
-
 FailureOr<Value> importLayerNorm(NodeImport &node) {
   if (failed(node.expectOperands(1, 3)))
     return failure();
@@ -89,8 +84,8 @@ FailureOr<Value> importLayerNorm(NodeImport &node) {
   if (failed(axis) || failed(epsilon))
     return failure();
   return LayerNormOp::create(node.builder, node.loc, node.operands[0].getType(),
-                             node.operands[0], optionalOperand(node, 1),
-                             optionalOperand(node, 2),
+                             node.operands[0], node.operandOrNull(1),
+                             node.operandOrNull(2),
                              node.builder.getI64IntegerAttr(*axis),
                              node.builder.getF64FloatAttr(*epsilon))
       .getResult();
@@ -104,7 +99,7 @@ FailureOr<Value> importRmsNorm(NodeImport &node) {
   if (failed(axis) || failed(epsilon))
     return failure();
   return RmsNormOp::create(node.builder, node.loc, node.operands[0].getType(),
-                           node.operands[0], optionalOperand(node, 1),
+                           node.operands[0], node.operandOrNull(1),
                            node.builder.getI64IntegerAttr(*axis),
                            node.builder.getF64FloatAttr(*epsilon))
       .getResult();

@@ -237,6 +237,8 @@ private:
         importReductionOrComposite(import);
     if (!imported)
       imported = importLayout(import);
+    if (!imported)
+      imported = importLibrary(import);
     if (imported) {
       if (failed(*imported))
         return failure();

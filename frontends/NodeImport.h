@@ -41,6 +41,11 @@ struct NodeImport {
   getInts(const std::string &attr,
           std::optional<std::vector<int64_t>> fallback);
 
+  /// Optional operand `index`, or a null value when absent.
+  mlir::Value operandOrNull(unsigned index) const {
+    return index < operands.size() ? operands[index] : mlir::Value();
+  }
+
   /// Checks the operand count: between `min` and `max` (inclusive), and
   /// that the first `min` are present.
   mlir::LogicalResult expectOperands(unsigned min, unsigned max);
@@ -56,6 +61,10 @@ importReductionOrComposite(NodeImport &node);
 /// flatten, pad, expand) and argmax/argmin. `std::nullopt` when `node.op`
 /// is none of them.
 std::optional<mlir::FailureOr<mlir::Value>> importLayout(NodeImport &node);
+
+/// Library ops: matmul (NumPy semantics) and gemm (ONNX's `alpha`, `beta`,
+/// `transA`, `transB`, optional C). `std::nullopt` for any other op.
+std::optional<mlir::FailureOr<mlir::Value>> importLibrary(NodeImport &node);
 
 } // namespace fuse
 

@@ -14,6 +14,7 @@
 #include "ir/ElementwiseOps.h"
 #include "ir/FuseDialect.h.inc"
 #include "ir/FusionKind.h"
+#include "ir/LibraryOps.h"
 
 // The interfaces' declarations name FusionKind and ReductionCombiner.
 #include "ir/FuseInterfaces.h.inc"

@@ -268,6 +268,9 @@ def Fuse_SiluOp : Fuse_CompositeOp<"silu", [SameOperandsAndResultType]> {
 // Layout ops (transpose, slice, concat, gather, pad, argmax/argmin).
 include "ir/LayoutOps.td"
 
+// Library ops (matmul) and gemm.
+include "ir/LibraryOps.td"
+
 //===----------------------------------------------------------------------===//
 // Fusion regions
 //===----------------------------------------------------------------------===//

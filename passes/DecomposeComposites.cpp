@@ -217,6 +217,22 @@ Value decompose(Decomposer &d, ReduceLogSumExpOp op) {
   return d.toType(y, op.getType());
 }
 
+/// alpha * A' @ B' + beta * C: the matmul takes the transposes and alpha;
+/// C (scaled unless beta is 1) is added after it.
+Value decompose(Decomposer &d, GemmOp op) {
+  Value product =
+      MatmulOp::create(d.builder, d.loc, op.getType(), op.getA(), op.getB(),
+                       Value(), op.getTransA(), op.getTransB(),
+                       op.getAlpha(), "none")
+          .getResult();
+  Value c = op.getC();
+  if (!c)
+    return product;
+  if (op.getBeta().convertToDouble() != 1.0)
+    c = d.binary<MulOp>(c, d.scalarLike(c, op.getBeta().convertToDouble()));
+  return AddOp::create(d.builder, d.loc, op.getType(), product, c).getResult();
+}
+
 struct DecomposeComposites
     : public fuse::impl::FuseDecomposeCompositesBase<DecomposeComposites> {
   void runOnOperation() override {
@@ -225,23 +241,26 @@ struct DecomposeComposites
       if (op.getFusionKind() == FusionKind::Composite)
         composites.push_back(op);
     });
-    for (Operation *op : composites) {
-      Decomposer d(op);
-      Value replacement =
-          TypeSwitch<Operation *, Value>(op)
-              .Case<SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp, GeluOp,
-                    SiluOp, ReduceMeanOp, ReduceL2Op, ReduceLogSumExpOp>(
-                  [&](auto concrete) { return decompose(d, concrete); })
-              .Default([](Operation *) { return Value(); });
-      if (!replacement) {
-        op->emitError() << "internal error: no decomposition for "
-                        << describeOp(op);
+    for (Operation *op : composites)
+      if (failed(decomposeComposite(op)))
         return signalPassFailure();
-      }
-      op->getResult(0).replaceAllUsesWith(replacement);
-      op->erase();
-    }
   }
 };
 
 } // namespace
+
+LogicalResult fuse::decomposeComposite(Operation *op) {
+  Decomposer d(op);
+  Value replacement =
+      TypeSwitch<Operation *, Value>(op)
+          .Case<SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp, GeluOp,
+                SiluOp, ReduceMeanOp, ReduceL2Op, ReduceLogSumExpOp, GemmOp>(
+              [&](auto concrete) { return decompose(d, concrete); })
+          .Default([](Operation *) { return Value(); });
+  if (!replacement)
+    return op->emitError() << "internal error: no decomposition for "
+                           << describeOp(op);
+  op->getResult(0).replaceAllUsesWith(replacement);
+  op->erase();
+  return success();
+}

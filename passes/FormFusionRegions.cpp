@@ -274,8 +274,10 @@ struct FormFusionRegions
                << describeOp(&op)
                << " must be decomposed (fuse-decompose-composites) before "
                   "fusion";
-      case FusionKind::Layout:
       case FusionKind::Library:
+        // fuse-prepare-library-calls already said what the call took.
+        continue;
+      case FusionKind::Layout:
         groups.add(&op, GroupKind::Layout);
         if (!noFuse)
           op.emitRemark() << "not fused: " << describeOp(&op)

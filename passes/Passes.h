@@ -15,12 +15,25 @@ namespace fuse {
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
-/// The default pipeline as one textual string: canonicalize (which folds
-/// constants), CSE, then fusion-region formation. With `fuse` false, every
-/// pointwise op gets a region of its own (the unfused baseline).
-std::string defaultPipeline(bool fuse);
+/// Rewrites one composite op into the primitives that define it, at its
+/// position, and erases it (fails with an error on an op it does not know).
+mlir::LogicalResult decomposeComposite(mlir::Operation *op);
+
+struct PipelineOptions {
+  /// False: every op gets a region of its own (the unfused baseline).
+  bool fuse = true;
+  /// Fold bias adds and activations into matmul calls (cuBLASLt's
+  /// epilogues: the CUDA target).
+  bool libraryEpilogues = true;
+};
+
+/// The default pipeline as one textual string: library calls prepared,
+/// composites decomposed, broadcasts made explicit, canonicalize (which
+/// folds constants), CSE, then fusion-region formation.
+std::string defaultPipeline(const PipelineOptions &options);
 /// Adds the default pipeline to a module-level pass manager.
-mlir::LogicalResult buildDefaultPipeline(mlir::OpPassManager &pm, bool fuse);
+mlir::LogicalResult buildDefaultPipeline(mlir::OpPassManager &pm,
+                                         const PipelineOptions &options);
 
 /// Registers the passes and the named pipelines `fuse-default` and
 /// `fuse-unfused` (for fusec-opt and lit).

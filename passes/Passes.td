@@ -24,6 +24,37 @@ def FuseDecomposeComposites
   let dependentDialects = ["fuse::FuseDialect"];
 }
 
+def FusePrepareLibraryCalls
+    : Pass<"fuse-prepare-library-calls", "mlir::func::FuncOp"> {
+  let summary = "Fold transposes, scales, biases and activations into matmuls";
+  let description = [{
+    Runs first, while gemm and gelu are still whole. Gemm is decomposed into
+    a fuse.matmul and the add of C. Then each matmul takes:
+      - a transpose of the last two dims of an operand, as its flag;
+      - a following multiply by a finite non-zero splat, as alpha;
+      - with `epilogues` (the CUDA target), a following add of a vector of
+        the last dim as its bias, then relu or gelu (tanh approximation) as
+        its cuBLASLt epilogue, when the call is one product (no batch, or
+        a batch that folds into the rows).
+    Batch dims the call cannot stride over (neither complete nor all ones)
+    are broadcast explicitly. Each matmul gets a remark saying what it
+    folded and, where a chain stops, why.
+
+      %t = fuse.transpose %w {perm = [1, 0]}
+      %m = fuse.matmul %x, %t; %a = fuse.add %m, %b; %y = fuse.relu %a
+        => %y = fuse.matmul %x, %w bias %b {epilogue = "relu",
+                                            transpose_b = true}
+  }];
+  let options = [
+    Option<"epilogues", "epilogues", "bool", /*default=*/"true",
+           "Fold bias adds and activations into the call (cuBLASLt)">,
+  ];
+  let statistics = [
+    Statistic<"numFolded", "num-folded", "Ops folded into library calls">,
+  ];
+  let dependentDialects = ["fuse::FuseDialect"];
+}
+
 def FuseMakeBroadcastsExplicit
     : Pass<"fuse-make-broadcasts-explicit", "mlir::func::FuncOp"> {
   let summary = "Insert fuse.broadcast_to for implicitly broadcast operands";

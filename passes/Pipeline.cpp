@@ -5,20 +5,22 @@
 #include "mlir/Transforms/Passes.h"
 
 /// The pipeline on each function.
-static std::string functionPipeline(bool fuse) {
-  return std::string("func.func(fuse-decompose-composites,"
-                     "fuse-make-broadcasts-explicit,canonicalize,cse,"
-                     "fuse-form-fusion-regions") +
-         (fuse ? "" : "{no-fuse=true}") + ")";
+static std::string functionPipeline(const fuse::PipelineOptions &options) {
+  return std::string("func.func(fuse-prepare-library-calls") +
+         (options.libraryEpilogues ? "" : "{epilogues=false}") +
+         ",fuse-decompose-composites,fuse-make-broadcasts-explicit,"
+         "canonicalize,cse,fuse-form-fusion-regions" +
+         (options.fuse ? "" : "{no-fuse=true}") + ")";
 }
 
-std::string fuse::defaultPipeline(bool fuse) {
-  return "builtin.module(" + functionPipeline(fuse) + ")";
+std::string fuse::defaultPipeline(const PipelineOptions &options) {
+  return "builtin.module(" + functionPipeline(options) + ")";
 }
 
-mlir::LogicalResult fuse::buildDefaultPipeline(mlir::OpPassManager &pm,
-                                               bool fuse) {
-  return mlir::parsePassPipeline(functionPipeline(fuse), pm);
+mlir::LogicalResult
+fuse::buildDefaultPipeline(mlir::OpPassManager &pm,
+                           const PipelineOptions &options) {
+  return mlir::parsePassPipeline(functionPipeline(options), pm);
 }
 
 void fuse::registerAllFusePasses() {
@@ -31,6 +33,6 @@ void fuse::registerAllFusePasses() {
         fuse ? "Canonicalize, CSE and form fusion regions"
              : "Canonicalize, CSE and wrap every pointwise op alone",
         [fuse](mlir::OpPassManager &pm) {
-          (void)buildDefaultPipeline(pm, fuse);
+          (void)buildDefaultPipeline(pm, {fuse, true});
         });
 }

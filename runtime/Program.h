@@ -11,6 +11,7 @@
 #include "runtime/DType.h"
 #include "runtime/Shape.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -68,6 +69,53 @@ struct KernelDesc {
   int scratch = -1;
 };
 
+/// The activation a library call applies to its result: the cuBLASLt
+/// epilogues fusec uses (cuBLASLt's GELU is the tanh approximation).
+enum class Epilogue { None, Relu, GeluTanh };
+const char *epilogueName(Epilogue epilogue);
+
+/// out = epilogue(alpha * op(A) @ op(B) + bias), for every batch: row-major
+/// operands, op(A) is [m, k] and op(B) is [k, n]. A is stored [m, k], or
+/// [k, m] when `transposeA`; B is stored [k, n], or [n, k] when
+/// `transposeB`. The output is [m, n] per batch, batches m * n apart.
+struct MatmulCall {
+  int a = -1, b = -1, output = -1; ///< buffers
+  /// A vector of n elements added to every row; -1 for none.
+  int bias = -1;
+  /// Of A, B, the bias and the output: f32, f64, f16 or bf16.
+  DType dtype = DType::F32;
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  bool transposeA = false, transposeB = false;
+  /// Elements between consecutive batches of A and B; 0 repeats the same
+  /// matrix for every batch (a broadcast batch).
+  int64_t batchStrideA = 0, batchStrideB = 0;
+  double alpha = 1.0;
+  Epilogue epilogue = Epilogue::None;
+
+  /// One readable line: "matmul bf16 [8192x4096] = A[8192x4096] @
+  /// B^T[4096x4096] (batch 1), alpha 1, bias, epilogue gelu_tanh".
+  std::string describe(const std::vector<BufferDesc> &buffers) const;
+};
+
+/// "matmul step 3 (bf16 8192x4096x4096, batch 2)": a call in messages.
+std::string matmulStepName(const MatmulCall &call, size_t step);
+/// Elements of A (of B) the call reads, over every batch.
+int64_t matmulExtentA(const MatmulCall &call);
+int64_t matmulExtentB(const MatmulCall &call);
+/// Throws an internal fusec::Error when `call` does not fit its buffers
+/// (ids, dtypes, sizes, strides) or has a bias or an epilogue with k == 0.
+void checkMatmulCall(const MatmulCall &call,
+                     const std::vector<BufferDesc> &buffers, size_t step);
+
+/// One step of a run, in order: a generated kernel, a library call, or a
+/// view (an alias buffer: no work, listed so the plan shows every value).
+enum class StepKind { Kernel, Matmul, View };
+struct Step {
+  StepKind kind = StepKind::Kernel;
+  /// Into `Program::kernels`, `Program::matmuls`, or (views) `buffers`.
+  int index = 0;
+};
+
 struct Program {
   std::string name;
   Target target = Target::Cpu;
@@ -78,12 +126,17 @@ struct Program {
   std::string source;
   std::vector<BufferDesc> buffers;
   std::vector<KernelDesc> kernels; ///< in launch order
+  std::vector<MatmulCall> matmuls;
+  /// Every kernel, library call and view in run order.
+  std::vector<Step> steps;
   std::vector<int> inputs, outputs;
   /// The graph's name for each output (one buffer may back several).
   std::vector<std::string> outputNames;
 
   /// The plan as JSON: kernels with their ops, inputs and outputs (by buffer
-  /// name), buffers, graph inputs and outputs. Constant data is left out.
+  /// name), buffers, graph inputs and outputs, and every step in run order
+  /// (kernels by name, matmuls described, views with their root). Constant
+  /// data is left out.
   std::string planJson() const;
 };
 

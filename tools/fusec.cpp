@@ -18,16 +18,19 @@ namespace {
 const char *kUsage = R"(usage: fusec MODEL [options]
 
 Compiles a model (.json or .mlir), fusing its pointwise work into kernels.
-With no action, prints the kernels (name and fused ops).
+With no action, prints the kernels (name and fused ops) and library calls.
 
   --target=cpu|cuda       backend (default: cuda when a usable GPU is
                           present, cpu otherwise)
   --emit=STAGE            print a stage: ir (imported fuse IR), fused (after
-                          fusion), plan (JSON kernels and buffers), source
-                          (generated kernels), ptx (CUDA only)
+                          fusion), plan (JSON steps, kernels and buffers),
+                          source (generated kernels, then the library calls),
+                          ptx (CUDA only)
   --gpu-arch=sm_XY        CUDA architecture to compile for (default: the
                           GPU's own, or sm_90a without a GPU)
   --fast-math             CUDA: fast intrinsics (__sinf, __expf, ...)
+  --tf32                  CUDA: f32 matmuls on TF32 tensor cores (faster,
+                          10-bit mantissa inputs; off by default)
   -o PATH                 write --emit's output to PATH instead of stdout
   --dump-kernels=DIR      write each kernel's source to DIR/<kernel>.cpp
   --run                   run the model and print each output's shape, dtype
@@ -98,6 +101,8 @@ CliOptions parseArguments(int argc, char **argv) {
                          options.compile.gpuArch + "'"};
     } else if (arg == "--fast-math") {
       options.compile.fastMath = true;
+    } else if (arg == "--tf32") {
+      options.compile.tf32 = true;
     } else if (is("--emit")) {
       options.emit = value("--emit");
       if (options.emit != "ir" && options.emit != "fused" &&
@@ -186,7 +191,18 @@ std::string emitStage(const CliOptions &options, const Lowering &lowering) {
                              cuda::nvrtcOptions(options.compile.fastMath),
                              /*ptx=*/true);
   }
-  return lowering.program.source;
+  // Library calls are not source: each is listed as the call it makes.
+  std::string source = lowering.program.source;
+  const Program &program = lowering.program;
+  if (!program.matmuls.empty()) {
+    source += "\n// Library calls (" +
+              std::string(program.target == Target::Cuda ? "cuBLASLt"
+                                                         : "BLAS") +
+              "), in run order:\n";
+    for (const MatmulCall &call : program.matmuls)
+      source += "// " + call.describe(program.buffers) + "\n";
+  }
+  return source;
 }
 
 std::vector<Tensor> modelInputs(const CliOptions &options,
@@ -253,9 +269,21 @@ int runCli(const CliOptions &options) {
   }
   if (options.emit.empty() && !options.run && !options.check) {
     std::cout << program.kernels.size() << " kernel"
-              << (program.kernels.size() == 1 ? "" : "s") << " for '"
-              << program.name << "'\n";
-    for (const KernelDesc &kernel : program.kernels) {
+              << (program.kernels.size() == 1 ? "" : "s");
+    if (!program.matmuls.empty())
+      std::cout << " and " << program.matmuls.size() << " library call"
+                << (program.matmuls.size() == 1 ? "" : "s");
+    std::cout << " for '" << program.name << "'\n";
+    for (const Step &step : program.steps) {
+      if (step.kind == StepKind::Matmul) {
+        std::cout << "  " << program.matmuls[step.index].describe(
+                                 program.buffers)
+                  << "\n";
+        continue;
+      }
+      if (step.kind != StepKind::Kernel)
+        continue;
+      const KernelDesc &kernel = program.kernels[step.index];
       std::cout << "  " << kernel.name << ":";
       for (const std::string &op : kernel.ops)
         std::cout << " " << op;

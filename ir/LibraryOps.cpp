@@ -1,0 +1,137 @@
+//===- LibraryOps.cpp - Matmul shapes and the library ops' verifiers -----===//
+
+#include "ir/FuseDialect.h"
+#include "ir/TypeUtils.h"
+
+using namespace mlir;
+
+namespace fuse {
+
+std::string inferMatmulShape(const fusec::Shape &lhs, const fusec::Shape &rhs,
+                             bool transposeA, bool transposeB,
+                             MatmulShape &shape) {
+  if (lhs.empty() || rhs.empty())
+    return "matmul operands must have rank >= 1 (got [" +
+           fusec::formatShape(lhs) + "] and [" + fusec::formatShape(rhs) +
+           "])";
+  if ((transposeA && lhs.size() < 2) || (transposeB && rhs.size() < 2))
+    return "a transposed matmul operand must have rank >= 2";
+  // A 1-D lhs is one row [1, k]; a 1-D rhs one column [k, 1].
+  size_t lhsRank = lhs.size(), rhsRank = rhs.size();
+  int64_t lhsRows = lhsRank == 1 ? 1 : lhs[lhsRank - 2];
+  int64_t lhsCols = lhs[lhsRank - 1];
+  int64_t rhsRows = rhs[rhsRank - 1 - (rhsRank == 1 ? 0 : 1)];
+  int64_t rhsCols = rhsRank == 1 ? 1 : rhs[rhsRank - 1];
+  if (transposeA)
+    std::swap(lhsRows, lhsCols);
+  if (transposeB)
+    std::swap(rhsRows, rhsCols);
+  if (lhsCols != rhsRows)
+    return "matmul of [" + fusec::formatShape(lhs) + "] and [" +
+           fusec::formatShape(rhs) + "]" +
+           (transposeA || transposeB ? " (transposed)" : "") +
+           ": the contracted dims differ (" + std::to_string(lhsCols) +
+           " vs " + std::to_string(rhsRows) + ")";
+  shape.m = lhsRows;
+  shape.k = lhsCols;
+  shape.n = rhsCols;
+  shape.lhsBatch.assign(lhs.begin(), lhs.end() - std::min<size_t>(lhsRank, 2));
+  shape.rhsBatch.assign(rhs.begin(), rhs.end() - std::min<size_t>(rhsRank, 2));
+  std::optional<fusec::Shape> batch =
+      fusec::broadcastShapes(shape.lhsBatch, shape.rhsBatch);
+  if (!batch)
+    return "matmul batch dims [" + fusec::formatShape(shape.lhsBatch) +
+           "] and [" + fusec::formatShape(shape.rhsBatch) +
+           "] do not broadcast";
+  shape.batch = *batch;
+  shape.result = shape.batch;
+  if (lhsRank > 1)
+    shape.result.push_back(shape.m);
+  if (rhsRank > 1)
+    shape.result.push_back(shape.n);
+  return "";
+}
+
+bool isOneProduct(const MatmulShape &shape, bool transposeA) {
+  int64_t batch = fusec::numElements(shape.batch);
+  return batch == 1 || (!transposeA && fusec::numElements(shape.rhsBatch) == 1 &&
+                        fusec::numElements(shape.lhsBatch) == batch);
+}
+
+bool isMatmulEpilogue(const std::string &name) {
+  return name == "none" || name == "relu" || name == "gelu_tanh";
+}
+
+MatmulShape MatmulOp::getMatmulShape() {
+  MatmulShape shape;
+  std::string error =
+      inferMatmulShape(toShape(getLhs().getType()), toShape(getRhs().getType()),
+                       getTransposeA(), getTransposeB(), shape);
+  assert(error.empty() && "verified matmul");
+  (void)error;
+  return shape;
+}
+
+LogicalResult MatmulOp::verify() {
+  Type elementType = getLhs().getType().getElementType();
+  if (getRhs().getType().getElementType() != elementType ||
+      getType().getElementType() != elementType)
+    return emitOpError() << "operands and result must share one dtype (got "
+                         << typeString(getLhs().getType()) << ", "
+                         << typeString(getRhs().getType()) << " -> "
+                         << typeString(getType()) << ")";
+  MatmulShape shape;
+  std::string error =
+      inferMatmulShape(toShape(getLhs().getType()), toShape(getRhs().getType()),
+                       getTransposeA(), getTransposeB(), shape);
+  if (!error.empty())
+    return emitOpError() << error;
+  if (toShape(getType()) != shape.result)
+    return emitOpError() << "result shape [" << fusec::formatShape(
+                                                     toShape(getType()))
+                         << "] should be ["
+                         << fusec::formatShape(shape.result) << "]";
+  if (Value bias = getBias()) {
+    auto biasType = cast<RankedTensorType>(bias.getType());
+    if (biasType.getElementType() != elementType ||
+        biasType.getShape() != ArrayRef<int64_t>{shape.n})
+      return emitOpError() << "bias must be a vector of " << shape.n << " "
+                           << elementType << " (got " << typeString(biasType)
+                           << ")";
+  }
+  if (!isMatmulEpilogue(getEpilogue().str()))
+    return emitOpError() << "unknown epilogue '" << getEpilogue()
+                         << "' (expected none, relu or gelu_tanh)";
+  return success();
+}
+
+LogicalResult GemmOp::verify() {
+  auto aType = getA().getType(), bType = getB().getType();
+  if (aType.getRank() != 2 || bType.getRank() != 2)
+    return emitOpError() << "A and B must be 2-D (got "
+                         << typeString(aType) << " and " << typeString(bType)
+                         << ")";
+  Type elementType = aType.getElementType();
+  if (bType.getElementType() != elementType ||
+      getType().getElementType() != elementType ||
+      (getC() && getC().getType().getElementType() != elementType))
+    return emitOpError() << "operands and result must share one dtype";
+  MatmulShape shape;
+  std::string error = inferMatmulShape(toShape(aType), toShape(bType),
+                                       getTransA(), getTransB(), shape);
+  if (!error.empty())
+    return emitOpError() << error;
+  if (toShape(getType()) != shape.result)
+    return emitOpError() << "result shape [" << fusec::formatShape(
+                                                     toShape(getType()))
+                         << "] should be ["
+                         << fusec::formatShape(shape.result) << "]";
+  if (getC() && !fusec::broadcastsTo(toShape(getC().getType()), shape.result))
+    return emitOpError() << "C of shape ["
+                         << fusec::formatShape(toShape(getC().getType()))
+                         << "] does not broadcast to ["
+                         << fusec::formatShape(shape.result) << "]";
+  return success();
+}
+
+} // namespace fuse
