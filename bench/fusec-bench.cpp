@@ -467,6 +467,99 @@ void runCuda(const std::vector<BenchCase> &cases, int reps, bool fastMath) {
     std::system(("rm -rf '" + dir + "'").c_str());
 }
 
+/// A matmul case: [m, k] @ [k, n], optionally + bias then gelu.
+struct MatmulBench {
+  std::string name;
+  int64_t m, n, k;
+  DType dtype;
+  /// "" (bare), "tanh" or "none": + bias, then gelu with that approximation.
+  std::string gelu;
+};
+
+Graph matmulGraph(const MatmulBench &bench, bool withEpilogue) {
+  GraphBuilder b(bench.name);
+  std::string x = b.input("x", bench.dtype, {bench.m, bench.k});
+  std::string w = b.input("w", bench.dtype, {bench.k, bench.n});
+  std::string y = b.op("matmul", {x, w});
+  if (withEpilogue && !bench.gelu.empty()) {
+    std::string bias = b.input("bias", bench.dtype, {bench.n});
+    y = b.op("gelu", {b.op("add", {y, bias})}, {{"approximate", bench.gelu}});
+  }
+  b.output(y);
+  return b.build();
+}
+
+std::vector<MatmulBench> matmulCases(Target target) {
+  if (target == Target::Cpu)
+    return {{"matmul_f32_2048x2048x2048", 2048, 2048, 2048, DType::F32, ""},
+            {"matmul_bias_gelu_f32_2048x2048x2048", 2048, 2048, 2048,
+             DType::F32, "tanh"}};
+  return {{"matmul_f32_4096x4096x4096", 4096, 4096, 4096, DType::F32, ""},
+          {"matmul_bf16_8192x4096x4096", 8192, 4096, 4096, DType::BF16, ""},
+          {"matmul_bias_gelu_bf16_8192x4096x4096", 8192, 4096, 4096,
+           DType::BF16, "tanh"},
+          {"matmul_bias_gelu_erf_bf16_8192x4096x4096", 8192, 4096, 4096,
+           DType::BF16, "none"}};
+}
+
+/// Matmuls in TFLOP/s: the case fused (epilogue folded or one kernel
+/// after the call), unfused (bias and gelu as separate kernels) and the
+/// bare matmul of the same shapes, all in this run.
+void runMatmuls(Target target, const std::vector<std::string> &only, int reps) {
+  for (const MatmulBench &bench : matmulCases(target)) {
+    if (!only.empty() &&
+        std::find(only.begin(), only.end(), bench.name) == only.end())
+      continue;
+    CompileOptions fusedOptions, unfusedOptions;
+    fusedOptions.target = unfusedOptions.target = target;
+    unfusedOptions.fuse = false;
+    CompiledModel fused = compile(matmulGraph(bench, true), fusedOptions);
+    CompiledModel unfused = compile(matmulGraph(bench, true), unfusedOptions);
+    CompiledModel bare = compile(matmulGraph(bench, false), fusedOptions);
+    std::vector<Tensor> inputs = randomInputs(fused.program());
+    std::vector<Tensor> bareInputs(inputs.begin(), inputs.begin() + 2);
+    std::vector<Tensor> fusedOut, unfusedOut;
+    auto timeOf = [&](CompiledModel &model, const std::vector<Tensor> &in,
+                      std::vector<Tensor> &out) {
+      if (target == Target::Cpu)
+        return medianMicros(reps, [&] { model.run(in, out); });
+      auto &gpu = dynamic_cast<CudaExecutable &>(executableOf(model));
+      gpu.upload(in);
+      double us = medianGpuMicros(reps, [&] { gpu.launch(); });
+      gpu.download(out);
+      gpu.synchronize();
+      return us;
+    };
+    std::vector<Tensor> bareOut;
+    double fusedUs = timeOf(fused, inputs, fusedOut);
+    double unfusedUs = timeOf(unfused, inputs, unfusedOut);
+    double bareUs = timeOf(bare, bareInputs, bareOut);
+    double flops = 2.0 * bench.m * bench.n * bench.k;
+    // A bf16 epilogue rounds once where the unfused chain rounds at every
+    // op: compare with bf16's tolerance scaled by a few roundings.
+    Tolerance tolerance = toleranceFor(bench.dtype);
+    tolerance.atol *= 4;
+    tolerance.rtol *= 4;
+    bool agree = compareTensors(fusedOut[0], unfusedOut[0], tolerance).ok();
+    std::printf("{" case ": " % s ", " target ": " %
+                    s ", "us
+                      ": %.1f, "
+                      "" TFLOPs ": %.1f, " bare_matmul_us ": %.1f, "
+                      "" bare_matmul_TFLOPs ": %.1f, " pct_of_bare_matmul
+                      ": %.1f, "
+                      "" unfused_us ": %.1f, " unfused_TFLOPs ": %.1f, "
+                      "" library_calls ": %zu, " kernels
+                      ": %zu, " unfused_kernels ": %zu, "
+                      "" outputs_agree ": %s}\n",
+                bench.name.c_str(), targetName(target), fusedUs,
+                flops / fusedUs / 1e6, bareUs, flops / bareUs / 1e6,
+                100.0 * bareUs / fusedUs, unfusedUs, flops / unfusedUs / 1e6,
+                fused.program().matmuls.size(), fused.kernels().size(),
+                unfused.kernels().size(), agree ? "true" : "false");
+    std::fflush(stdout);
+  }
+}
+
 /// Region formation on a 10,000-node graph: the whole lowering (import,
 /// decomposition, canonicalization, fusion-region formation, codegen of the
 /// kernels' source; no compiler runs), fused and, for scale, unfused.
@@ -540,10 +633,17 @@ int main(int argc, char **argv) {
       only.empty() || std::find(only.begin(), only.end(),
                                 "region_formation_10000_ops") != only.end();
   try {
-    if (target == "cuda")
+    if (!cases.empty() && target == "cuda")
       runCuda(cases, reps ? reps : 50, fastMath);
-    else
+    else if (!cases.empty())
       runCpu(cases, reps ? reps : 10);
+    Target benchTarget = target == "cuda" ? Target::Cuda : Target::Cpu;
+    bool timeMatmuls = only.empty();
+    for (const MatmulBench &bench : matmulCases(benchTarget))
+      timeMatmuls |=
+          std::find(only.begin(), only.end(), bench.name) != only.end();
+    if (timeMatmuls)
+      runMatmuls(benchTarget, only, reps ? reps : (target == "cuda" ? 20 : 5));
     if (timeRegionFormation)
       regionFormation(target == "cuda" ? Target::Cuda : Target::Cpu);
   } catch (const Error &error) {

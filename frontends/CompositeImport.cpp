@@ -3,7 +3,7 @@
 // reduce_* (ONNX ReduceSum & co.: `axes`, `keepdims`,
 // `noop_with_empty_axes`), softmax/log_softmax (`axis`), layer_norm and
 // rms_norm (`axis`, `epsilon`, optional weight and bias), gelu
-// (`approximate`) and silu.
+// (`approximate`), silu and dequantize_linear (`axis`).
 //
 //===----------------------------------------------------------------------===//
 
@@ -115,6 +115,27 @@ FailureOr<Value> importGelu(NodeImport &node) {
       .getResult();
 }
 
+FailureOr<Value> importDequantizeLinear(NodeImport &node) {
+  if (failed(node.expectOperands(2, 3)))
+    return failure();
+  FailureOr<int64_t> axis = node.getInt("axis", 1);
+  if (failed(axis))
+    return failure();
+  auto type = cast<RankedTensorType>(node.operands[0].getType());
+  auto scaleType = cast<RankedTensorType>(node.operands[1].getType());
+  if (!type.getElementType().isInteger(8) &&
+      !type.getElementType().isInteger(32))
+    return node.error() << "quantized input must be i8 or i32, not "
+                        << type.getElementType();
+  if (!isa<FloatType>(scaleType.getElementType()))
+    return node.error() << "scale must be a float tensor, not "
+                        << typeString(scaleType);
+  return DequantizeLinearOp::create(
+             node.builder, node.loc, type.clone(scaleType.getElementType()),
+             node.operands[0], node.operands[1], node.operandOrNull(2), *axis)
+      .getResult();
+}
+
 FailureOr<Value> importSilu(NodeImport &node) {
   if (failed(node.expectOperands(1, 1)))
     return failure();
@@ -139,6 +160,7 @@ std::optional<FailureOr<Value>> importReductionOrComposite(NodeImport &node) {
       {"rms_norm", importRmsNorm},
       {"gelu", importGelu},
       {"silu", importSilu},
+      {"dequantize_linear", importDequantizeLinear},
   };
   for (const auto &[name, importer] : kImporters)
     if (node.node.op == name)

@@ -32,8 +32,7 @@ LogicalResult checkOperandTypes(NodeImport &node, unsigned count) {
   }
   if (!isa<FloatType>(elementType))
     return node.error() << "takes f16, bf16, f32 or f64 operands, not "
-                        << elementType
-                        << " (integer GEMMs are not supported)";
+                        << elementType << " (integer GEMMs are not supported)";
   return success();
 }
 
@@ -51,15 +50,14 @@ FailureOr<RankedTensorType> productType(NodeImport &node, bool transposeA,
 }
 
 FailureOr<Value> importMatmul(NodeImport &node) {
-  if (failed(node.expectOperands(2, 2)) ||
-      failed(checkOperandTypes(node, 2)))
+  if (failed(node.expectOperands(2, 2)) || failed(checkOperandTypes(node, 2)))
     return failure();
   FailureOr<RankedTensorType> type = productType(node, false, false);
   if (failed(type))
     return failure();
   return MatmulOp::create(node.builder, node.loc, *type, node.operands[0],
-                          node.operands[1], Value(), false, false,
-                          APFloat(1.0), "none")
+                          node.operands[1], Value(), false, false, APFloat(1.0),
+                          "none")
       .getResult();
 }
 
@@ -81,8 +79,9 @@ FailureOr<Value> importGemm(NodeImport &node) {
   if (failed(type))
     return failure();
   return GemmOp::create(node.builder, node.loc, *type, node.operands[0],
-                        node.operands[1], node.operandOrNull(2), APFloat(*alpha), APFloat(*beta),
-                        *transA != 0, *transB != 0)
+                        node.operands[1], node.operandOrNull(2),
+                        APFloat(*alpha), APFloat(*beta), *transA != 0,
+                        *transB != 0)
       .getResult();
 }
 

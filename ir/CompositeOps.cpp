@@ -82,4 +82,37 @@ LogicalResult GeluOp::verify() {
   return success();
 }
 
+LogicalResult DequantizeLinearOp::verify() {
+  auto type = getOperand().getType();
+  auto scaleType = getScale().getType();
+  if (getType() !=
+      RankedTensorType::get(type.getShape(), scaleType.getElementType()))
+    return emitOpError() << "result must be "
+                         << typeString(type.clone(scaleType.getElementType()))
+                         << " (the operand's shape, the scale's dtype)";
+  if (scaleType.getRank() > 1)
+    return emitOpError() << "scale must be rank 0 (per tensor) or 1-D (per "
+                            "axis), got "
+                         << typeString(scaleType);
+  if (scaleType.getRank() == 1) {
+    std::optional<int64_t> axis = normalizeAxis(getAxis(), type.getRank());
+    if (!axis)
+      return emitOpError() << "axis " << getAxis()
+                           << " is out of range for rank " << type.getRank();
+    if (scaleType.getDimSize(0) != type.getDimSize(*axis))
+      return emitOpError() << "per-axis scale has " << scaleType.getDimSize(0)
+                           << " elements but axis " << getAxis() << " has "
+                           << type.getDimSize(*axis);
+  }
+  if (Value zeroPoint = getZeroPoint()) {
+    auto zeroType = cast<RankedTensorType>(zeroPoint.getType());
+    if (zeroType.getShape() != scaleType.getShape() ||
+        zeroType.getElementType() != type.getElementType())
+      return emitOpError() << "zero point must have the scale's shape and the "
+                              "operand's dtype (got "
+                           << typeString(zeroType) << ")";
+  }
+  return success();
+}
+
 } // namespace fuse

@@ -258,6 +258,27 @@ def Fuse_GeluOp : Fuse_CompositeOp<"gelu", [SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
+def Fuse_DequantizeLinearOp : Fuse_CompositeOp<"dequantize_linear"> {
+  let summary = "ONNX DequantizeLinear: (x - zero_point) * scale";
+  let description = [{
+    Per tensor (a rank-0 scale) or per axis (a 1-D scale of the operand's
+    `axis` dim, negative counting from the end). The optional zero point
+    has the scale's shape and the operand's dtype. Computed in f32 as the
+    ONNX reference does, rounded once to the scale's dtype, which is the
+    result's.
+  }];
+  let arguments = (ins StaticShapeTensorOf<[I8, I32]>:$operand,
+                       Fuse_FloatTensor:$scale,
+                       Optional<StaticShapeTensorOf<[I8, I32]>>:$zero_point,
+                       DefaultValuedAttr<I64Attr, "1">:$axis);
+  let results = (outs Fuse_FloatTensor:$result);
+  let assemblyFormat = [{
+    $operand `,` $scale (`zero_point` $zero_point^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Fuse_SiluOp : Fuse_CompositeOp<"silu", [SameOperandsAndResultType]> {
   let summary = "x * sigmoid(x)";
   let arguments = (ins Fuse_FloatTensor:$operand);

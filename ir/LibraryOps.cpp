@@ -12,8 +12,7 @@ std::string inferMatmulShape(const fusec::Shape &lhs, const fusec::Shape &rhs,
                              MatmulShape &shape) {
   if (lhs.empty() || rhs.empty())
     return "matmul operands must have rank >= 1 (got [" +
-           fusec::formatShape(lhs) + "] and [" + fusec::formatShape(rhs) +
-           "])";
+           fusec::formatShape(lhs) + "] and [" + fusec::formatShape(rhs) + "])";
   if ((transposeA && lhs.size() < 2) || (transposeB && rhs.size() < 2))
     return "a transposed matmul operand must have rank >= 2";
   // A 1-D lhs is one row [1, k]; a 1-D rhs one column [k, 1].
@@ -30,8 +29,8 @@ std::string inferMatmulShape(const fusec::Shape &lhs, const fusec::Shape &rhs,
     return "matmul of [" + fusec::formatShape(lhs) + "] and [" +
            fusec::formatShape(rhs) + "]" +
            (transposeA || transposeB ? " (transposed)" : "") +
-           ": the contracted dims differ (" + std::to_string(lhsCols) +
-           " vs " + std::to_string(rhsRows) + ")";
+           ": the contracted dims differ (" + std::to_string(lhsCols) + " vs " +
+           std::to_string(rhsRows) + ")";
   shape.m = lhsRows;
   shape.k = lhsCols;
   shape.n = rhsCols;
@@ -54,8 +53,9 @@ std::string inferMatmulShape(const fusec::Shape &lhs, const fusec::Shape &rhs,
 
 bool isOneProduct(const MatmulShape &shape, bool transposeA) {
   int64_t batch = fusec::numElements(shape.batch);
-  return batch == 1 || (!transposeA && fusec::numElements(shape.rhsBatch) == 1 &&
-                        fusec::numElements(shape.lhsBatch) == batch);
+  return batch == 1 ||
+         (!transposeA && fusec::numElements(shape.rhsBatch) == 1 &&
+          fusec::numElements(shape.lhsBatch) == batch);
 }
 
 bool isMatmulEpilogue(const std::string &name) {
@@ -87,10 +87,10 @@ LogicalResult MatmulOp::verify() {
   if (!error.empty())
     return emitOpError() << error;
   if (toShape(getType()) != shape.result)
-    return emitOpError() << "result shape [" << fusec::formatShape(
-                                                     toShape(getType()))
-                         << "] should be ["
-                         << fusec::formatShape(shape.result) << "]";
+    return emitOpError() << "result shape ["
+                         << fusec::formatShape(toShape(getType()))
+                         << "] should be [" << fusec::formatShape(shape.result)
+                         << "]";
   if (Value bias = getBias()) {
     auto biasType = cast<RankedTensorType>(bias.getType());
     if (biasType.getElementType() != elementType ||
@@ -108,9 +108,8 @@ LogicalResult MatmulOp::verify() {
 LogicalResult GemmOp::verify() {
   auto aType = getA().getType(), bType = getB().getType();
   if (aType.getRank() != 2 || bType.getRank() != 2)
-    return emitOpError() << "A and B must be 2-D (got "
-                         << typeString(aType) << " and " << typeString(bType)
-                         << ")";
+    return emitOpError() << "A and B must be 2-D (got " << typeString(aType)
+                         << " and " << typeString(bType) << ")";
   Type elementType = aType.getElementType();
   if (bType.getElementType() != elementType ||
       getType().getElementType() != elementType ||
@@ -122,10 +121,10 @@ LogicalResult GemmOp::verify() {
   if (!error.empty())
     return emitOpError() << error;
   if (toShape(getType()) != shape.result)
-    return emitOpError() << "result shape [" << fusec::formatShape(
-                                                     toShape(getType()))
-                         << "] should be ["
-                         << fusec::formatShape(shape.result) << "]";
+    return emitOpError() << "result shape ["
+                         << fusec::formatShape(toShape(getType()))
+                         << "] should be [" << fusec::formatShape(shape.result)
+                         << "]";
   if (getC() && !fusec::broadcastsTo(toShape(getC().getType()), shape.result))
     return emitOpError() << "C of shape ["
                          << fusec::formatShape(toShape(getC().getType()))

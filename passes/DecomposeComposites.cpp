@@ -217,14 +217,38 @@ Value decompose(Decomposer &d, ReduceLogSumExpOp op) {
   return d.toType(y, op.getType());
 }
 
+/// (x - zero_point) * scale in f32, as ONNX's reference computes it; a
+/// per-axis scale (and zero point) is shaped to broadcast along its axis.
+Value decompose(Decomposer &d, DequantizeLinearOp op) {
+  auto type = op.getOperand().getType();
+  Type f32 = d.builder.getF32Type();
+  auto alongAxis = [&](Value value) {
+    auto valueType = cast<RankedTensorType>(value.getType());
+    if (valueType.getRank() == 0)
+      return value;
+    int64_t axis = *normalizeAxis(op.getAxis(), type.getRank());
+    SmallVector<int64_t> shape(type.getRank() - axis, 1);
+    shape[0] = valueType.getDimSize(0);
+    return d.reshape(value, valueType.clone(shape));
+  };
+  Value x = d.toType(op.getOperand(), type.clone(f32));
+  if (Value zeroPoint = op.getZeroPoint()) {
+    auto zeroType = cast<RankedTensorType>(zeroPoint.getType());
+    x = d.binary<SubOp>(x, alongAxis(d.toType(zeroPoint, zeroType.clone(f32))));
+  }
+  auto scaleType = op.getScale().getType();
+  Value y = d.binary<MulOp>(
+      x, alongAxis(d.toType(op.getScale(), scaleType.clone(f32))));
+  return d.toType(y, op.getType());
+}
+
 /// alpha * A' @ B' + beta * C: the matmul takes the transposes and alpha;
 /// C (scaled unless beta is 1) is added after it.
 Value decompose(Decomposer &d, GemmOp op) {
-  Value product =
-      MatmulOp::create(d.builder, d.loc, op.getType(), op.getA(), op.getB(),
-                       Value(), op.getTransA(), op.getTransB(),
-                       op.getAlpha(), "none")
-          .getResult();
+  Value product = MatmulOp::create(d.builder, d.loc, op.getType(), op.getA(),
+                                   op.getB(), Value(), op.getTransA(),
+                                   op.getTransB(), op.getAlpha(), "none")
+                      .getResult();
   Value c = op.getC();
   if (!c)
     return product;
@@ -253,8 +277,9 @@ LogicalResult fuse::decomposeComposite(Operation *op) {
   Decomposer d(op);
   Value replacement =
       TypeSwitch<Operation *, Value>(op)
-          .Case<SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp, GeluOp,
-                SiluOp, ReduceMeanOp, ReduceL2Op, ReduceLogSumExpOp, GemmOp>(
+          .Case<SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp, GeluOp, SiluOp,
+                ReduceMeanOp, ReduceL2Op, ReduceLogSumExpOp, GemmOp,
+                DequantizeLinearOp>(
               [&](auto concrete) { return decompose(d, concrete); })
           .Default([](Operation *) { return Value(); });
   if (!replacement)

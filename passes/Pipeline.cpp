@@ -17,9 +17,8 @@ std::string fuse::defaultPipeline(const PipelineOptions &options) {
   return "builtin.module(" + functionPipeline(options) + ")";
 }
 
-mlir::LogicalResult
-fuse::buildDefaultPipeline(mlir::OpPassManager &pm,
-                           const PipelineOptions &options) {
+mlir::LogicalResult fuse::buildDefaultPipeline(mlir::OpPassManager &pm,
+                                               const PipelineOptions &options) {
   return mlir::parsePassPipeline(functionPipeline(options), pm);
 }
 

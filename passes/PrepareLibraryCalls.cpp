@@ -149,8 +149,8 @@ struct PrepareLibraryCalls
       Operation *user = *op->getUsers().begin();
       bool untouched = !op.getBias() && op.getEpilogue() == "none";
       if (auto mul = dyn_cast<MulOp>(user)) {
-        Value other = mul.getLhs() == op.getResult() ? mul.getRhs()
-                                                     : mul.getLhs();
+        Value other =
+            mul.getLhs() == op.getResult() ? mul.getRhs() : mul.getLhs();
         std::optional<double> scale = splatValue(other);
         if (!untouched || mul.getType() != op.getType() || !scale ||
             !std::isfinite(*scale) || *scale == 0.0)
@@ -162,8 +162,8 @@ struct PrepareLibraryCalls
           return "";
         if (!canEpilogue)
           return "the bias add runs in a kernel after the call: " + why;
-        Value other = add.getLhs() == op.getResult() ? add.getRhs()
-                                                     : add.getLhs();
+        Value other =
+            add.getLhs() == op.getResult() ? add.getRhs() : add.getLhs();
         op->moveBefore(add);
         OpBuilder builder(op);
         Value bias = asBiasVector(builder, other, shape.n);

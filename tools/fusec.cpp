@@ -195,10 +195,10 @@ std::string emitStage(const CliOptions &options, const Lowering &lowering) {
   std::string source = lowering.program.source;
   const Program &program = lowering.program;
   if (!program.matmuls.empty()) {
-    source += "\n// Library calls (" +
-              std::string(program.target == Target::Cuda ? "cuBLASLt"
-                                                         : "BLAS") +
-              "), in run order:\n";
+    source +=
+        "\n// Library calls (" +
+        std::string(program.target == Target::Cuda ? "cuBLASLt" : "BLAS") +
+        "), in run order:\n";
     for (const MatmulCall &call : program.matmuls)
       source += "// " + call.describe(program.buffers) + "\n";
   }
@@ -276,8 +276,8 @@ int runCli(const CliOptions &options) {
     std::cout << " for '" << program.name << "'\n";
     for (const Step &step : program.steps) {
       if (step.kind == StepKind::Matmul) {
-        std::cout << "  " << program.matmuls[step.index].describe(
-                                 program.buffers)
+        std::cout << "  "
+                  << program.matmuls[step.index].describe(program.buffers)
                   << "\n";
         continue;
       }
