@@ -541,21 +541,75 @@ void runMatmuls(Target target, const std::vector<std::string> &only, int reps) {
     tolerance.atol *= 4;
     tolerance.rtol *= 4;
     bool agree = compareTensors(fusedOut[0], unfusedOut[0], tolerance).ok();
-    std::printf("{" case ": " % s ", " target ": " %
-                    s ", "us
-                      ": %.1f, "
-                      "" TFLOPs ": %.1f, " bare_matmul_us ": %.1f, "
-                      "" bare_matmul_TFLOPs ": %.1f, " pct_of_bare_matmul
-                      ": %.1f, "
-                      "" unfused_us ": %.1f, " unfused_TFLOPs ": %.1f, "
-                      "" library_calls ": %zu, " kernels
-                      ": %zu, " unfused_kernels ": %zu, "
-                      "" outputs_agree ": %s}\n",
-                bench.name.c_str(), targetName(target), fusedUs,
-                flops / fusedUs / 1e6, bareUs, flops / bareUs / 1e6,
-                100.0 * bareUs / fusedUs, unfusedUs, flops / unfusedUs / 1e6,
-                fused.program().matmuls.size(), fused.kernels().size(),
-                unfused.kernels().size(), agree ? "true" : "false");
+    std::printf(
+        "{\"case\": \"%s\", \"target\": \"%s\", \"us\": %.1f, "
+        "\"TFLOPs\": %.3f, \"bare_matmul_us\": %.1f, "
+        "\"bare_matmul_TFLOPs\": %.3f, \"pct_of_bare_matmul\": %.1f, "
+        "\"unfused_us\": %.1f, \"unfused_TFLOPs\": %.3f, "
+        "\"library_calls\": %zu, \"kernels\": %zu, \"unfused_kernels\": %zu, "
+        "\"outputs_agree\": %s}\n",
+        bench.name.c_str(), targetName(target), fusedUs, flops / fusedUs / 1e6,
+        bareUs, flops / bareUs / 1e6, 100.0 * bareUs / fusedUs, unfusedUs,
+        flops / unfusedUs / 1e6, fused.program().matmuls.size(),
+        fused.kernels().size(), unfused.kernels().size(),
+        agree ? "true" : "false");
+    std::fflush(stdout);
+  }
+}
+
+/// y = x @ w^T for one row: int8 weights with a per-channel scale (the
+/// quantized GEMV kernel) or bf16 weights (the library call).
+Graph gemvGraph(int64_t k, int64_t n, bool int8Weights) {
+  GraphBuilder b(int8Weights ? "gemv_int8w" : "gemv_bf16");
+  std::string x = b.input("x", DType::BF16, {1, k});
+  std::string w;
+  if (int8Weights) {
+    std::string scale = b.input("scale", DType::BF16, {n});
+    w = b.op("dequantize_linear", {b.input("w", DType::I8, {n, k}), scale},
+             {{"axis", int64_t(0)}});
+  } else {
+    w = b.input("w", DType::BF16, {n, k});
+  }
+  std::string wt =
+      b.op("transpose", {w}, {{"perm", std::vector<int64_t>{1, 0}}});
+  b.output(b.op("matmul", {x, wt}));
+  return b.build();
+}
+
+/// The GEMVs of a decode step in GB/s (bytes of every input and output
+/// once) next to the copy ceiling: int8 weights vs bf16 weights.
+void runGemvs(Target target, const std::vector<std::string> &only, int reps) {
+  const int64_t k = 4096, n = 11008;
+  const std::string shape = "1x" + std::to_string(k) + "x" + std::to_string(n);
+  double ceiling = target == Target::Cuda ? cudaCopyGBps(k64M * 4, reps)
+                                          : copyGBps(64ll << 20, reps);
+  for (bool int8Weights : {true, false}) {
+    std::string name =
+        (int8Weights ? "gemv_int8w_bf16_" : "gemv_bf16_") + shape;
+    if (!only.empty() &&
+        std::find(only.begin(), only.end(), name) == only.end())
+      continue;
+    CompileOptions options;
+    options.target = target;
+    CompiledModel model = compile(gemvGraph(k, n, int8Weights), options);
+    std::vector<Tensor> inputs = randomInputs(model.program());
+    std::vector<Tensor> outputs;
+    double us;
+    if (target == Target::Cpu) {
+      us = medianMicros(reps, [&] { model.run(inputs, outputs); });
+    } else {
+      auto &gpu = dynamic_cast<CudaExecutable &>(executableOf(model));
+      gpu.upload(inputs);
+      us = medianGpuMicros(reps, [&] { gpu.launch(); });
+    }
+    int64_t bytes = movedBytes(model.program());
+    double gbps = bytes / us / 1e3;
+    std::printf("{\"case\": \"%s\", \"target\": \"%s\", \"us\": %.2f, "
+                "\"GBps\": %.1f, \"pct_of_copy\": %.1f, \"copy_GBps\": %.1f, "
+                "\"bytes\": %lld, \"kernels\": %zu, \"library_calls\": %zu}\n",
+                name.c_str(), targetName(target), us, gbps,
+                100.0 * gbps / ceiling, ceiling, static_cast<long long>(bytes),
+                model.kernels().size(), model.program().matmuls.size());
     std::fflush(stdout);
   }
 }
@@ -644,6 +698,11 @@ int main(int argc, char **argv) {
           std::find(only.begin(), only.end(), bench.name) != only.end();
     if (timeMatmuls)
       runMatmuls(benchTarget, only, reps ? reps : (target == "cuda" ? 20 : 5));
+    bool timeGemvs = only.empty();
+    for (const std::string &name : only)
+      timeGemvs |= name.rfind("gemv_", 0) == 0;
+    if (timeGemvs)
+      runGemvs(benchTarget, only, reps ? reps : (target == "cuda" ? 100 : 10));
     if (timeRegionFormation)
       regionFormation(target == "cuda" ? Target::Cuda : Target::Cpu);
   } catch (const Error &error) {

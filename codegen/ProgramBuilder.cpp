@@ -4,6 +4,7 @@
 
 #include "codegen/LayoutKernel.h"
 #include "codegen/PointwiseKernel.h"
+#include "codegen/QuantizedMatmulKernel.h"
 #include "codegen/ReductionKernel.h"
 #include "codegen/RegionKind.h"
 #include "ir/FuseDialect.h"
@@ -232,6 +233,15 @@ private:
     case fuse::RegionKind::Reduction: {
       FailureOr<fusec::KernelDesc> kernel =
           buildReductionKernel(fusion, index, program.target, f32Functions);
+      if (failed(kernel))
+        return failure();
+      desc = std::move(*kernel);
+      usesHalfTypes |= regionUsesHalfTypes(fusion);
+      return success();
+    }
+    case fuse::RegionKind::Contraction: {
+      FailureOr<fusec::KernelDesc> kernel =
+          buildQuantizedMatmulKernel(fusion, index, program.target);
       if (failed(kernel))
         return failure();
       desc = std::move(*kernel);

@@ -21,6 +21,8 @@ RegionKind regionKindOf(FusionOp fusion) {
       return RegionKind::Reduction;
     if (kindOp.getFusionKind() == FusionKind::Layout)
       kind = RegionKind::Layout;
+    if (kindOp.getFusionKind() == FusionKind::Contraction)
+      return RegionKind::Contraction;
   }
   return kind;
 }

@@ -10,9 +10,9 @@
 namespace fuse {
 
 /// The kind of a region, read from its ops' fusion kinds: a region with a
-/// reduction is scheduled around it, a layout op runs alone, anything else
-/// is pointwise.
-enum class RegionKind { Pointwise, Reduction, Layout };
+/// reduction is scheduled around it, a layout op or a contraction runs
+/// alone, anything else is pointwise.
+enum class RegionKind { Pointwise, Reduction, Layout, Contraction };
 
 RegionKind regionKindOf(FusionOp fusion);
 

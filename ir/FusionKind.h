@@ -23,8 +23,11 @@ enum class FusionKind {
   /// Moves elements to other indices (transpose, slice, concat, gather,
   /// pad): a kernel of its own.
   Layout,
-  /// A call into a vendor library (matmul): a kernel of its own.
+  /// A call into a vendor library (matmul): outside every region.
   Library,
+  /// Contracts its operands in a generated kernel of its own (the int8
+  /// weight GEMV).
+  Contraction,
   /// Defined by other ops: decomposed before fusion.
   Composite,
 };

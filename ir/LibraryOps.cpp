@@ -133,4 +133,27 @@ LogicalResult GemmOp::verify() {
   return success();
 }
 
+LogicalResult QuantizedMatmulOp::verify() {
+  auto lhsType = getLhs().getType();
+  auto weightType = getWeight().getType();
+  auto scaleType = getScale().getType();
+  if (lhsType.getRank() < 1 || weightType.getRank() != 2 ||
+      scaleType.getRank() != 1)
+    return emitOpError() << "expects lhs of rank >= 1, a 2-D weight and a "
+                            "1-D scale";
+  int64_t n = weightType.getDimSize(0), k = weightType.getDimSize(1);
+  if (lhsType.getShape().back() != k || scaleType.getDimSize(0) != n)
+    return emitOpError() << "weight [n, k] = " << typeString(weightType)
+                         << " does not fit lhs " << typeString(lhsType)
+                         << " and scale " << typeString(scaleType);
+  if (scaleType.getElementType() != lhsType.getElementType())
+    return emitOpError() << "lhs and scale must share one dtype";
+  SmallVector<int64_t> shape(lhsType.getShape());
+  shape.back() = n;
+  if (getType() != lhsType.clone(shape))
+    return emitOpError() << "result must be "
+                         << typeString(lhsType.clone(shape));
+  return success();
+}
+
 } // namespace fuse

@@ -58,3 +58,26 @@ def Fuse_GemmOp : Fuse_Op<"gemm", [Pure, Fuse_FusionKindOpInterface]> {
   }];
   let hasVerifier = 1;
 }
+
+def Fuse_QuantizedMatmulOp : Fuse_Op<"quantized_matmul",
+    [Pure, Fuse_FusionKindOpInterface]> {
+  let extraClassDeclaration = Fuse_KindIs<"Contraction">.kindDeclaration;
+  let summary = "lhs @ dequantized int8 weight^T: a GEMV for few rows";
+  let description = [{
+    lhs is [..., m, k] (batch dims stack into rows), weight is int8 [n, k]
+    (row j holds output channel j), scale is [n]. Each weight dequantizes
+    as DequantizeLinear does, `weight[j, i] * scale[j]` computed in f32 and
+    rounded to the scale's dtype; products accumulate in f32 (f64 for f64)
+    and round once to the result, [..., m, n]. lhs, scale and the result
+    share one dtype. Made by fuse-prepare-library-calls from a matmul whose
+    rhs is a per-channel dequantize_linear of int8 weights, when the rows
+    are few: the kernel reads int8 weights, half the bytes of bf16 ones.
+  }];
+  let arguments = (ins Fuse_FloatTensor:$lhs, StaticShapeTensorOf<[I8]>:$weight,
+                       Fuse_FloatTensor:$scale);
+  let results = (outs Fuse_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $weight `,` $scale attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}

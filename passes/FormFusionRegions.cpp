@@ -277,6 +277,12 @@ struct FormFusionRegions
       case FusionKind::Library:
         // fuse-prepare-library-calls already said what the call took.
         continue;
+      case FusionKind::Contraction:
+        groups.add(&op, GroupKind::Layout);
+        if (!noFuse)
+          op.emitRemark() << "not fused: " << describeOp(&op)
+                          << " contracts its operands in a kernel of its own";
+        continue;
       case FusionKind::Layout:
         groups.add(&op, GroupKind::Layout);
         if (!noFuse)

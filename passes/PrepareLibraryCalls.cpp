@@ -59,6 +59,48 @@ Value asBiasVector(OpBuilder &builder, Value value, int64_t n) {
       .getResult();
 }
 
+/// Few rows make a matmul memory bound on its weights: with int8 weights
+/// a generated GEMV reads them as int8. More rows are compute bound: the
+/// weights are dequantized by a kernel and the library multiplies.
+constexpr int64_t kMaxQuantizedGemvRows = 8;
+
+/// Whether `value` is absent or a constant of zeros.
+bool isAbsentOrZero(Value value) {
+  if (!value)
+    return true;
+  auto constant = value.getDefiningOp<ConstantOp>();
+  auto dense = constant ? dyn_cast<DenseElementsAttr>(constant.getValue())
+                        : DenseElementsAttr();
+  return dense && llvm::all_of(dense.getValues<APInt>(),
+                               [](const APInt &v) { return v.isZero(); });
+}
+
+/// The int8 matrix `weight` [k, n] as [n, k]: a transposed constant when it
+/// is one (weights usually are), else a transpose op.
+Value transposedWeight(OpBuilder &builder, Location loc, Value weight) {
+  auto type = cast<RankedTensorType>(weight.getType());
+  int64_t rows = type.getDimSize(0), columns = type.getDimSize(1);
+  auto transposedType = type.clone({columns, rows});
+  auto constant = weight.getDefiningOp<ConstantOp>();
+  auto dense = constant ? dyn_cast<DenseElementsAttr>(constant.getValue())
+                        : DenseElementsAttr();
+  if (dense && !dense.isSplat()) {
+    ArrayRef<char> bytes = dense.getRawData();
+    std::vector<char> transposed(bytes.size());
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < columns; ++c)
+        transposed[c * rows + r] = bytes[r * columns + c];
+    return ConstantOp::create(
+        builder, loc, transposedType,
+        DenseElementsAttr::getFromRawBuffer(transposedType, transposed));
+  }
+  if (dense)
+    return ConstantOp::create(builder, loc, transposedType,
+                              dense.reshape(transposedType));
+  return TransposeOp::create(builder, loc, transposedType, weight,
+                             ArrayRef<int64_t>{1, 0});
+}
+
 struct PrepareLibraryCalls
     : public fuse::impl::FusePrepareLibraryCallsBase<PrepareLibraryCalls> {
   using FusePrepareLibraryCallsBase::FusePrepareLibraryCallsBase;
@@ -75,7 +117,13 @@ struct PrepareLibraryCalls
       SmallVector<std::string> folded;
       foldTransposes(op, folded);
       broadcastBatches(op);
-      std::string stop = foldConsumers(op, folded);
+      std::string quantized;
+      if (foldQuantizedWeights(op, quantized)) {
+        ++numFolded;
+        continue;
+      }
+      std::string stop =
+          quantized.empty() ? foldConsumers(op, folded) : quantized;
       numFolded += folded.size();
       InFlightDiagnostic remark = op.emitRemark();
       remark << describeOp(op) << " runs as one library call";
@@ -109,6 +157,54 @@ struct PrepareLibraryCalls
       if (transpose->use_empty())
         transpose->erase();
     }
+  }
+
+  /// matmul(x, dequantize_linear(int8 w, one scale per output channel))
+  /// with few rows becomes fuse.quantized_matmul (true). Otherwise false,
+  /// with `why` saying what the int8 weights get instead ("" when the rhs
+  /// is no such dequantization).
+  bool foldQuantizedWeights(MatmulOp op, std::string &why) {
+    auto dequantize = op.getRhs().getDefiningOp<DequantizeLinearOp>();
+    if (!dequantize)
+      return false;
+    auto weightType = dequantize.getOperand().getType();
+    auto scaleType = dequantize.getScale().getType();
+    if (!weightType.getElementType().isInteger(8) ||
+        weightType.getRank() != 2 || scaleType.getRank() != 1 ||
+        !isAbsentOrZero(dequantize.getZeroPoint()))
+      return false;
+    // The scale runs along the output channels: dim 1 of a [k, n] weight,
+    // dim 0 of an [n, k] one (transpose_b).
+    int64_t channelAxis = op.getTransposeB() ? 0 : 1;
+    if (*normalizeAxis(dequantize.getAxis(), 2) != channelAxis ||
+        op.getTransposeA() ||
+        op.getLhs().getType().getElementType() != scaleType.getElementType())
+      return false;
+    auto lhsType = op.getLhs().getType();
+    int64_t rows = 1;
+    for (int64_t dim : lhsType.getShape().drop_back())
+      rows *= dim;
+    if (rows > kMaxQuantizedGemvRows) {
+      why = "its int8 weights (" + std::to_string(rows) + " rows, more than " +
+            std::to_string(kMaxQuantizedGemvRows) +
+            ") are dequantized by a kernel before the call";
+      return false;
+    }
+    OpBuilder builder(op);
+    Value weight = dequantize.getOperand();
+    if (!op.getTransposeB())
+      weight = transposedWeight(builder, op.getLoc(), weight);
+    auto gemv =
+        QuantizedMatmulOp::create(builder, op.getLoc(), op.getType(),
+                                  op.getLhs(), weight, dequantize.getScale());
+    gemv.emitRemark() << describeOp(op) << " with int8 weights and " << rows
+                      << " row(s) runs as one quantized GEMV kernel: weights "
+                         "read as int8 and dequantized in registers";
+    op.getResult().replaceAllUsesWith(gemv.getResult());
+    op.erase();
+    if (dequantize->use_empty())
+      dequantize.erase();
+    return true;
   }
 
   /// A call strides over an operand's batch when it is all ones (the same

@@ -1,0 +1,213 @@
+//===- QuantizedMatmulKernel.cpp - The int8-weight GEMV kernel -----------===//
+//
+// A GEMV with few rows is memory bound on its weights: reading them as int8
+// moves half the bytes of bf16. Each weight is dequantized in registers
+// exactly as DequantizeLinear defines it (f32 product, rounded to the
+// scale's dtype), so the kernel matches dequantize_linear + matmul up to
+// the order of the sums.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/QuantizedMatmulKernel.h"
+
+#include "codegen/PointwiseKernel.h"
+#include "codegen/RegionKind.h"
+#include "ir/TypeUtils.h"
+
+#include <sstream>
+
+using namespace mlir;
+using fusec::DType;
+
+namespace fuse {
+
+namespace {
+
+/// Warps (output channels) per CUDA block.
+constexpr int64_t kChannelsPerBlock = 8;
+/// Weights per lane and step: one 16-byte load.
+constexpr int64_t kWeightsPerLoad = 16;
+
+struct GemvShape {
+  int64_t rows, n, k;
+  DType dtype; ///< of lhs, scale and result
+};
+
+/// The int8 expression `weight` as DequantizeLinear yields it (the
+/// decomposition of dequantize_linear computes in f32, then rounds to the
+/// scale's dtype), in the accumulation type; `scale` is in scope.
+std::string dequantized(const GemvShape &shape, const std::string &weight) {
+  std::string product = "(float)(" + weight + ") * (float)scale";
+  if (shape.dtype == DType::F16 || shape.dtype == DType::BF16)
+    return fromStorage(shape.dtype, toStorage(shape.dtype, product));
+  if (shape.dtype == DType::F64)
+    return "(double)(" + product + ")";
+  return product;
+}
+
+/// Statements that add each row's product with the dequantized `weight`
+/// to its accumulator, for lhs element `column` of the row.
+std::string accumulate(const GemvShape &shape, const std::string &accType,
+                       const std::string &weight, const std::string &lhs) {
+  std::ostringstream os;
+  os << "const " << accType << " w = " << dequantized(shape, weight) << ";\n";
+  for (int64_t row = 0; row < shape.rows; ++row)
+    os << "acc" << row << " += w * "
+       << fromStorage(shape.dtype,
+                      lhs + "[" + std::to_string(row * shape.k) + " + column]")
+       << ";\n";
+  return os.str();
+}
+
+std::string printCuda(const GemvShape &shape, const std::string &name) {
+  const char *element = storageType(shape.dtype);
+  std::string accType = shape.dtype == DType::F64 ? "double" : "float";
+  std::string scaleType = accType;
+  std::ostringstream os;
+  os << "// y[" << shape.rows << "x" << shape.n << "] = x[" << shape.rows << "x"
+     << shape.k << "] @ dequantize(int8 w[" << shape.n << "x" << shape.k
+     << "])^T: one warp per output channel\n";
+  os << "extern \"C\" __global__ void __launch_bounds__("
+     << kChannelsPerBlock * 32 << ") " << name << "(const " << element
+     << " *__restrict__ in0, const signed char *__restrict__ in1, const "
+     << element << " *__restrict__ in2, " << element
+     << " *__restrict__ out0) {\n";
+  os << "  const int lane = threadIdx.x & 31;\n";
+  os << "  const long long channel = (long long)blockIdx.x * "
+     << kChannelsPerBlock << " + (threadIdx.x >> 5);\n";
+  os << "  if (channel >= " << shape.n << "LL) return;\n";
+  os << "  const signed char *__restrict__ row = in1 + channel * " << shape.k
+     << "LL;\n";
+  os << "  const " << scaleType
+     << " scale = " << fromStorage(shape.dtype, "in2[channel]") << ";\n";
+  for (int64_t row = 0; row < shape.rows; ++row)
+    os << "  " << accType << " acc" << row << " = 0;\n";
+  if (shape.k % kWeightsPerLoad == 0) {
+    // 16 weights per lane and step; rows start 16-byte aligned (k % 16 ==
+    // 0), and so do the lhs's runs of 16 elements.
+    int64_t lhsVectors = kWeightsPerLoad * fusec::dtypeBytes(shape.dtype) / 16;
+    os << "  #pragma unroll 2\n";
+    os << "  for (long long base = lane * " << kWeightsPerLoad << "LL; base < "
+       << shape.k << "LL; base += " << 32 * kWeightsPerLoad << "LL) {\n";
+    os << "    const int4 packed = __ldg((const int4 *)(row + base));\n";
+    os << "    const signed char *q = (const signed char *)&packed;\n";
+    // Load each row's 16 lhs elements as 16-byte vectors.
+    for (int64_t row = 0; row < shape.rows; ++row) {
+      os << "    int4 x" << row << "[" << lhsVectors << "];\n";
+      for (int64_t v = 0; v < lhsVectors; ++v)
+        os << "    x" << row << "[" << v << "] = __ldg((const int4 *)(in0 + "
+           << row * shape.k << "LL + base) + " << v << ");\n";
+    }
+    os << "    #pragma unroll\n";
+    os << "    for (int j = 0; j < " << kWeightsPerLoad << "; ++j) {\n";
+    os << "      const " << accType << " w = " << dequantized(shape, "q[j]")
+       << ";\n";
+    for (int64_t row = 0; row < shape.rows; ++row)
+      os << "      acc" << row << " += w * "
+         << fromStorage(shape.dtype, "((const " + std::string(element) +
+                                         " *)x" + std::to_string(row) + ")[j]")
+         << ";\n";
+    os << "    }\n";
+    os << "  }\n";
+  } else {
+    os << "  for (long long column = lane; column < " << shape.k
+       << "LL; column += 32) {\n";
+    std::istringstream lines(accumulate(shape, accType, "row[column]", "in0"));
+    for (std::string line; std::getline(lines, line);)
+      os << "    " << line << "\n";
+    os << "  }\n";
+  }
+  for (int64_t row = 0; row < shape.rows; ++row)
+    os << "  for (int offset = 16; offset > 0; offset >>= 1) acc" << row
+       << " += __shfl_xor_sync(0xffffffffu, acc" << row << ", offset);\n";
+  os << "  if (lane == 0) {\n";
+  for (int64_t row = 0; row < shape.rows; ++row)
+    os << "    out0[" << row * shape.n << "LL + channel] = "
+       << toStorage(shape.dtype, "acc" + std::to_string(row)) << ";\n";
+  os << "  }\n}\n";
+  return os.str();
+}
+
+std::string printCpp(const GemvShape &shape, const std::string &name) {
+  const char *element = storageType(shape.dtype);
+  std::string accType = shape.dtype == DType::F64 ? "double" : "float";
+  std::ostringstream os;
+  os << "// y[" << shape.rows << "x" << shape.n << "] = x[" << shape.rows << "x"
+     << shape.k << "] @ dequantize(int8 w[" << shape.n << "x" << shape.k
+     << "])^T\n";
+  os << "extern \"C\" void " << name
+     << "(const void *const *fusec_inputs, void *const *fusec_outputs) {\n";
+  os << "  const " << element << " *in0 = (const " << element
+     << " *)fusec_inputs[0];\n";
+  os << "  const int8_t *in1 = (const int8_t *)fusec_inputs[1];\n";
+  os << "  const " << element << " *in2 = (const " << element
+     << " *)fusec_inputs[2];\n";
+  os << "  " << element << " *out0 = (" << element << " *)fusec_outputs[0];\n";
+  os << "  #pragma omp parallel for schedule(static) if ("
+     << (shape.n * shape.k >= kCpuParallelThreshold ? "1" : "0") << ")\n";
+  os << "  for (int64_t channel = 0; channel < " << shape.n
+     << "; ++channel) {\n";
+  os << "    const int8_t *row = in1 + channel * " << shape.k << ";\n";
+  os << "    const " << accType
+     << " scale = " << fromStorage(shape.dtype, "in2[channel]") << ";\n";
+  for (int64_t row = 0; row < shape.rows; ++row)
+    os << "    " << accType << " acc" << row << " = 0;\n";
+  os << "    for (int64_t column = 0; column < " << shape.k
+     << "; ++column) {\n";
+  std::istringstream lines(accumulate(shape, accType, "row[column]", "in0"));
+  for (std::string line; std::getline(lines, line);)
+    os << "      " << line << "\n";
+  os << "    }\n";
+  for (int64_t row = 0; row < shape.rows; ++row)
+    os << "    out0[" << row * shape.n << " + channel] = "
+       << toStorage(shape.dtype, "acc" + std::to_string(row)) << ";\n";
+  os << "  }\n}\n";
+  return os.str();
+}
+
+} // namespace
+
+FailureOr<fusec::KernelDesc> buildQuantizedMatmulKernel(FusionOp fusion,
+                                                        unsigned index,
+                                                        fusec::Target target) {
+  QuantizedMatmulOp gemv;
+  for (Operation &op : fusion.getBody().front().without_terminator()) {
+    if (gemv || !isa<QuantizedMatmulOp>(op))
+      return op.emitError() << "codegen: a quantized matmul region holds one "
+                               "fuse.quantized_matmul and nothing else";
+    gemv = cast<QuantizedMatmulOp>(op);
+  }
+  Block &body = fusion.getBody().front();
+  ValueRange yielded = fusion.getYield().getValues();
+  if (!gemv || yielded.size() != 1 || yielded[0] != gemv.getResult() ||
+      gemv.getLhs() != body.getArgument(0) ||
+      gemv.getWeight() != body.getArgument(1) ||
+      gemv.getScale() != body.getArgument(2))
+    return fusion.emitError("codegen: a quantized matmul region must take "
+                            "(lhs, weight, scale) and yield its result");
+  auto lhsType = gemv.getLhs().getType();
+  GemvShape shape;
+  shape.dtype = dtypeOf(lhsType);
+  shape.k = lhsType.getShape().back();
+  shape.n = gemv.getWeight().getType().getDimSize(0);
+  // Rows of lhs (its batch dims stack into rows), read off the result
+  // since k may be 0.
+  shape.rows = 1;
+  for (int64_t dim : lhsType.getShape().drop_back())
+    shape.rows *= dim;
+
+  fusec::KernelDesc desc;
+  desc.ops = regionOpNames(fusion);
+  desc.name = kernelName("gemv", desc.ops, index);
+  desc.schedule = "quantized-gemv";
+  desc.source = target == fusec::Target::Cuda ? printCuda(shape, desc.name)
+                                              : printCpp(shape, desc.name);
+  if (target == fusec::Target::Cuda) {
+    desc.launch.gridX = std::max<int64_t>(1, (shape.n + kChannelsPerBlock - 1) /
+                                                 kChannelsPerBlock);
+    desc.launch.blockX = kChannelsPerBlock * 32;
+  }
+  return desc;
+}
+
+} // namespace fuse

@@ -1,0 +1,21 @@
+//===- QuantizedMatmulKernel.h - The int8-weight GEMV kernel ---*- C++ -*-===//
+#ifndef FUSE_CODEGEN_QUANTIZEDMATMULKERNEL_H
+#define FUSE_CODEGEN_QUANTIZEDMATMULKERNEL_H
+
+#include "ir/FuseDialect.h"
+#include "runtime/Program.h"
+
+namespace fuse {
+
+/// The kernel of a region holding one fuse.quantized_matmul. CUDA: one warp
+/// per output channel reads its int8 weight row once, 16 bytes per lane and
+/// step, and accumulates every lhs row at once; C++: one loop over the
+/// channels, split among OpenMP threads. Inputs and outputs are filled in
+/// by the caller.
+mlir::FailureOr<fusec::KernelDesc>
+buildQuantizedMatmulKernel(FusionOp fusion, unsigned index,
+                           fusec::Target target);
+
+} // namespace fuse
+
+#endif
