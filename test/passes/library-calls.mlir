@@ -121,3 +121,23 @@ func.func @not_folded(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>, %xd: tensor<2x3x
   %a = fuse.add %m2, %b : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
   return %s, %rd, %a, %m2 : tensor<2x4xf32>, tensor<2x4xf64>, tensor<2x4xf32>, tensor<2x4xf32>
 }
+
+// -----
+
+// int8 weights with one scale per output channel: few rows run as the
+// quantized GEMV; a constant [k, n] weight is transposed at compile time.
+// More rows dequantize, then call the library.
+// CHECK-LABEL: func.func @int8_weights
+// CHECK: %[[D:.*]] = fuse.dequantize_linear
+// CHECK: %[[WT:.*]] = fuse.constant dense<{{\[\[}}1, 3], [2, 4]]> : tensor<2x2xi8>
+// CHECK: fuse.quantized_matmul %arg0, %[[WT]], %arg1 : (tensor<1x2xbf16>, tensor<2x2xi8>, tensor<2xbf16>) -> tensor<1x2xbf16>
+// CHECK: fuse.matmul %arg2, %[[D]] :
+func.func @int8_weights(%x: tensor<1x2xbf16>, %s: tensor<2xbf16>, %many: tensor<9x2xbf16>) -> (tensor<1x2xbf16>, tensor<9x2xbf16>) {
+  %w = fuse.constant dense<[[1, 2], [3, 4]]> : tensor<2x2xi8>
+  %d = fuse.dequantize_linear %w, %s {axis = 1 : i64} : (tensor<2x2xi8>, tensor<2xbf16>) -> tensor<2x2xbf16>
+  // expected-remark @+1 {{'fuse.matmul' with int8 weights and 1 row(s) runs as one quantized GEMV kernel}}
+  %y = fuse.matmul %x, %d : (tensor<1x2xbf16>, tensor<2x2xbf16>) -> tensor<1x2xbf16>
+  // expected-remark @+1 {{its int8 weights (9 rows, more than 8) are dequantized by a kernel before the call}}
+  %z = fuse.matmul %many, %d : (tensor<9x2xbf16>, tensor<2x2xbf16>) -> tensor<9x2xbf16>
+  return %y, %z : tensor<1x2xbf16>, tensor<9x2xbf16>
+}

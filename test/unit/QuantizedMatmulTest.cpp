@@ -1,0 +1,193 @@
+//===- QuantizedMatmulTest.cpp - int8-weight matmuls against f64 ---------===//
+//
+// matmul(x, dequantize_linear(w int8, per-channel scale)): few rows become
+// the generated quantized GEMV kernel, more rows a dequantizing kernel and a
+// library call. Both are checked against a reference that dequantizes each
+// weight as ONNX defines it ((float)w * scale, rounded to the scale's
+// dtype) and sums the products in f64.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+#include "runtime/CudaApi.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+
+using namespace fusec;
+
+namespace {
+
+struct QuantizedCase {
+  DType dtype;
+  int64_t rows, k, n;
+  /// The weight stored [n, k] (a Linear layer's layout, transposed before
+  /// the matmul) rather than [k, n].
+  bool channelMajor;
+  /// The weight is a constant (transposed at compile time when [k, n]).
+  bool constantWeight;
+  /// Leading batch dims of x; their product times `rows` is the row count.
+  Shape batch;
+};
+
+struct Built {
+  Graph graph;
+  std::vector<Tensor> inputs;
+  Tensor weight, scale; ///< int8 and the scale's dtype
+};
+
+Built build(const QuantizedCase &c, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  std::uniform_int_distribution<int> byte(-128, 127);
+  Shape xShape = c.batch;
+  xShape.push_back(c.rows);
+  xShape.push_back(c.k);
+  Tensor x(c.dtype, xShape);
+  for (int64_t i = 0; i < x.numElements(); ++i)
+    x.set(i, uniform(rng));
+  Shape wShape = c.channelMajor ? Shape{c.n, c.k} : Shape{c.k, c.n};
+  Tensor weight(DType::I8, wShape);
+  for (int64_t i = 0; i < weight.numElements(); ++i)
+    weight.set(i, byte(rng));
+  // Scales around 1/128, so dequantized weights are in [-1, 1].
+  Tensor scale(c.dtype, {c.n});
+  for (int64_t i = 0; i < c.n; ++i)
+    scale.set(i, (0.5 + 0.5 * (uniform(rng) + 1)) / 128);
+
+  GraphBuilder b("quantized");
+  std::string xValue = b.input("x", c.dtype, xShape);
+  std::string s = b.input("scale", c.dtype, {c.n});
+  std::string w = c.constantWeight ? b.constant("w", weight)
+                                   : b.input("w", DType::I8, wShape);
+  std::string dequantized = b.op("dequantize_linear", {w, s},
+                                 {{"axis", int64_t(c.channelMajor ? 0 : 1)}});
+  if (c.channelMajor)
+    dequantized = b.op("transpose", {dequantized},
+                       {{"perm", std::vector<int64_t>{1, 0}}});
+  b.output(b.op("matmul", {xValue, dequantized}));
+  Built built{b.build(), {x, scale}, weight, scale};
+  if (!c.constantWeight)
+    built.inputs.push_back(weight);
+  return built;
+}
+
+/// The f64 reference: weights dequantized as ONNX's DequantizeLinear (f32
+/// product rounded to the scale's dtype), products summed in f64.
+std::vector<double> reference(const QuantizedCase &c, const Built &built) {
+  const Tensor &x = built.inputs[0];
+  int64_t rows = x.numElements() / c.k; // every case has k > 0
+  std::vector<double> dequantized(c.k * c.n);
+  Tensor rounding(c.dtype, {1});
+  for (int64_t i = 0; i < c.k; ++i)
+    for (int64_t j = 0; j < c.n; ++j) {
+      int64_t index = c.channelMajor ? j * c.k + i : i * c.n + j;
+      float product = static_cast<float>(built.weight.at(index)) *
+                      static_cast<float>(built.scale.at(j));
+      rounding.set(0, product);
+      dequantized[i * c.n + j] = rounding.at(0);
+    }
+  std::vector<double> y(rows * c.n, 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < c.n; ++j) {
+      double sum = 0;
+      for (int64_t i = 0; i < c.k; ++i)
+        sum += x.at(r * c.k + i) * dequantized[i * c.n + j];
+      y[r * c.n + j] = sum;
+    }
+  return y;
+}
+
+/// f32 accumulation of k products of magnitude <= 1: a few f32 roundings
+/// times sqrt(k); plus one ulp of the output dtype, which the result
+/// rounds to once (twice on the library path: weights, then the product).
+double tolerance(DType dtype, int64_t k, double expected) {
+  double accumulation = dtype == DType::F64 ? 1e-13 : 4e-6;
+  double ulp = dtype == DType::BF16  ? std::ldexp(1.0, -7)
+               : dtype == DType::F16 ? std::ldexp(1.0, -10)
+               : dtype == DType::F32 ? std::ldexp(1.0, -23)
+                                     : std::ldexp(1.0, -52);
+  return accumulation * std::sqrt(double(k) + 1) * (1 + std::fabs(expected)) +
+         2 * ulp * std::max(1.0, std::fabs(expected));
+}
+
+void check(const QuantizedCase &c, Target target) {
+  INFO("dtype " << dtypeName(c.dtype) << " rows " << c.rows << " k " << c.k
+                << " n " << c.n << " channel-major " << c.channelMajor
+                << " constant " << c.constantWeight << " on "
+                << targetName(target));
+  Built built = build(c, 7 + c.k + c.n);
+  CompiledModel model = compile(built.graph, test::testOptions(true, target));
+  int64_t totalRows = c.rows * numElements(c.batch);
+  const Program &program = model.program();
+  if (totalRows <= 8) {
+    // One generated kernel, no library call, no dequantized weights.
+    REQUIRE(program.matmuls.empty());
+    bool hasGemv = false;
+    for (const KernelDesc &kernel : program.kernels)
+      hasGemv |= kernel.schedule == "quantized-gemv";
+    CHECK(hasGemv);
+    // A [k, n] weight given as an input is transposed by a layout kernel.
+    CHECK(program.kernels.size() ==
+          (!c.channelMajor && !c.constantWeight ? 2u : 1u));
+  } else {
+    CHECK(program.matmuls.size() == 1);
+  }
+  std::vector<Tensor> outputs = model.run(built.inputs);
+  std::vector<double> expected = reference(c, built);
+  REQUIRE(outputs[0].numElements() == static_cast<int64_t>(expected.size()));
+  for (size_t i = 0; i < expected.size(); ++i) {
+    double got = outputs[0].at(i);
+    if (std::fabs(got - expected[i]) > tolerance(c.dtype, c.k, expected[i]))
+      FAIL("element " << i << ": got " << got << ", expected " << expected[i]);
+  }
+}
+
+std::vector<QuantizedCase> cases() {
+  std::vector<QuantizedCase> all;
+  for (DType dtype : {DType::BF16, DType::F16, DType::F32, DType::F64}) {
+    // The 16-byte path (k % 16 == 0) and the scalar one, 1 to 8 rows.
+    all.push_back({dtype, 1, 512, 40, true, false, {}});
+    all.push_back({dtype, 3, 37, 19, true, true, {}});
+    all.push_back({dtype, 8, 96, 33, false, true, {}});
+    all.push_back({dtype, 2, 64, 24, false, false, {}});
+    // Batch dims stack into rows: 2 x 1 x 1 rows.
+    all.push_back({dtype, 1, 48, 16, true, false, {2, 1}});
+  }
+  // More than 8 rows: dequantize, then the library.
+  all.push_back({DType::BF16, 9, 64, 24, true, false, {}});
+  all.push_back({DType::F32, 12, 33, 5, false, true, {}});
+  // A decode-sized layer.
+  all.push_back({DType::BF16, 1, 4096, 256, true, false, {}});
+  return all;
+}
+
+} // namespace
+
+TEST_CASE("int8 weights with few rows run as one quantized GEMV kernel",
+          "[quantized]") {
+  for (const QuantizedCase &c : cases())
+    check(c, Target::Cpu);
+}
+
+TEST_CASE("int8 weights on the GPU match the dequantized reference",
+          "[quantized][gpu]") {
+  FUSEC_SKIP_IF(cuda::unavailableReason());
+  for (const QuantizedCase &c : cases())
+    check(c, Target::Cuda);
+}
+
+TEST_CASE("the quantized GEMV kernel compiles for the GPU", "[quantized]") {
+  GraphBuilder b("gemv");
+  std::string x = b.input("x", DType::BF16, {2, 64});
+  std::string w =
+      b.op("dequantize_linear",
+           {b.input("w", DType::I8, {24, 64}), b.input("s", DType::BF16, {24})},
+           {{"axis", int64_t(0)}});
+  b.output(b.op("matmul", {x, b.op("transpose", {w},
+                                   {{"perm", std::vector<int64_t>{1, 0}}})}));
+  test::compileForGpus(b.build(), /*everyVariant=*/false);
+}
