@@ -22,9 +22,10 @@ LogicalResult checkOperandTypes(NodeImport &node, unsigned count) {
   Type elementType =
       cast<RankedTensorType>(node.operands[0].getType()).getElementType();
   for (unsigned i = 0; i < count; ++i) {
-    if (!node.operands[i])
+    Value operand = node.operandOrNull(i);
+    if (!operand)
       continue;
-    auto type = cast<RankedTensorType>(node.operands[i].getType());
+    auto type = cast<RankedTensorType>(operand.getType());
     if (type.getElementType() != elementType)
       return node.error() << "operands must share one dtype (input " << i
                           << " is " << typeString(type) << ", input 0 is "

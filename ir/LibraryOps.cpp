@@ -3,6 +3,8 @@
 #include "ir/FuseDialect.h"
 #include "ir/TypeUtils.h"
 
+#include <cmath>
+
 using namespace mlir;
 
 namespace fuse {
@@ -26,7 +28,7 @@ std::string inferMatmulShape(const fusec::Shape &lhs, const fusec::Shape &rhs,
   if (transposeB)
     std::swap(rhsRows, rhsCols);
   if (lhsCols != rhsRows)
-    return "matmul of [" + fusec::formatShape(lhs) + "] and [" +
+    return "operands [" + fusec::formatShape(lhs) + "] and [" +
            fusec::formatShape(rhs) + "]" +
            (transposeA || transposeB ? " (transposed)" : "") +
            ": the contracted dims differ (" + std::to_string(lhsCols) + " vs " +
@@ -99,6 +101,11 @@ LogicalResult MatmulOp::verify() {
                            << elementType << " (got " << typeString(biasType)
                            << ")";
   }
+  double alpha = getAlpha().convertToDouble();
+  if (!std::isfinite(alpha) || alpha == 0.0)
+    return emitOpError() << "alpha must be finite and non-zero (got " << alpha
+                         << "): libraries may skip the product when alpha "
+                            "is 0, losing its NaN and infinities";
   if (!isMatmulEpilogue(getEpilogue().str()))
     return emitOpError() << "unknown epilogue '" << getEpilogue()
                          << "' (expected none, relu or gelu_tanh)";

@@ -264,7 +264,9 @@ struct PrepareLibraryCalls
         OpBuilder builder(op);
         Value bias = asBiasVector(builder, other, shape.n);
         if (!bias)
-          return "";
+          return "the add runs in a kernel after the call: its other "
+                 "operand is not a vector of the last dim (" +
+                 std::to_string(shape.n) + ")";
         op.getBiasMutable().assign(bias);
         folded.push_back("bias add");
       } else if (isa<ReluOp, GeluOp>(user)) {

@@ -320,9 +320,13 @@ int runCli(const CliOptions &options) {
       load(lowerFile(options.model, unfusedOptions).program, unfusedOptions);
   std::vector<Tensor> expected = unfused.run(inputs);
   bool allOk = true;
-  std::printf("check: %zu %s kernel%s vs %zu unfused on cpu\n",
+  std::string calls;
+  if (!program.matmuls.empty())
+    calls = " and " + std::to_string(program.matmuls.size()) + " library call" +
+            (program.matmuls.size() == 1 ? "" : "s");
+  std::printf("check: %zu %s kernel%s%s vs %zu unfused on cpu\n",
               program.kernels.size(), targetName(program.target),
-              program.kernels.size() == 1 ? "" : "s",
+              program.kernels.size() == 1 ? "" : "s", calls.c_str(),
               unfused.program().kernels.size());
   for (size_t i = 0; i < outputs.size(); ++i) {
     Tolerance tolerance = toleranceFor(outputs[i].dtype);
