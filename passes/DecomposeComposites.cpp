@@ -13,6 +13,8 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cmath>
+
 namespace fuse {
 #define GEN_PASS_DEF_FUSEDECOMPOSECOMPOSITES
 #include "passes/Passes.h.inc"
@@ -242,13 +244,19 @@ Value decompose(Decomposer &d, DequantizeLinearOp op) {
   return d.toType(y, op.getType());
 }
 
-/// alpha * A' @ B' + beta * C: the matmul takes the transposes and alpha;
-/// C (scaled unless beta is 1) is added after it.
+/// alpha * A' @ B' + beta * C: the matmul takes the transposes and alpha
+/// (a 0 or non-finite alpha is a multiply of its own, so NaN and inf in the
+/// product survive it); C (scaled unless beta is 1) is added after it.
 Value decompose(Decomposer &d, GemmOp op) {
-  Value product = MatmulOp::create(d.builder, d.loc, op.getType(), op.getA(),
-                                   op.getB(), Value(), op.getTransA(),
-                                   op.getTransB(), op.getAlpha(), "none")
-                      .getResult();
+  double alpha = op.getAlpha().convertToDouble();
+  bool alphaOnCall = std::isfinite(alpha) && alpha != 0.0;
+  Value product =
+      MatmulOp::create(d.builder, d.loc, op.getType(), op.getA(), op.getB(),
+                       Value(), op.getTransA(), op.getTransB(),
+                       APFloat(alphaOnCall ? alpha : 1.0), "none")
+          .getResult();
+  if (!alphaOnCall)
+    product = d.binary<MulOp>(product, d.scalarLike(product, alpha));
   Value c = op.getC();
   if (!c)
     return product;

@@ -1,9 +1,9 @@
 #include "runtime/CudaApi.h"
 
+#include "runtime/DynamicLibrary.h"
 #include "runtime/Error.h"
 
 #include <cstdlib>
-#include <dlfcn.h>
 #include <mutex>
 
 namespace fusec::cuda {
@@ -14,56 +14,9 @@ constexpr int kAttributeMultiprocessors = 16;
 constexpr int kAttributeMajor = 75;
 constexpr int kAttributeMinor = 76;
 
-void *openFirst(const std::vector<std::string> &names, std::string &tried) {
-  for (const std::string &name : names) {
-    if (void *handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL))
-      return handle;
-    tried += "\n  " + name + ": " + dlerror();
-  }
-  return nullptr;
-}
-
-/// Resolves `name`, preferring its versioned `name_v2` form.
-template <typename Fn>
-bool resolve(void *library, Fn &slot, const char *name, bool versioned,
-             std::string &missing) {
-  void *symbol = nullptr;
-  if (versioned)
-    symbol = dlsym(library, (std::string(name) + "_v2").c_str());
-  if (!symbol)
-    symbol = dlsym(library, name);
-  if (!symbol)
-    missing += std::string(missing.empty() ? "" : ", ") + name;
-  slot = reinterpret_cast<Fn>(symbol);
-  return symbol != nullptr;
-}
-
-/// A dlopen'ed library's entry points, or why they could not be had.
-template <typename Api> struct LoadedLibrary {
-  Api api{};
-  std::string error;
-};
-
-/// Opens the first of `names` and lets `resolveAll(library, api, missing)`
-/// resolve every entry point; the error names the library (`what`) and any
-/// missing entry point.
-template <typename Api, typename ResolveAll>
-LoadedLibrary<Api>
-loadLibrary(const std::vector<std::string> &names, const std::string &what,
-            const std::string &installHint, ResolveAll resolveAll) {
-  LoadedLibrary<Api> loaded;
-  std::string tried;
-  void *library = openFirst(names, tried);
-  if (!library) {
-    loaded.error = what + " is not installed" + installHint + tried;
-    return loaded;
-  }
-  std::string missing;
-  resolveAll(library, loaded.api, missing);
-  if (!missing.empty())
-    loaded.error = what + " lacks entry points: " + missing;
-  return loaded;
-}
+using dynlib::LoadedLibrary;
+using dynlib::loadLibrary;
+using dynlib::resolve;
 
 const LoadedLibrary<Driver> &loadedDriver() {
   static const LoadedLibrary<Driver> loaded = loadLibrary<Driver>(
@@ -188,19 +141,13 @@ const LoadedLibrary<Nvrtc> &loadedNvrtc() {
 }
 
 const Nvrtc &nvrtc() {
-  const LoadedLibrary<Nvrtc> &loaded = loadedNvrtc();
-  if (!loaded.error.empty())
-    throw Error("fusec: cannot compile CUDA: " + loaded.error);
-  return loaded.api;
+  return loadedNvrtc().get("fusec: cannot compile CUDA: ");
 }
 
 } // namespace
 
 const Driver &driver() {
-  const LoadedLibrary<Driver> &loaded = loadedDriver();
-  if (!loaded.error.empty())
-    throw Error("fusec: the CUDA target is unavailable: " + loaded.error);
-  return loaded.api;
+  return loadedDriver().get("fusec: the CUDA target is unavailable: ");
 }
 
 void check(CUresult result, const char *call, const std::string &context) {

@@ -1,75 +1,17 @@
 //===- CudaExecutable.cpp - Running a Program on the GPU -----------------===//
 
 #include "runtime/CudaApi.h"
+#include "runtime/DeviceAllocator.h"
 #include "runtime/Error.h"
 #include "runtime/Executable.h"
 
 #include <algorithm>
 #include <climits>
-#include <map>
-#include <mutex>
 
 namespace fusec {
 
-namespace {
-
 using cuda::check;
-using cuda::CUdeviceptr;
-
-/// Device memory, cached by size: executables come and go (a benchmark or a
-/// test builds many) without paying cuMemAlloc/cuMemFree each time.
-class DeviceAllocator {
-public:
-  static DeviceAllocator &get() {
-    static DeviceAllocator *allocator = new DeviceAllocator; // outlives exit
-    return *allocator;
-  }
-
-  CUdeviceptr allocate(size_t bytes, const std::string &what) {
-    bytes = roundUp(bytes);
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      auto it = cached.find(bytes);
-      if (it != cached.end()) {
-        CUdeviceptr pointer = it->second;
-        cached.erase(it);
-        return pointer;
-      }
-    }
-    CUdeviceptr pointer = 0;
-    cuda::CUresult result = cuda::driver().cuMemAlloc(&pointer, bytes);
-    if (result != 0) {
-      // Give the cache back to the driver and try once more.
-      releaseCached();
-      result = cuda::driver().cuMemAlloc(&pointer, bytes);
-    }
-    check(result, "cuMemAlloc",
-          what + " (" + std::to_string(bytes >> 20) + " MiB)");
-    return pointer;
-  }
-
-  void release(CUdeviceptr pointer, size_t bytes) {
-    std::lock_guard<std::mutex> lock(mutex);
-    cached.emplace(roundUp(bytes), pointer);
-  }
-
-private:
-  static size_t roundUp(size_t bytes) {
-    size_t granule = bytes >= (size_t(1) << 20) ? (size_t(1) << 20) : 512;
-    return std::max<size_t>(granule, (bytes + granule - 1) / granule * granule);
-  }
-  void releaseCached() {
-    std::lock_guard<std::mutex> lock(mutex);
-    for (auto &[bytes, pointer] : cached)
-      cuda::driver().cuMemFree(pointer);
-    cached.clear();
-  }
-
-  std::mutex mutex;
-  std::multimap<size_t, CUdeviceptr> cached;
-};
-
-} // namespace
+using cuda::DeviceAllocator;
 
 CudaExecutable::CudaExecutable(Program program,
                                std::shared_ptr<KernelCache> cache,
@@ -100,6 +42,24 @@ CudaExecutable::CudaExecutable(Program program,
   for (size_t id = 0; id < prog.buffers.size(); ++id)
     if (prog.buffers[id].role == BufferRole::Alias)
       deviceAddress[id] = deviceAddress[prog.buffers[id].aliasOf];
+
+  std::vector<size_t> stepOf = matmulSteps();
+  for (size_t i = 0; i < prog.matmuls.size(); ++i) {
+    const MatmulCall &call = prog.matmuls[i];
+    cuda::CublasLtMatmul::Operands operands;
+    operands.a = deviceAddress[call.a];
+    operands.b = deviceAddress[call.b];
+    operands.output = deviceAddress[call.output];
+    if (call.bias >= 0)
+      operands.bias = deviceAddress[call.bias];
+    matmulCalls.push_back(std::make_unique<cuda::CublasLtMatmul>(
+        call, stepOf[i], operands, options.tf32));
+    matmulWorkspaceBytes =
+        std::max(matmulWorkspaceBytes, matmulCalls.back()->workspaceBytes());
+  }
+  if (matmulWorkspaceBytes > 0)
+    matmulWorkspace = DeviceAllocator::get().allocate(
+        matmulWorkspaceBytes, "the cuBLASLt workspace of '" + prog.name + "'");
 
   if (prog.kernels.empty())
     return;
@@ -140,6 +100,8 @@ CudaExecutable::CudaExecutable(Program program,
 }
 
 CudaExecutable::~CudaExecutable() {
+  if (matmulWorkspace)
+    DeviceAllocator::get().release(matmulWorkspace, matmulWorkspaceBytes);
   for (size_t id = 0; id < prog.buffers.size(); ++id)
     if (prog.buffers[id].role != BufferRole::Alias && deviceAddress[id])
       DeviceAllocator::get().release(deviceAddress[id],
@@ -160,14 +122,20 @@ void CudaExecutable::upload(const std::vector<Tensor> &inputs) {
 void CudaExecutable::launch() {
   const cuda::Driver &driver = cuda::driver();
   cuda::CUstream stream = cuda::device().stream;
-  for (size_t k = 0; k < launches.size(); ++k) {
-    Launch &launch = launches[k];
+  for (const Step &step : prog.steps) {
+    if (step.kind == StepKind::Matmul) {
+      matmulCalls[step.index]->enqueue(stream, matmulWorkspace);
+      continue;
+    }
+    if (step.kind != StepKind::Kernel)
+      continue; // a view is only another name for its root's storage
+    Launch &launch = launches[step.index];
     const LaunchGeometry &geometry = launch.geometry;
     check(driver.cuLaunchKernel(
               launch.function, static_cast<unsigned>(geometry.gridX),
               geometry.gridY, 1, geometry.blockX, geometry.blockY, 1,
               geometry.sharedBytes, stream, launch.parameters.data(), nullptr),
-          "cuLaunchKernel", "kernel '" + prog.kernels[k].name + "'");
+          "cuLaunchKernel", "kernel '" + prog.kernels[step.index].name + "'");
   }
 }
 
@@ -184,7 +152,7 @@ void CudaExecutable::download(std::vector<Tensor> &outputs) {
 void CudaExecutable::synchronize() {
   // Errors of earlier asynchronous launches surface here.
   check(cuda::driver().cuStreamSynchronize(cuda::device().stream),
-        "cuStreamSynchronize", "the kernels of '" + prog.name + "'");
+        "cuStreamSynchronize", "the steps of '" + prog.name + "'");
 }
 
 void CudaExecutable::run(const std::vector<Tensor> &inputs,

@@ -6,6 +6,63 @@
 
 namespace fusec {
 
+Executable::Executable(Program program) : prog(std::move(program)) {
+  auto internal = [&](const std::string &why) {
+    return Error("fusec: internal error: the steps of '" + prog.name +
+                 "': " + why);
+  };
+  if (prog.steps.empty()) {
+    if (!prog.matmuls.empty())
+      throw internal("matmuls but no steps");
+    for (size_t k = 0; k < prog.kernels.size(); ++k)
+      prog.steps.push_back({StepKind::Kernel, static_cast<int>(k)});
+  }
+  std::vector<int> kernelRuns(prog.kernels.size()),
+      matmulRuns(prog.matmuls.size());
+  for (size_t i = 0; i < prog.steps.size(); ++i) {
+    const Step &step = prog.steps[i];
+    auto inRange = [&](size_t size, const char *what) {
+      if (step.index < 0 || static_cast<size_t>(step.index) >= size)
+        throw internal("step " + std::to_string(i) + " names " + what + " " +
+                       std::to_string(step.index) + " of " +
+                       std::to_string(size));
+    };
+    switch (step.kind) {
+    case StepKind::Kernel:
+      inRange(prog.kernels.size(), "kernel");
+      ++kernelRuns[step.index];
+      break;
+    case StepKind::Matmul:
+      inRange(prog.matmuls.size(), "matmul");
+      ++matmulRuns[step.index];
+      checkMatmulCall(prog.matmuls[step.index], prog.buffers, i);
+      break;
+    case StepKind::View:
+      inRange(prog.buffers.size(), "buffer");
+      if (prog.buffers[step.index].role != BufferRole::Alias)
+        throw internal("step " + std::to_string(i) + " views '" +
+                       prog.buffers[step.index].name + "', not an alias");
+      break;
+    }
+  }
+  for (size_t k = 0; k < kernelRuns.size(); ++k)
+    if (kernelRuns[k] != 1)
+      throw internal("kernel '" + prog.kernels[k].name + "' runs " +
+                     std::to_string(kernelRuns[k]) + " times");
+  for (size_t k = 0; k < matmulRuns.size(); ++k)
+    if (matmulRuns[k] != 1)
+      throw internal("matmul " + std::to_string(k) + " runs " +
+                     std::to_string(matmulRuns[k]) + " times");
+}
+
+std::vector<size_t> Executable::matmulSteps() const {
+  std::vector<size_t> steps(prog.matmuls.size());
+  for (size_t i = 0; i < prog.steps.size(); ++i)
+    if (prog.steps[i].kind == StepKind::Matmul)
+      steps[prog.steps[i].index] = i;
+  return steps;
+}
+
 HostExecutable::HostExecutable(Program program,
                                std::shared_ptr<KernelCache> cache)
     : Executable(std::move(program)) {
@@ -14,6 +71,9 @@ HostExecutable::HostExecutable(Program program,
     for (const KernelDesc &kernel : prog.kernels)
       kernelFns.push_back(library->lookup(kernel.name));
   }
+  std::vector<size_t> stepOf = matmulSteps();
+  for (size_t i = 0; i < prog.matmuls.size(); ++i)
+    matmulCalls.emplace_back(prog.matmuls[i], stepOf[i], matmulScratch);
   // A temporary that is a graph output (the first time it is named) is
   // written straight into the output tensor; others get storage here.
   outputSlot.assign(prog.buffers.size(), -1);
@@ -95,15 +155,21 @@ void HostExecutable::run(const std::vector<Tensor> &inputs,
     if (prog.buffers[id].role == BufferRole::Alias)
       address[id] = address[prog.buffers[id].aliasOf];
 
-  for (size_t k = 0; k < prog.kernels.size(); ++k) {
-    const KernelDesc &kernel = prog.kernels[k];
-    kernelInputs.clear();
-    kernelOutputs.clear();
-    for (int id : kernel.inputs)
-      kernelInputs.push_back(address[id]);
-    for (int id : kernel.outputs)
-      kernelOutputs.push_back(address[id]);
-    kernelFns[k](kernelInputs.data(), kernelOutputs.data());
+  for (const Step &step : prog.steps) {
+    if (step.kind == StepKind::Kernel) {
+      const KernelDesc &kernel = prog.kernels[step.index];
+      kernelInputs.clear();
+      kernelOutputs.clear();
+      for (int id : kernel.inputs)
+        kernelInputs.push_back(address[id]);
+      for (int id : kernel.outputs)
+        kernelOutputs.push_back(address[id]);
+      kernelFns[step.index](kernelInputs.data(), kernelOutputs.data());
+    } else if (step.kind == StepKind::Matmul) {
+      const MatmulCall &call = prog.matmuls[step.index];
+      matmulCalls[step.index].run(address[call.a], address[call.b],
+                                  address[call.output], matmulScratch);
+    } // a view is only another name for its root's storage
   }
 
   // Outputs not written in place: inputs, constants, aliases, repeats.

@@ -2,8 +2,10 @@
 #ifndef FUSEC_RUNTIME_EXECUTABLE_H
 #define FUSEC_RUNTIME_EXECUTABLE_H
 
+#include "runtime/CublasLt.h"
 #include "runtime/CudaApi.h"
 #include "runtime/KernelCache.h"
+#include "runtime/OpenBlas.h"
 #include "runtime/Program.h"
 #include "runtime/Tensor.h"
 
@@ -12,12 +14,15 @@
 
 namespace fusec {
 
-/// A Program with its kernels compiled and loaded. Buffers are allocated
-/// once and reused by every run, so one Executable must not run on several
-/// threads at once.
+/// A Program with its kernels compiled and loaded and its library calls
+/// prepared. A run performs `Program::steps` in order (a program without
+/// steps runs its kernels in order). Buffers are allocated once and reused
+/// by every run, so one Executable must not run on several threads at once.
 class Executable {
 public:
-  explicit Executable(Program program) : prog(std::move(program)) {}
+  /// Throws an internal fusec::Error when the steps do not name every
+  /// kernel and matmul once, or a matmul does not fit its buffers.
+  explicit Executable(Program program);
   virtual ~Executable() = default;
 
   /// Runs the program on host tensors. Throws fusec::Error naming the input
@@ -34,6 +39,8 @@ protected:
   void checkInputs(const std::vector<Tensor> &inputs) const;
   /// Sizes `outputs` for the program, keeping tensors that already fit.
   void prepareOutputs(std::vector<Tensor> &outputs) const;
+  /// The index in `prog.steps` of each matmul's step.
+  std::vector<size_t> matmulSteps() const;
 
   Program prog;
 };
@@ -49,6 +56,8 @@ public:
 private:
   std::shared_ptr<KernelLibrary> library;
   std::vector<KernelLibrary::KernelFn> kernelFns;
+  std::vector<openblas::HostMatmul> matmulCalls; ///< per Program::matmuls
+  openblas::Scratch matmulScratch;
   /// Storage of temporaries that are not graph outputs.
   std::vector<std::vector<uint8_t>> temporaryStorage;
   /// Which graph output (index) each buffer is written into directly, or -1.
@@ -64,11 +73,15 @@ struct CudaOptions {
   std::string arch;
   /// --use_fast_math: __sinf, __expf, ... and flush-to-zero.
   bool fastMath = false;
+  /// f32 matmuls may round their inputs to TF32 (cuBLASLt's
+  /// CUBLAS_COMPUTE_32F_FAST_TF32): faster, about 1e-3 relative error.
+  bool tf32 = false;
 };
 
-/// Kernels compiled by NVRTC, run on the GPU. Every buffer lives in device
-/// memory from a caching allocator, allocated at construction; a run copies
-/// inputs in, launches every kernel on one stream and copies outputs back.
+/// Kernels compiled by NVRTC and matmuls by cuBLASLt, run on the GPU. Every
+/// buffer lives in device memory from a caching allocator, allocated at
+/// construction, where every matmul is also prepared; a run copies inputs
+/// in, enqueues every step on one stream and copies outputs back.
 class CudaExecutable : public Executable {
 public:
   CudaExecutable(Program program, std::shared_ptr<KernelCache> cache,
@@ -80,6 +93,7 @@ public:
 
   /// The steps of a run, for benchmarks that time the kernels alone.
   void upload(const std::vector<Tensor> &inputs);
+  /// Enqueues every step (kernels and matmuls); allocates nothing.
   void launch();
   void download(std::vector<Tensor> &outputs);
   void synchronize();
@@ -92,7 +106,11 @@ private:
     std::vector<void *> parameters; ///< pointers to `arguments`
   };
   std::vector<cuda::CUdeviceptr> deviceAddress; ///< per buffer
-  std::vector<Launch> launches;
+  std::vector<Launch> launches;                 ///< per Program::kernels
+  /// Per Program::matmuls, sharing one workspace (they run one at a time).
+  std::vector<std::unique_ptr<cuda::CublasLtMatmul>> matmulCalls;
+  cuda::CUdeviceptr matmulWorkspace = 0;
+  size_t matmulWorkspaceBytes = 0;
 };
 
 /// The executable for the program's target.

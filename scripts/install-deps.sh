@@ -6,6 +6,7 @@ packages=(
   cmake ninja-build ccache g++ lld-22 clang-format
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   catch2 nlohmann-json3-dev
+  libopenblas0 # matmuls on the CPU (dlopen'ed: the runtime library only)
 )
 missing=()
 for package in "${packages[@]}"; do
