@@ -23,10 +23,14 @@ namespace fuse {
 
 namespace {
 
-/// Warps (output channels) per CUDA block.
-constexpr int64_t kChannelsPerBlock = 8;
+/// Warps per CUDA block.
+constexpr int64_t kWarpsPerBlock = 8;
 /// Weights per lane and step: one 16-byte load.
 constexpr int64_t kWeightsPerLoad = 16;
+/// A channel's weights are split among up to kWarpsPerBlock warps while
+/// each keeps at least this many (two steps of the whole warp: loads to
+/// keep in flight, and a partial sum worth its shared-memory exchange).
+constexpr int64_t kWeightsPerWarpChunk = 2 * 32 * kWeightsPerLoad;
 
 struct GemvShape {
   int64_t rows, n, k;
@@ -59,72 +63,140 @@ std::string accumulate(const GemvShape &shape, const std::string &accType,
   return os.str();
 }
 
+/// How the CUDA kernel splits the work: each channel's k weights are
+/// split among `warpsPerChannel` warps (partial sums meet in shared
+/// memory), so a decode-sized layer makes several waves of small blocks
+/// rather than one ragged wave of long warps.
+struct CudaGemvSplit {
+  int64_t warpsPerChannel = 1;
+  int64_t channelsPerBlock = kWarpsPerBlock;
+  /// Weights each warp covers (a multiple of 16 on the vector path).
+  int64_t chunk = 0;
+  bool vectorized = false;
+};
+
+CudaGemvSplit cudaGemvSplit(const GemvShape &shape) {
+  CudaGemvSplit split;
+  // 16-byte loads need k % 16 == 0: rows (and the lhs's runs of 16
+  // elements) then start 16-byte aligned.
+  split.vectorized = shape.k % kWeightsPerLoad == 0;
+  if (split.vectorized)
+    while (split.warpsPerChannel < kWarpsPerBlock &&
+           shape.k / (split.warpsPerChannel * 2) >= kWeightsPerWarpChunk)
+      split.warpsPerChannel *= 2;
+  split.channelsPerBlock = kWarpsPerBlock / split.warpsPerChannel;
+  int64_t chunk = (shape.k + split.warpsPerChannel - 1) / split.warpsPerChannel;
+  split.chunk =
+      (chunk + kWeightsPerLoad - 1) / kWeightsPerLoad * kWeightsPerLoad;
+  return split;
+}
+
 std::string printCuda(const GemvShape &shape, const std::string &name) {
   const char *element = storageType(shape.dtype);
   std::string accType = shape.dtype == DType::F64 ? "double" : "float";
-  std::string scaleType = accType;
+  CudaGemvSplit split = cudaGemvSplit(shape);
   std::ostringstream os;
   os << "// y[" << shape.rows << "x" << shape.n << "] = x[" << shape.rows << "x"
      << shape.k << "] @ dequantize(int8 w[" << shape.n << "x" << shape.k
-     << "])^T: one warp per output channel\n";
-  os << "extern \"C\" __global__ void __launch_bounds__("
-     << kChannelsPerBlock * 32 << ") " << name << "(const " << element
+     << "])^T: " << split.warpsPerChannel << " warp(s) per output channel\n";
+  os << "extern \"C\" __global__ void __launch_bounds__(" << kWarpsPerBlock * 32
+     << ") " << name << "(const " << element
      << " *__restrict__ in0, const signed char *__restrict__ in1, const "
      << element << " *__restrict__ in2, " << element
      << " *__restrict__ out0) {\n";
-  os << "  const int lane = threadIdx.x & 31;\n";
+  os << "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n";
+  os << "  const int part = warp % " << split.warpsPerChannel << ";\n";
   os << "  const long long channel = (long long)blockIdx.x * "
-     << kChannelsPerBlock << " + (threadIdx.x >> 5);\n";
-  os << "  if (channel >= " << shape.n << "LL) return;\n";
-  os << "  const signed char *__restrict__ row = in1 + channel * " << shape.k
-     << "LL;\n";
-  os << "  const " << scaleType
-     << " scale = " << fromStorage(shape.dtype, "in2[channel]") << ";\n";
+     << split.channelsPerBlock << " + warp / " << split.warpsPerChannel
+     << ";\n";
+  // No early return: every warp reaches the block's barrier.
+  os << "  const bool active = channel < " << shape.n << "LL;\n";
+  os << "  const signed char *__restrict__ row = in1 + (active ? channel : 0) "
+        "* "
+     << shape.k << "LL;\n";
+  os << "  const " << accType
+     << " scale = " << fromStorage(shape.dtype, "in2[active ? channel : 0]")
+     << ";\n";
   for (int64_t row = 0; row < shape.rows; ++row)
     os << "  " << accType << " acc" << row << " = 0;\n";
-  if (shape.k % kWeightsPerLoad == 0) {
-    // 16 weights per lane and step; rows start 16-byte aligned (k % 16 ==
-    // 0), and so do the lhs's runs of 16 elements.
+  os << "  const long long begin = part * " << split.chunk << "LL;\n";
+  os << "  const long long end = begin + " << split.chunk << "LL < " << shape.k
+     << "LL ? begin + " << split.chunk << "LL : " << shape.k << "LL;\n";
+  os << "  if (active) {\n";
+  if (split.vectorized) {
+    // 16 weights per lane and step. The chunk's weight loads are issued
+    // first, all in flight at once (the lhs is small and cached).
     int64_t lhsVectors = kWeightsPerLoad * fusec::dtypeBytes(shape.dtype) / 16;
-    os << "  #pragma unroll 2\n";
-    os << "  for (long long base = lane * " << kWeightsPerLoad << "LL; base < "
-       << shape.k << "LL; base += " << 32 * kWeightsPerLoad << "LL) {\n";
-    os << "    const int4 packed = __ldg((const int4 *)(row + base));\n";
-    os << "    const signed char *q = (const signed char *)&packed;\n";
-    // Load each row's 16 lhs elements as 16-byte vectors.
+    int64_t steps =
+        (split.chunk + 32 * kWeightsPerLoad - 1) / (32 * kWeightsPerLoad);
+    auto printBase = [&] {
+      os << "      const long long base = begin + step * "
+         << 32 * kWeightsPerLoad << "LL + lane * " << kWeightsPerLoad
+         << "LL;\n";
+    };
+    os << "    int4 packed[" << steps << "];\n";
+    os << "    #pragma unroll\n";
+    os << "    for (int step = 0; step < " << steps << "; ++step) {\n";
+    printBase();
+    os << "      packed[step] = base < end ? __ldg((const int4 *)(row + base))"
+          " : make_int4(0, 0, 0, 0);\n";
+    os << "    }\n";
+    os << "    #pragma unroll\n";
+    os << "    for (int step = 0; step < " << steps << "; ++step) {\n";
+    printBase();
+    os << "      if (base >= end) break;\n";
+    os << "      const signed char *q = (const signed char *)&packed[step];\n";
     for (int64_t row = 0; row < shape.rows; ++row) {
-      os << "    int4 x" << row << "[" << lhsVectors << "];\n";
+      os << "      int4 x" << row << "[" << lhsVectors << "];\n";
       for (int64_t v = 0; v < lhsVectors; ++v)
-        os << "    x" << row << "[" << v << "] = __ldg((const int4 *)(in0 + "
+        os << "      x" << row << "[" << v << "] = __ldg((const int4 *)(in0 + "
            << row * shape.k << "LL + base) + " << v << ");\n";
     }
-    os << "    #pragma unroll\n";
-    os << "    for (int j = 0; j < " << kWeightsPerLoad << "; ++j) {\n";
-    os << "      const " << accType << " w = " << dequantized(shape, "q[j]")
+    os << "      #pragma unroll\n";
+    os << "      for (int j = 0; j < " << kWeightsPerLoad << "; ++j) {\n";
+    os << "        const " << accType << " w = " << dequantized(shape, "q[j]")
        << ";\n";
     for (int64_t row = 0; row < shape.rows; ++row)
-      os << "      acc" << row << " += w * "
+      os << "        acc" << row << " += w * "
          << fromStorage(shape.dtype, "((const " + std::string(element) +
                                          " *)x" + std::to_string(row) + ")[j]")
          << ";\n";
+    os << "      }\n";
     os << "    }\n";
-    os << "  }\n";
   } else {
-    os << "  for (long long column = lane; column < " << shape.k
-       << "LL; column += 32) {\n";
+    os << "    for (long long column = begin + lane; column < end; column += "
+          "32) {\n";
     std::istringstream lines(accumulate(shape, accType, "row[column]", "in0"));
     for (std::string line; std::getline(lines, line);)
-      os << "    " << line << "\n";
-    os << "  }\n";
+      os << "      " << line << "\n";
+    os << "    }\n";
   }
+  os << "  }\n";
   for (int64_t row = 0; row < shape.rows; ++row)
     os << "  for (int offset = 16; offset > 0; offset >>= 1) acc" << row
        << " += __shfl_xor_sync(0xffffffffu, acc" << row << ", offset);\n";
-  os << "  if (lane == 0) {\n";
+  if (split.warpsPerChannel > 1) {
+    int64_t rows = std::max<int64_t>(shape.rows, 1);
+    os << "  __shared__ " << accType << " partial[" << kWarpsPerBlock << "]["
+       << rows << "];\n";
+    os << "  if (lane == 0) {\n";
+    for (int64_t row = 0; row < shape.rows; ++row)
+      os << "    partial[warp][" << row << "] = acc" << row << ";\n";
+    os << "  }\n";
+    os << "  __syncthreads();\n";
+    os << "  if (lane != 0 || part != 0 || !active) return;\n";
+    os << "  for (int other = 1; other < " << split.warpsPerChannel
+       << "; ++other) {\n";
+    for (int64_t row = 0; row < shape.rows; ++row)
+      os << "    acc" << row << " += partial[warp + other][" << row << "];\n";
+    os << "  }\n";
+  } else {
+    os << "  if (lane != 0 || !active) return;\n";
+  }
   for (int64_t row = 0; row < shape.rows; ++row)
-    os << "    out0[" << row * shape.n << "LL + channel] = "
+    os << "  out0[" << row * shape.n << "LL + channel] = "
        << toStorage(shape.dtype, "acc" + std::to_string(row)) << ";\n";
-  os << "  }\n}\n";
+  os << "}\n";
   return os.str();
 }
 
@@ -203,9 +275,10 @@ FailureOr<fusec::KernelDesc> buildQuantizedMatmulKernel(FusionOp fusion,
   desc.source = target == fusec::Target::Cuda ? printCuda(shape, desc.name)
                                               : printCpp(shape, desc.name);
   if (target == fusec::Target::Cuda) {
-    desc.launch.gridX = std::max<int64_t>(1, (shape.n + kChannelsPerBlock - 1) /
-                                                 kChannelsPerBlock);
-    desc.launch.blockX = kChannelsPerBlock * 32;
+    CudaGemvSplit split = cudaGemvSplit(shape);
+    desc.launch.gridX = std::max<int64_t>(
+        1, (shape.n + split.channelsPerBlock - 1) / split.channelsPerBlock);
+    desc.launch.blockX = kWarpsPerBlock * 32;
   }
   return desc;
 }

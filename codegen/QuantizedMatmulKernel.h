@@ -7,9 +7,10 @@
 
 namespace fuse {
 
-/// The kernel of a region holding one fuse.quantized_matmul. CUDA: one warp
-/// per output channel reads its int8 weight row once, 16 bytes per lane and
-/// step, and accumulates every lhs row at once; C++: one loop over the
+/// The kernel of a region holding one fuse.quantized_matmul. CUDA: a few
+/// warps per output channel read its int8 weight row once, 16 bytes per
+/// lane and step, accumulate every lhs row at once and add their partial
+/// sums in shared memory; C++: one loop over the
 /// channels, split among OpenMP threads. Inputs and outputs are filled in
 /// by the caller.
 mlir::FailureOr<fusec::KernelDesc>

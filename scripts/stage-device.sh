@@ -18,6 +18,7 @@ cp test/models/*.json stage/models/
 if [ -f ../shared/peers/torch_peers.py ]; then
   cp ../shared/peers/torch_peers.py stage/
 fi
+cp bench/torch_matmul_peers.py stage/
 cat > stage/run-gpu.sh <<'SCRIPT'
 #!/usr/bin/env bash
 # On the GPU machine: GPU tests, the CLI on the example, benchmarks.
@@ -39,6 +40,8 @@ echo "== GPU tests"
 bin/fusec-unit-tests "[gpu]" --use-colour no 2>&1 | tee "$out/gpu-tests.log" | tail -25
 echo "== benchmarks"
 bin/fusec-bench --target=cuda 2>&1 | tee "$out/bench-cuda.jsonl"
+echo "== PyTorch matmul peers (same GPU)"
+python3 torch_matmul_peers.py 2>&1 | tee "$out/torch-matmul-peers.jsonl"
 SCRIPT
 chmod +x stage/run-gpu.sh
 du -sh stage
