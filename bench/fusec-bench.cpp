@@ -579,6 +579,8 @@ Graph gemvGraph(int64_t k, int64_t n, bool int8Weights) {
 /// The GEMVs of a decode step in GB/s (bytes of every input and output
 /// once) next to the copy ceiling: int8 weights vs bf16 weights.
 void runGemvs(Target target, const std::vector<std::string> &only, int reps) {
+  if (target == Target::Cuda)
+    cuda::device(); // the context the copy ceiling's allocations need
   const int64_t k = 4096, n = 11008;
   const std::string shape = "1x" + std::to_string(k) + "x" + std::to_string(n);
   double ceiling = target == Target::Cuda ? cudaCopyGBps(k64M * 4, reps)
