@@ -14,6 +14,7 @@
 #include "codegen/RegionKind.h"
 #include "ir/TypeUtils.h"
 
+#include <ostream>
 #include <sstream>
 
 using namespace mlir;
@@ -61,6 +62,58 @@ std::string accumulate(const GemvShape &shape, const std::string &accType,
                       lhs + "[" + std::to_string(row * shape.k) + " + column]")
        << ";\n";
   return os.str();
+}
+
+/// Opens the loops over a step's 16 weights (4 words of 4 bytes, `q` in
+/// scope) and dequantizes each word into `w[4]`, the accumulation type,
+/// the plain way: a conversion per weight (f64, where precision rules).
+void printDequantizeLoop(std::ostream &os, const GemvShape &shape,
+                         const std::string &accType) {
+  os << "      #pragma unroll\n";
+  os << "      for (int word = 0; word < 4; ++word) {\n";
+  os << "        " << accType << " w[4];\n";
+  os << "        #pragma unroll\n";
+  os << "        for (int b = 0; b < 4; ++b) w[b] = "
+     << dequantized(shape, "q[word * 4 + b]") << ";\n";
+  os << "        #pragma unroll\n";
+  os << "        for (int b = 0; b < 4; ++b) {\n";
+}
+
+/// The same without the conversion unit, which runs at a quarter of the
+/// ALU's rate and would bound the kernel: a weight byte, biased by 128,
+/// becomes the low mantissa byte of 2^23 (a byte permute), and subtracting
+/// 2^23 + 128 leaves it exactly as a float; times the scale, that is
+/// DequantizeLinear's f32 product. f16/bf16 round it in pairs with one
+/// packed conversion.
+void printFastDequantizeLoop(std::ostream &os, const GemvShape &shape) {
+  os << "      #pragma unroll\n";
+  os << "      for (int word = 0; word < 4; ++word) {\n";
+  os << "        const unsigned biased = ((const unsigned *)q)[word] ^ "
+        "0x80808080u;\n";
+  os << "        float w[4];\n";
+  os << "        #pragma unroll\n";
+  os << "        for (int b = 0; b < 4; ++b)\n";
+  os << "          w[b] = (__uint_as_float(__byte_perm(biased, 0x4B000000u, "
+        "0x7650u + b)) - 8388736.0f) * scale;\n";
+  if (shape.dtype == DType::BF16 || shape.dtype == DType::F16) {
+    bool bf16 = shape.dtype == DType::BF16;
+    os << "        #pragma unroll\n";
+    os << "        for (int b = 0; b < 4; b += 2) {\n";
+    os << "          unsigned pair;\n";
+    os << "          asm(\"cvt.rn." << (bf16 ? "bf16x2" : "f16x2")
+       << ".f32 %0, %1, %2;\" : \"=r\"(pair) : \"f\"(w[b + 1]), "
+          "\"f\"(w[b]));\n";
+    if (bf16) {
+      os << "          w[b] = __uint_as_float(pair << 16);\n";
+      os << "          w[b + 1] = __uint_as_float(pair & 0xffff0000u);\n";
+    } else {
+      os << "          w[b] = fusec_f16_to_f32((uint16_t)(pair & 0xffffu));\n";
+      os << "          w[b + 1] = fusec_f16_to_f32((uint16_t)(pair >> 16));\n";
+    }
+    os << "        }\n";
+  }
+  os << "        #pragma unroll\n";
+  os << "        for (int b = 0; b < 4; ++b) {\n";
 }
 
 /// How the CUDA kernel splits the work: each channel's k weights are
@@ -152,15 +205,17 @@ std::string printCuda(const GemvShape &shape, const std::string &name) {
         os << "      x" << row << "[" << v << "] = __ldg((const int4 *)(in0 + "
            << row * shape.k << "LL + base) + " << v << ");\n";
     }
-    os << "      #pragma unroll\n";
-    os << "      for (int j = 0; j < " << kWeightsPerLoad << "; ++j) {\n";
-    os << "        const " << accType << " w = " << dequantized(shape, "q[j]")
-       << ";\n";
+    if (shape.dtype == DType::F64)
+      printDequantizeLoop(os, shape, accType);
+    else
+      printFastDequantizeLoop(os, shape);
     for (int64_t row = 0; row < shape.rows; ++row)
-      os << "        acc" << row << " += w * "
+      os << "        acc" << row << " += w[b] * "
          << fromStorage(shape.dtype, "((const " + std::string(element) +
-                                         " *)x" + std::to_string(row) + ")[j]")
+                                         " *)x" + std::to_string(row) +
+                                         ")[word * 4 + b]")
          << ";\n";
+    os << "        }\n";
     os << "      }\n";
     os << "    }\n";
   } else {
