@@ -255,6 +255,175 @@ std::string printCuda(const GemvShape &shape, const std::string &name) {
   return os.str();
 }
 
+/// Channels per warp (and block) of the tensor-core kernel: the M of
+/// mma.m16n8k16; its N, 8, holds up to 8 lhs rows.
+constexpr int64_t kTensorCoreChannels = 16;
+/// Blocks of the tensor-core kernel resident per SM (a register budget
+/// for the compiler): a decode-sized layer (688 blocks for 11008
+/// channels) then runs in one wave on 132 SMs instead of a full wave and a
+/// ragged second one.
+constexpr int64_t kTensorCoreBlocksPerMultiprocessor = 6;
+/// k per load step of the tensor-core kernel: 16 bytes from each of 4
+/// lanes per channel.
+constexpr int64_t kTensorCoreStep = 64;
+
+/// f16/bf16 with k a multiple of 64 run on tensor cores (sm_80+): the mma
+/// does the multiply-adds and reads the lhs as it is stored, leaving the
+/// dequantization as the only per-weight work.
+bool usesTensorCores(const GemvShape &shape) {
+  return (shape.dtype == DType::BF16 || shape.dtype == DType::F16) &&
+         shape.k % kTensorCoreStep == 0 && shape.rows <= 8;
+}
+
+/// The tensor-core kernel. A block owns 16 channels; its 8 warps split k
+/// and add their partial sums in shared memory. In mma.m16n8k16 (A: 16
+/// channels x 16 k, B: 16 k x 8 rows), lane (group g, quad t) holds A's
+/// channels g and g + 8 and B's row g at k slots 2t, 2t + 1, 2t + 8 and
+/// 2t + 9. A dot product may visit k in any order, so slot 2t + i of step
+/// j means k = base + 16t + 4j + i and slot 2t + 8 + i means 4j + 2 + i:
+/// each lane then reads 16 consecutive weights of each of its channels
+/// and 16 consecutive lhs elements of its row, with 16-byte loads, and the
+/// lhs words are B's registers as they are.
+std::string printCudaTensorCore(const GemvShape &shape,
+                                const std::string &name) {
+  bool bf16 = shape.dtype == DType::BF16;
+  const char *type = bf16 ? "bf16" : "f16";
+  int64_t chunk = (shape.k + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  chunk = (chunk + kTensorCoreStep - 1) / kTensorCoreStep * kTensorCoreStep;
+  std::ostringstream os;
+  os << "// y[" << shape.rows << "x" << shape.n << "] = x[" << shape.rows << "x"
+     << shape.k << "] @ dequantize(int8 w[" << shape.n << "x" << shape.k
+     << "])^T on tensor cores: 16 channels per block, k split among its "
+     << kWarpsPerBlock << " warps\n";
+  // A word of 4 int8 weights dequantized (see printFastDequantizeLoop) and
+  // rounded in pairs: bytes 0-1 into `low`, 2-3 into `high`.
+  os << "static __device__ __forceinline__ void " << name
+     << "_dequantize(unsigned word, float scale, unsigned &low, unsigned "
+        "&high) {\n";
+  os << "  const unsigned biased = word ^ 0x80808080u;\n";
+  os << "  float w[4];\n";
+  os << "  #pragma unroll\n";
+  os << "  for (int b = 0; b < 4; ++b)\n";
+  os << "    w[b] = (__uint_as_float(__byte_perm(biased, 0x4B000000u, 0x7650u "
+        "+ b)) - 8388736.0f) * scale;\n";
+  os << "  asm(\"cvt.rn." << type
+     << "x2.f32 %0, %1, %2;\" : \"=r\"(low) : \"f\"(w[1]), \"f\"(w[0]));\n";
+  os << "  asm(\"cvt.rn." << type
+     << "x2.f32 %0, %1, %2;\" : \"=r\"(high) : \"f\"(w[3]), \"f\"(w[2]));\n";
+  os << "}\n";
+  os << "extern \"C\" __global__ void __launch_bounds__(" << kWarpsPerBlock * 32
+     << ", " << kTensorCoreBlocksPerMultiprocessor << ") " << name
+     << "(const uint16_t *__restrict__ in0, const signed char *__restrict__ "
+        "in1, const uint16_t *__restrict__ in2, uint16_t *__restrict__ out0) "
+        "{\n";
+  os << "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n";
+  os << "  const int group = lane >> 2, quad = lane & 3;\n";
+  os << "  const long long channel0 = (long long)blockIdx.x * "
+     << kTensorCoreChannels << " + group, channel1 = channel0 + 8;\n";
+  os << "  const bool has0 = channel0 < " << shape.n << "LL, has1 = channel1 < "
+     << shape.n << "LL;\n";
+  os << "  const float scale0 = has0 ? "
+     << fromStorage(shape.dtype, "in2[channel0]") << " : 0.0f;\n";
+  os << "  const float scale1 = has1 ? "
+     << fromStorage(shape.dtype, "in2[channel1]") << " : 0.0f;\n";
+  os << "  float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n";
+  os << "#if __CUDA_ARCH__ >= 800\n";
+  // Odd steps j accumulate apart: two independent mma chains.
+  os << "  float e[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n";
+  os << "  const signed char *__restrict__ row0 = in1 + (has0 ? channel0 : 0) "
+        "* "
+     << shape.k << "LL;\n";
+  os << "  const signed char *__restrict__ row1 = in1 + (has1 ? channel1 : 0) "
+        "* "
+     << shape.k << "LL;\n";
+  os << "  const bool hasRow = group < " << shape.rows << ";\n";
+  os << "  const uint16_t *__restrict__ lhs = in0 + (hasRow ? group : 0) * "
+     << shape.k << "LL;\n";
+  os << "  const int4 zero = make_int4(0, 0, 0, 0);\n";
+  // Fully unrolled with a guard rather than a break, so the loads of
+  // later steps can be issued before the math of earlier ones.
+  os << "  #pragma unroll\n";
+  os << "  for (int step = 0; step < " << chunk / kTensorCoreStep
+     << "; ++step) {\n";
+  os << "    const long long base = warp * " << chunk << "LL + step * "
+     << kTensorCoreStep << "LL;\n";
+  os << "    if (base >= " << shape.k << "LL) continue;\n";
+  os << "    const long long k = base + quad * 16;\n";
+  os << "    const int4 weights0 = has0 ? __ldg((const int4 *)(row0 + k)) : "
+        "zero;\n";
+  os << "    const int4 weights1 = has1 ? __ldg((const int4 *)(row1 + k)) : "
+        "zero;\n";
+  os << "    const int4 x0 = hasRow ? __ldg((const int4 *)(lhs + k)) : zero;\n";
+  os << "    const int4 x1 = hasRow ? __ldg((const int4 *)(lhs + k) + 1) : "
+        "zero;\n";
+  os << "    const unsigned *w0 = (const unsigned *)&weights0, *w1 = (const "
+        "unsigned *)&weights1;\n";
+  os << "    const unsigned x[8] = {(unsigned)x0.x, (unsigned)x0.y, "
+        "(unsigned)x0.z, (unsigned)x0.w, (unsigned)x1.x, (unsigned)x1.y, "
+        "(unsigned)x1.z, (unsigned)x1.w};\n";
+  os << "    #pragma unroll\n";
+  os << "    for (int j = 0; j < 4; ++j) {\n";
+  os << "      unsigned a0, a1, a2, a3;\n";
+  os << "      " << name << "_dequantize(w0[j], scale0, a0, a2);\n";
+  os << "      " << name << "_dequantize(w1[j], scale1, a1, a3);\n";
+  os << "      if ((j & 1) == 0) asm(\"mma.sync.aligned.m16n8k16.row.col.f32."
+     << type << "." << type
+     << ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, "
+        "%3};\" : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3]) : "
+        "\"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(x[2 * j]), "
+        "\"r\"(x[2 * j + 1]));\n";
+  os << "      else asm(\"mma.sync.aligned.m16n8k16.row.col.f32." << type << "."
+     << type
+     << ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, "
+        "%3};\" : \"+f\"(e[0]), \"+f\"(e[1]), \"+f\"(e[2]), \"+f\"(e[3]) : "
+        "\"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(x[2 * j]), "
+        "\"r\"(x[2 * j + 1]));\n";
+  os << "    }\n";
+  os << "  }\n";
+  os << "  #pragma unroll\n";
+  os << "  for (int i = 0; i < 4; ++i) d[i] += e[i];\n";
+  os << "#else\n";
+  // Before sm_80 there is no f16/bf16 mma: each lane sums its own four
+  // (channel, row) entries over the warp's chunk of k, one at a time.
+  os << "  for (long long k = warp * " << chunk << "LL; k < " << shape.k
+     << "LL && k < (warp + 1) * " << chunk << "LL; ++k) {\n";
+  os << "    for (int i = 0; i < 4; ++i) {\n";
+  os << "      const long long channel = i < 2 ? channel0 : channel1;\n";
+  os << "      const float scale = i < 2 ? scale0 : scale1;\n";
+  os << "      const int row = quad * 2 + (i & 1);\n";
+  os << "      if (!(i < 2 ? has0 : has1) || row >= " << shape.rows
+     << ") continue;\n";
+  os << "      const float w = "
+     << dequantized(shape,
+                    "in1[channel * " + std::to_string(shape.k) + "LL + k]")
+     << ";\n";
+  os << "      d[i] += w * "
+     << fromStorage(shape.dtype,
+                    "in0[row * " + std::to_string(shape.k) + "LL + k]")
+     << ";\n";
+  os << "    }\n";
+  os << "  }\n";
+  os << "#endif\n";
+  // d[0], d[1]: channel0, rows 2 quad and 2 quad + 1; d[2], d[3]: channel1.
+  os << "  __shared__ float partial[" << kWarpsPerBlock << "][32][4];\n";
+  os << "  #pragma unroll\n";
+  os << "  for (int i = 0; i < 4; ++i) partial[warp][lane][i] = d[i];\n";
+  os << "  __syncthreads();\n";
+  os << "  if (warp != 0) return;\n";
+  os << "  for (int other = 1; other < " << kWarpsPerBlock << "; ++other)\n";
+  os << "    for (int i = 0; i < 4; ++i) d[i] += partial[other][lane][i];\n";
+  os << "  #pragma unroll\n";
+  os << "  for (int i = 0; i < 4; ++i) {\n";
+  os << "    const long long channel = i < 2 ? channel0 : channel1;\n";
+  os << "    const int row = quad * 2 + (i & 1);\n";
+  os << "    if ((i < 2 ? has0 : has1) && row < " << shape.rows << ")\n";
+  os << "      out0[row * " << shape.n
+     << "LL + channel] = " << toStorage(shape.dtype, "d[i]") << ";\n";
+  os << "  }\n";
+  os << "}\n";
+  return os.str();
+}
+
 std::string printCpp(const GemvShape &shape, const std::string &name) {
   const char *element = storageType(shape.dtype);
   std::string accType = shape.dtype == DType::F64 ? "double" : "float";
@@ -327,9 +496,15 @@ FailureOr<fusec::KernelDesc> buildQuantizedMatmulKernel(FusionOp fusion,
   desc.ops = regionOpNames(fusion);
   desc.name = kernelName("gemv", desc.ops, index);
   desc.schedule = "quantized-gemv";
-  desc.source = target == fusec::Target::Cuda ? printCuda(shape, desc.name)
-                                              : printCpp(shape, desc.name);
-  if (target == fusec::Target::Cuda) {
+  bool tensorCores = target == fusec::Target::Cuda && usesTensorCores(shape);
+  desc.source = target != fusec::Target::Cuda ? printCpp(shape, desc.name)
+                : tensorCores ? printCudaTensorCore(shape, desc.name)
+                              : printCuda(shape, desc.name);
+  if (tensorCores) {
+    desc.launch.gridX = std::max<int64_t>(
+        1, (shape.n + kTensorCoreChannels - 1) / kTensorCoreChannels);
+    desc.launch.blockX = kWarpsPerBlock * 32;
+  } else if (target == fusec::Target::Cuda) {
     CudaGemvSplit split = cudaGemvSplit(shape);
     desc.launch.gridX = std::max<int64_t>(
         1, (shape.n + split.channelsPerBlock - 1) / split.channelsPerBlock);

@@ -156,6 +156,10 @@ std::vector<QuantizedCase> cases() {
     all.push_back({dtype, 2, 64, 24, false, false, {}});
     // Batch dims stack into rows: 2 x 1 x 1 rows.
     all.push_back({dtype, 1, 48, 16, true, false, {2, 1}});
+    // k % 64 == 0: f16/bf16 take the tensor-core kernel on the GPU; 8 rows
+    // fill the mma's N, 37 channels leave a partial group of 16.
+    all.push_back({dtype, 8, 128, 37, true, true, {}});
+    all.push_back({dtype, 1, 64, 21, false, false, {3, 1}});
   }
   // More than 8 rows: dequantize, then the library.
   all.push_back({DType::BF16, 9, 64, 24, true, false, {}});
