@@ -27,7 +27,11 @@ TEXT
 
 ## 2. Fusion: `fusec examples/seed.json --emit=fused`
 
-The default pipeline (`passes/Pipeline.cpp`): `fuse-decompose-composites`
+The default pipeline (`passes/Pipeline.cpp`): `fuse-prepare-library-calls`
+(gemm becomes a matmul; a transpose feeding a matmul becomes its transpose
+flag, a scale its alpha, and on the CUDA target a bias add and relu or tanh
+gelu its cuBLASLt epilogue; a matmul of few rows with int8 per-channel
+weights becomes one quantized GEMV kernel), `fuse-decompose-composites`
 (softmax, layer_norm, gelu, ... become primitive reductions and elementwise
 ops), `fuse-make-broadcasts-explicit` (implicit broadcasts become
 `fuse.broadcast_to`, so reduce → broadcast → sub is an edge fusion sees),
@@ -38,7 +42,8 @@ identities and MLIR's algebraic traits), `cse`, then
 elementwise ops, broadcasts and views join their producers' groups by per-kind
 rules (never duplicating work across a broadcast, never forming a cycle
 between regions, never broadcasting a column reduction's result back), layout
-ops get a region alone; each group is then materialized as a `fuse.fusion`.
+ops and quantized GEMVs get a region alone, and matmuls stay outside every
+region as library calls; each group is then materialized as a `fuse.fusion`.
 `--remarks` prints why an op was left out of a region.
 
 ```mlir
@@ -50,9 +55,10 @@ TEXT
 ## 3. Plan: `fusec examples/seed.json --emit=plan`
 
 Codegen (codegen/) turns each region into a kernel and the function into a
-runtime `Program`: kernels in launch order with the buffers they read and
-write. Reshapes become buffer aliases; dense constants become constant
-buffers.
+runtime `Program` of typed steps in run order (`steps`: kernel launches,
+library calls with their shapes, transposes, alpha, bias and epilogue, and
+views) with the buffers each reads and writes. Reshapes become buffer
+aliases; dense constants become constant buffers.
 
 ```json
 TEXT
