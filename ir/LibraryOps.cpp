@@ -64,6 +64,22 @@ bool isMatmulEpilogue(const std::string &name) {
   return name == "none" || name == "relu" || name == "gelu_tanh";
 }
 
+/// The product's shape rules, and the op's result shape against them.
+static LogicalResult verifyProductShape(Operation *op, RankedTensorType lhs,
+                                        RankedTensorType rhs, bool transposeA,
+                                        bool transposeB, MatmulShape &shape) {
+  std::string error = inferMatmulShape(toShape(lhs), toShape(rhs), transposeA,
+                                       transposeB, shape);
+  if (!error.empty())
+    return op->emitOpError() << error;
+  auto result = cast<RankedTensorType>(op->getResult(0).getType());
+  if (toShape(result) != shape.result)
+    return op->emitOpError()
+           << "result shape [" << fusec::formatShape(toShape(result))
+           << "] should be [" << fusec::formatShape(shape.result) << "]";
+  return success();
+}
+
 MatmulShape MatmulOp::getMatmulShape() {
   MatmulShape shape;
   std::string error =
@@ -83,16 +99,10 @@ LogicalResult MatmulOp::verify() {
                          << typeString(getRhs().getType()) << " -> "
                          << typeString(getType()) << ")";
   MatmulShape shape;
-  std::string error =
-      inferMatmulShape(toShape(getLhs().getType()), toShape(getRhs().getType()),
-                       getTransposeA(), getTransposeB(), shape);
-  if (!error.empty())
-    return emitOpError() << error;
-  if (toShape(getType()) != shape.result)
-    return emitOpError() << "result shape ["
-                         << fusec::formatShape(toShape(getType()))
-                         << "] should be [" << fusec::formatShape(shape.result)
-                         << "]";
+  if (failed(verifyProductShape(getOperation(), getLhs().getType(),
+                                getRhs().getType(), getTransposeA(),
+                                getTransposeB(), shape)))
+    return failure();
   if (Value bias = getBias()) {
     auto biasType = cast<RankedTensorType>(bias.getType());
     if (biasType.getElementType() != elementType ||
@@ -123,15 +133,9 @@ LogicalResult GemmOp::verify() {
       (getC() && getC().getType().getElementType() != elementType))
     return emitOpError() << "operands and result must share one dtype";
   MatmulShape shape;
-  std::string error = inferMatmulShape(toShape(aType), toShape(bType),
-                                       getTransA(), getTransB(), shape);
-  if (!error.empty())
-    return emitOpError() << error;
-  if (toShape(getType()) != shape.result)
-    return emitOpError() << "result shape ["
-                         << fusec::formatShape(toShape(getType()))
-                         << "] should be [" << fusec::formatShape(shape.result)
-                         << "]";
+  if (failed(verifyProductShape(getOperation(), aType, bType, getTransA(),
+                                getTransB(), shape)))
+    return failure();
   if (getC() && !fusec::broadcastsTo(toShape(getC().getType()), shape.result))
     return emitOpError() << "C of shape ["
                          << fusec::formatShape(toShape(getC().getType()))

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ReferenceOps.h"
 #include "TestUtil.h"
 
 #include "runtime/CudaApi.h"
@@ -134,19 +135,6 @@ Shape coordinateOf(const Shape &shape, int64_t index) {
   return coordinate;
 }
 
-/// NumPy's broadcast of two shapes (right-aligned, 1 stretches).
-Shape broadcastShape(const Shape &a, const Shape &b) {
-  size_t rank = std::max(a.size(), b.size());
-  Shape out(rank);
-  for (size_t d = 0; d < rank; ++d) {
-    int64_t da = d < rank - a.size() ? 1 : a[d - (rank - a.size())];
-    int64_t db = d < rank - b.size() ? 1 : b[d - (rank - b.size())];
-    REQUIRE((da == db || da == 1 || db == 1));
-    out[d] = da == 1 ? db : da;
-  }
-  return out;
-}
-
 /// NumPy matmul in f64 (long double sums): a 1-D lhs is a row, a 1-D rhs a
 /// column, and their unit dims are dropped from the result; the dims before
 /// the last two are batch dims and broadcast.
@@ -161,7 +149,7 @@ Tensor refMatmul(const Tensor &a, const Tensor &b) {
   int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
   REQUIRE(bs[bs.size() - 2] == k);
   Shape aBatch(as.begin(), as.end() - 2), bBatch(bs.begin(), bs.end() - 2);
-  Shape batch = broadcastShape(aBatch, bBatch);
+  Shape batch = ref::broadcastPair(aBatch, bBatch);
   Shape result = batch;
   if (a.shape.size() > 1)
     result.push_back(m);
@@ -203,7 +191,7 @@ Tensor refTranspose(const Tensor &x, const std::vector<int64_t> &perm) {
 /// f(a, b) with NumPy broadcasting, in f64.
 Tensor refZip(const Tensor &a, const Tensor &b,
               const std::function<double(double, double)> &f) {
-  Shape shape = broadcastShape(a.shape, b.shape);
+  Shape shape = ref::broadcastPair(a.shape, b.shape);
   Tensor out(DType::F64, shape);
   for (int64_t i = 0; i < out.numElements(); ++i) {
     Shape coordinate = coordinateOf(shape, i);
@@ -378,31 +366,8 @@ MatmulCase mergeCases(const std::vector<MatmulCase> &cases,
   merged.graph.name = "matmul";
   for (size_t i = 0; i < cases.size(); ++i) {
     const MatmulCase &c = cases[i];
-    std::string prefix = "c" + std::to_string(i) + "_";
-    auto rename = [&](std::string &name) {
-      if (!name.empty())
-        name = prefix + name;
-    };
-    for (GraphInput input : c.graph.inputs) {
-      rename(input.name);
-      merged.graph.inputs.push_back(std::move(input));
-    }
-    for (GraphConstant constant : c.graph.constants) {
-      rename(constant.name);
-      merged.graph.constants.push_back(std::move(constant));
-    }
-    for (GraphNode node : c.graph.nodes) {
-      rename(node.name);
-      for (std::string &input : node.inputs)
-        rename(input);
-      for (std::string &output : node.outputs)
-        rename(output);
-      merged.graph.nodes.push_back(std::move(node));
-    }
-    for (std::string output : c.graph.outputs) {
-      rename(output);
-      merged.graph.outputs.push_back(std::move(output));
-    }
+    test::appendRenamedGraph(merged.graph, c.graph,
+                             "c" + std::to_string(i) + "_");
     inputs.insert(inputs.end(), c.inputs.begin(), c.inputs.end());
   }
   return merged;

@@ -160,31 +160,8 @@ Case mergeCases(std::vector<Case> cases, const std::string &label) {
   merged.graph.name = "reduction";
   for (size_t i = 0; i < cases.size(); ++i) {
     Case &c = cases[i];
-    std::string prefix = "c" + std::to_string(i) + "_";
-    auto rename = [&](std::string &name) {
-      if (!name.empty())
-        name = prefix + name;
-    };
-    for (GraphInput input : c.graph.inputs) {
-      rename(input.name);
-      merged.graph.inputs.push_back(std::move(input));
-    }
-    for (GraphConstant constant : c.graph.constants) {
-      rename(constant.name);
-      merged.graph.constants.push_back(std::move(constant));
-    }
-    for (GraphNode node : c.graph.nodes) {
-      rename(node.name);
-      for (std::string &input : node.inputs)
-        rename(input);
-      for (std::string &output : node.outputs)
-        rename(output);
-      merged.graph.nodes.push_back(std::move(node));
-    }
-    for (std::string output : c.graph.outputs) {
-      rename(output);
-      merged.graph.outputs.push_back(std::move(output));
-    }
+    test::appendRenamedGraph(merged.graph, c.graph,
+                             "c" + std::to_string(i) + "_");
     for (Tensor &input : c.inputs)
       merged.inputs.push_back(std::move(input));
     for (Expectation &e : c.expected) {

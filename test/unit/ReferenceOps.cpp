@@ -75,6 +75,8 @@ private:
   Shape to, strides;
 };
 
+} // namespace
+
 Shape broadcastPair(const Shape &a, const Shape &b) {
   size_t rank = std::max(a.size(), b.size());
   Shape result(rank);
@@ -87,8 +89,6 @@ Shape broadcastPair(const Shape &a, const Shape &b) {
   }
   return result;
 }
-
-} // namespace
 
 int64_t intAt(const Tensor &t, int64_t i) {
   switch (t.dtype) {

@@ -89,6 +89,11 @@ Tensor silu(const Tensor &x);
 
 /// Elementwise f(a) and f(a, b) with NumPy broadcasting, in f64 (F64
 /// results), for composing references of small graphs.
+/// NumPy's broadcast of two shapes (right-aligned, 1 stretches); throws
+/// std::invalid_argument when they do not broadcast. Written apart from
+/// the compiler's own broadcastShapes, as every reference here is.
+Shape broadcastPair(const Shape &a, const Shape &b);
+
 Tensor map(const Tensor &a, double (*f)(double));
 Tensor zip(const Tensor &a, const Tensor &b, double (*f)(double, double));
 

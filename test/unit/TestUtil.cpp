@@ -54,6 +54,34 @@ void compileForGpus(const Graph &graph, bool everyVariant) {
   }
 }
 
+void appendRenamedGraph(Graph &merged, const Graph &graph,
+                        const std::string &prefix) {
+  auto rename = [&](std::string &name) {
+    if (!name.empty()) // "" marks an absent optional input
+      name = prefix + name;
+  };
+  for (GraphInput input : graph.inputs) {
+    rename(input.name);
+    merged.inputs.push_back(std::move(input));
+  }
+  for (GraphConstant constant : graph.constants) {
+    rename(constant.name);
+    merged.constants.push_back(std::move(constant));
+  }
+  for (GraphNode node : graph.nodes) {
+    rename(node.name);
+    for (std::string &input : node.inputs)
+      rename(input);
+    for (std::string &output : node.outputs)
+      rename(output);
+    merged.nodes.push_back(std::move(node));
+  }
+  for (std::string output : graph.outputs) {
+    rename(output);
+    merged.outputs.push_back(std::move(output));
+  }
+}
+
 std::string freshTempDir(const std::string &stem) {
   const char *tmp = std::getenv("TMPDIR");
   std::string pattern =

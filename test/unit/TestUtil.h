@@ -36,6 +36,11 @@ void checkAllOps(DType dtype, Target target);
 /// Seeded random graphs: fused on `target` against unfused on the CPU.
 void checkRandomGraphs(DType dtype, uint64_t firstSeed, int count,
                        Target target);
+/// Appends every input, constant, node and output of `graph` to `merged`,
+/// each name prefixed with `prefix`: many cases as one graph, so that one
+/// compile covers all of them.
+void appendRenamedGraph(Graph &merged, const Graph &graph,
+                        const std::string &prefix);
 /// A fresh, empty directory under the system temp dir.
 std::string freshTempDir(const std::string &stem);
 /// "max abs error 0.1 at element 3: got 1.5, expected 1.4" for messages.
