@@ -1,7 +1,9 @@
 //===- Compiler.cpp - Wiring the stages together -------------------------===//
 
 #include "compiler/Compiler.h"
+
 #include "compiler/Driver.h"
+#include "frontends/Onnx.h"
 
 #include <chrono>
 
@@ -211,7 +213,13 @@ Lowering lowerFile(const std::string &path, const CompileOptions &options,
     return lower(options, captureIR, stopAfter, [&](MLIRContext &context) {
       return fuse::parseMlirFile(path, &context);
     });
-  throw Error(path + ": error: unknown model format (expected .json or .mlir)");
+  if (endsWith(path, ".onnx")) {
+    OnnxOptions onnx;
+    onnx.inputShapes = options.inputShapes;
+    return lowerGraph(readOnnxGraph(path, onnx), options, captureIR, stopAfter);
+  }
+  throw Error(path + ": error: unknown model format (expected .json, .mlir "
+                     "or .onnx)");
 }
 
 Target resolveTarget(const CompileOptions &options) {

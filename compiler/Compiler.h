@@ -19,6 +19,7 @@
 #include "runtime/Program.h"
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +42,8 @@ struct CompileOptions {
   std::string gpuArch;
   /// false: one kernel per op, the eager-like baseline.
   bool fuse = true;
+  /// ONNX models: shapes for graph inputs with symbolic dims.
+  std::map<std::string, Shape> inputShapes;
   /// Kernel cache directory; "" for KernelCache::defaultDirectory().
   std::string cacheDir;
   /// Receives each fusion remark (why an op was not fused), formatted as

@@ -218,11 +218,48 @@ private:
     if (!shape)
       return emitError(loc)
              << "'" << node.op << "' needs attr \"shape\" (an array of dims)";
-    for (int64_t dim : *shape)
+    std::vector<int64_t> dims = *shape;
+    if (node.op == "reshape") {
+      // ONNX Reshape: 0 copies the operand's dim (unless allowzero), one -1
+      // is inferred from the element count.
+      auto allowZero = node.attrs.find("allowzero");
+      bool zeroIsDim = allowZero != node.attrs.end() &&
+                       std::holds_alternative<int64_t>(allowZero->second) &&
+                       std::get<int64_t>(allowZero->second) != 0;
+      int inferred = -1;
+      int64_t known = 1;
+      for (size_t d = 0; d < dims.size(); ++d) {
+        if (dims[d] == 0 && !zeroIsDim) {
+          if (d >= static_cast<size_t>(operandType.getRank()))
+            return emitError(loc) << "'reshape' dim " << d
+                                  << " is 0 (copy) but the operand has rank "
+                                  << operandType.getRank();
+          dims[d] = operandType.getDimSize(d);
+        }
+        if (dims[d] == -1) {
+          if (inferred >= 0)
+            return emitError(loc) << "'reshape' attr \"shape\" has more "
+                                     "than one -1";
+          inferred = static_cast<int>(d);
+          continue;
+        }
+        if (dims[d] >= 0)
+          known *= dims[d];
+      }
+      if (inferred >= 0) {
+        int64_t total = operandType.getNumElements();
+        if (known == 0 || total % known != 0)
+          return emitError(loc)
+                 << "'reshape' cannot infer the -1 dim: " << total
+                 << " elements do not divide by " << known;
+        dims[inferred] = total / known;
+      }
+    }
+    for (int64_t dim : dims)
       if (dim < 0)
         return emitError(loc) << "'" << node.op
                               << "' attr \"shape\" has a negative dim " << dim;
-    return Type(RankedTensorType::get(*shape, operandType.getElementType()));
+    return Type(RankedTensorType::get(dims, operandType.getElementType()));
   }
 
   LogicalResult importNode(const GraphNode &node) {

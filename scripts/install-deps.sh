@@ -7,6 +7,8 @@ packages=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   catch2 nlohmann-json3-dev
   libopenblas0 # matmuls on the CPU (dlopen'ed: the runtime library only)
+  libonnx-dev libprotobuf-dev # reading .onnx models
+  libonnx-testdata # the ONNX backend test cases the conformance tests run
 )
 missing=()
 for package in "${packages[@]}"; do

@@ -9,9 +9,18 @@ cd "$(dirname "$0")/.."
 scripts/build.sh
 rm -rf stage
 mkdir -p stage/bin stage/examples stage/models
-for binary in build/tools/fusec build/test/fusec-unit-tests build/bench/fusec-bench; do
+for binary in build/tools/fusec build/tools/fusec-onnx-conformance \
+    build/test/fusec-unit-tests build/bench/fusec-bench; do
   strip -o "stage/bin/$(basename "$binary")" "$binary"
 done
+# The GPU machine has libprotobuf.so.32 but no libonnx: the binaries' rpath
+# ($ORIGIN/../lib) finds this copy.
+mkdir -p stage/lib
+cp -L /usr/lib/x86_64-linux-gnu/libonnx_proto.so.1 stage/lib/
+# The ONNX node tests (27 MB), for the conformance run on the GPU.
+if [ -d /usr/share/libonnx-testdata/data/node ]; then
+  cp -r /usr/share/libonnx-testdata/data/node stage/onnx-node
+fi
 cp examples/*.json stage/examples/
 cp test/models/*.json stage/models/
 # The peers' script, when the shared folder is next to the checkout.
@@ -38,6 +47,11 @@ for model in models/*.json; do
 done
 echo "== GPU tests"
 bin/fusec-unit-tests "[gpu]" --use-colour no 2>&1 | tee "$out/gpu-tests.log" | tail -25
+echo "== ONNX conformance (node tests) on the GPU"
+if [ -d onnx-node ]; then
+  bin/fusec-onnx-conformance --target=cuda --data=onnx-node 2>&1 |
+    tee "$out/onnx-conformance-cuda.txt" | tail -1
+fi
 echo "== benchmarks"
 bin/fusec-bench --target=cuda 2>&1 | tee "$out/bench-cuda.jsonl"
 echo "== PyTorch matmul peers (same GPU)"

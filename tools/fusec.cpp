@@ -1,6 +1,7 @@
 //===- fusec.cpp - The fusec command line --------------------------------===//
 
 #include "compiler/Driver.h"
+#include "frontends/Onnx.h"
 #include "runtime/Compare.h"
 #include "runtime/CudaApi.h"
 #include "runtime/Npy.h"
@@ -17,7 +18,8 @@ namespace {
 
 const char *kUsage = R"(usage: fusec MODEL [options]
 
-Compiles a model (.json or .mlir), fusing its pointwise work into kernels.
+Compiles a model (.json, .mlir or .onnx), fusing its pointwise work into
+kernels.
 With no action, prints the kernels (name and fused ops) and library calls.
 
   --target=cpu|cuda       backend (default: cuda when a usable GPU is
@@ -35,7 +37,15 @@ With no action, prints the kernels (name and fused ops) and library calls.
   --dump-kernels=DIR      write each kernel's source to DIR/<kernel>.cpp
   --run                   run the model and print each output's shape, dtype
                           and checksum; inputs are seeded random unless given
-  --inputs F...           .npy files, one per graph input, in order
+  --inputs F...           .npy or ONNX TensorProto .pb files, one per graph
+                          input, in order
+  --input-shape NAME=D0,D1,...
+                          ONNX: the shape of an input with symbolic dims
+  --list-ops              print the supported ONNX ops and their opsets
+  --expect F...           with --run: .npy or .pb files of the expected
+                          outputs, in order; prints each output's worst
+                          error and exits 1 past --rtol/--atol
+  --rtol R, --atol A      --expect's bound (default 1e-3 and 1e-7)
   --outputs-dir=DIR       with --run, write DIR/<output name>.npy
   --check                 run fused and unfused; print max abs/rel error per
                           output; exit 1 past the dtype's tolerance
@@ -54,6 +64,10 @@ struct CliOptions {
   std::string dumpKernelsDir;
   std::string outputsDir;
   std::vector<std::string> inputFiles;
+  /// --expect: files of the expected outputs, and the bound they are held
+  /// to (ONNX's test suite tolerances by default).
+  std::vector<std::string> expectFiles;
+  double rtol = 1e-3, atol = 1e-7;
   bool run = false, check = false;
   uint64_t seed = 0;
   CompileOptions compile;
@@ -66,6 +80,11 @@ struct UsageError {
 
 bool startsWith(const std::string &text, const std::string &prefix) {
   return text.rfind(prefix, 0) == 0;
+}
+
+bool endsWith(const std::string &text, const std::string &suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 CliOptions parseArguments(int argc, char **argv) {
@@ -124,6 +143,30 @@ CliOptions parseArguments(int argc, char **argv) {
       options.compile.onRemark = [](const std::string &remark) {
         std::cerr << remark << "\n";
       };
+    } else if (arg == "--list-ops") {
+      for (const std::string &line : supportedOnnxOps())
+        std::cout << line << "\n";
+      std::exit(0);
+    } else if (is("--input-shape")) {
+      std::string spec = value("--input-shape");
+      size_t equals = spec.find('=');
+      Shape shape;
+      std::istringstream dims(equals == std::string::npos
+                                  ? std::string()
+                                  : spec.substr(equals + 1));
+      for (std::string dim; std::getline(dims, dim, ',');) {
+        char *end = nullptr;
+        long long value = std::strtoll(dim.c_str(), &end, 10);
+        if (dim.empty() || *end || value < 0)
+          throw UsageError{"--input-shape expects NAME=D0,D1,... with "
+                           "non-negative dims, got '" +
+                           spec + "'"};
+        shape.push_back(value);
+      }
+      if (equals == std::string::npos || equals == 0)
+        throw UsageError{"--input-shape expects NAME=D0,D1,..., got '" + spec +
+                         "'"};
+      options.compile.inputShapes[spec.substr(0, equals)] = shape;
     } else if (is("--cache-dir")) {
       options.compile.cacheDir = value("--cache-dir");
     } else if (is("--outputs-dir")) {
@@ -135,6 +178,20 @@ CliOptions parseArguments(int argc, char **argv) {
       if (seed.empty() || *end)
         throw UsageError{"--seed needs a non-negative integer, got '" + seed +
                          "'"};
+    } else if (arg == "--expect") {
+      while (i + 1 < argc && !startsWith(argv[i + 1], "-"))
+        options.expectFiles.push_back(argv[++i]);
+      if (options.expectFiles.empty())
+        throw UsageError{"--expect needs one .npy or .pb file per output"};
+    } else if (is("--rtol") || is("--atol")) {
+      bool relative = is("--rtol");
+      std::string text = value(relative ? "--rtol" : "--atol");
+      char *end = nullptr;
+      double bound = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end || !(bound >= 0))
+        throw UsageError{std::string(relative ? "--rtol" : "--atol") +
+                         " needs a non-negative number, got '" + text + "'"};
+      (relative ? options.rtol : options.atol) = bound;
     } else if (arg == "--inputs") {
       while (i + 1 < argc && !startsWith(argv[i + 1], "-"))
         options.inputFiles.push_back(argv[++i]);
@@ -153,6 +210,8 @@ CliOptions parseArguments(int argc, char **argv) {
     throw UsageError{"no model file given"};
   if (!options.outputsDir.empty() && !options.run)
     throw UsageError{"--outputs-dir needs --run"};
+  if (!options.expectFiles.empty() && !options.run)
+    throw UsageError{"--expect needs --run"};
   if (!options.inputFiles.empty() && !options.run && !options.check)
     throw UsageError{"--inputs needs --run or --check"};
   if (options.emit == "ptx" && options.compile.target != Target::Cuda)
@@ -216,7 +275,13 @@ std::vector<Tensor> modelInputs(const CliOptions &options,
                   " .npy files were given");
     for (size_t i = 0; i < program.inputs.size(); ++i) {
       const BufferDesc &expected = program.buffers[program.inputs[i]];
-      Tensor tensor = readNpy(options.inputFiles[i], expected.dtype);
+      const std::string &file = options.inputFiles[i];
+      Tensor tensor = endsWith(file, ".pb") ? readTensorProtoFile(file)
+                                            : readNpy(file, expected.dtype);
+      if (tensor.dtype != expected.dtype)
+        throw Error(file + ": error: input '" + expected.name + "' expects " +
+                    dtypeName(expected.dtype) + " but the file holds " +
+                    dtypeName(tensor.dtype));
       if (tensor.shape != expected.shape)
         throw Error(options.inputFiles[i] + ": error: input '" + expected.name +
                     "' expects shape " + formatShape(expected.shape) +
@@ -308,8 +373,41 @@ int runCli(const CliOptions &options) {
         writeNpy(options.outputsDir + "/" + name + ".npy", outputs[i]);
     }
   }
+  bool expectedOk = true;
+  if (!options.expectFiles.empty()) {
+    if (options.expectFiles.size() != outputs.size())
+      throw Error(options.model + ": error: the model has " +
+                  std::to_string(outputs.size()) + " outputs but " +
+                  std::to_string(options.expectFiles.size()) +
+                  " --expect files were given");
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const std::string &file = options.expectFiles[i];
+      Tensor expected = endsWith(file, ".pb") ? readTensorProtoFile(file)
+                                              : readNpy(file, outputs[i].dtype);
+      if (expected.dtype != outputs[i].dtype ||
+          expected.shape != outputs[i].shape)
+        throw Error(file + ": error: output '" + program.outputNames[i] +
+                    "' is " + outputs[i].typeString() + " but " +
+                    expected.typeString() + " was expected");
+      Comparison comparison =
+          compareTensors(outputs[i], expected, {options.atol, options.rtol});
+      expectedOk &= comparison.ok();
+      std::string worst;
+      if (!comparison.ok())
+        worst = " first mismatch at element " +
+                std::to_string(comparison.firstMismatch) + ": got " +
+                std::to_string(outputs[i].at(comparison.firstMismatch)) +
+                ", expected " +
+                std::to_string(expected.at(comparison.firstMismatch));
+      std::printf("expect %s: max_abs_err=%.3g max_rel_err=%.3g (atol=%g "
+                  "rtol=%g) %s%s\n",
+                  program.outputNames[i].c_str(), comparison.maxAbsError,
+                  comparison.maxRelError, options.atol, options.rtol,
+                  comparison.ok() ? "ok" : "FAILED", worst.c_str());
+    }
+  }
   if (!options.check)
-    return 0;
+    return expectedOk ? 0 : 1;
 
   // The reference: unfused execution on the CPU backend.
   CompileOptions unfusedOptions = options.compile;
@@ -338,7 +436,7 @@ int runCli(const CliOptions &options) {
                 comparison.maxRelError, tolerance.atol, tolerance.rtol,
                 comparison.ok() ? "ok" : "FAILED");
   }
-  return allOk ? 0 : 1;
+  return allOk && expectedOk ? 0 : 1;
 }
 
 } // namespace

@@ -1,0 +1,58 @@
+//===- Onnx.h - ONNX models as fusec graphs --------------------*- C++ -*-===//
+//
+// Reads .onnx files (opsets 11-17 of the default domain) with Debian's
+// libonnx protobuf classes into the plain Graph every frontend produces.
+// One table maps each supported ONNX op to the graph op it becomes; inputs
+// that fusec takes as attributes (Reshape's shape, Slice's bounds, ...)
+// must be initializers or Constant outputs.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_FRONTENDS_ONNX_H
+#define FUSEC_FRONTENDS_ONNX_H
+
+#include "frontends/Graph.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace fusec {
+
+struct OnnxOptions {
+  /// Shapes for graph inputs with symbolic dims ("batch", "seq").
+  std::map<std::string, Shape> inputShapes;
+  /// Values for graph inputs the model uses where fusec needs constants
+  /// (Reshape's shape, Slice's bounds, axes, ...): such an input becomes a
+  /// constant. Values of other inputs are ignored; they stay inputs.
+  std::map<std::string, Tensor> staticInputValues;
+};
+
+/// What a test runner needs to know of a model before converting it.
+struct OnnxModelSummary {
+  /// The graph inputs in order, initializers left out: what input_0.pb,
+  /// input_1.pb, ... of the ONNX test suite bind to.
+  std::vector<std::string> inputNames;
+  /// The op types of its nodes, each once, in first-use order.
+  std::vector<std::string> opTypes;
+  /// The opset of the default domain it imports.
+  int64_t opset = 0;
+  /// Whether fusec reads that opset.
+  bool opsetSupported = false;
+};
+OnnxModelSummary summarizeOnnxModel(const std::string &path);
+
+/// The model as a Graph. Throws fusec::Error listing every node it cannot
+/// convert, one per line: "FILE: node 'NAME' (OpType, opset 13): error:
+/// REASON".
+Graph readOnnxGraph(const std::string &path, const OnnxOptions &options = {});
+
+/// A serialized TensorProto (the ONNX test suite's input_N.pb and
+/// output_N.pb files) as a tensor; throws fusec::Error naming the file.
+Tensor readTensorProtoFile(const std::string &path);
+
+/// "Add 11-17", one line per supported ONNX op, sorted (--list-ops).
+std::vector<std::string> supportedOnnxOps();
+
+} // namespace fusec
+
+#endif

@@ -1,0 +1,709 @@
+//===- OnnxImport.cpp - .onnx files into fusec graphs --------------------===//
+//
+// Each supported ONNX op has one row in kOnnxOps: the graph op it becomes,
+// the opsets it is read for, the attributes it accepts, and the inputs that
+// become attributes (they must be constants: initializers or Constant
+// outputs). Anything else is an error naming the node; every node is
+// checked before the errors are reported, so a model's whole list of
+// missing features comes out at once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontends/Onnx.h"
+
+#include "runtime/Error.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace fusec {
+
+namespace {
+
+/// The default-domain opsets read: the semantics of every row below hold
+/// for them.
+constexpr int64_t kMinOpset = 11, kMaxOpset = 17;
+
+/// Why a node cannot be converted; collected, not thrown out of the model.
+struct Unsupported {
+  std::string reason;
+};
+
+std::optional<DType> dtypeOfOnnx(int32_t elemType) {
+  switch (elemType) {
+  case onnx::TensorProto::FLOAT:
+    return DType::F32;
+  case onnx::TensorProto::DOUBLE:
+    return DType::F64;
+  case onnx::TensorProto::FLOAT16:
+    return DType::F16;
+  case onnx::TensorProto::BFLOAT16:
+    return DType::BF16;
+  case onnx::TensorProto::INT8:
+    return DType::I8;
+  case onnx::TensorProto::INT32:
+    return DType::I32;
+  case onnx::TensorProto::INT64:
+    return DType::I64;
+  case onnx::TensorProto::BOOL:
+    return DType::I1;
+  default:
+    return std::nullopt;
+  }
+}
+
+std::string onnxTypeName(int32_t elemType) {
+  if (onnx::TensorProto_DataType_IsValid(elemType))
+    return onnx::TensorProto_DataType_Name(
+        static_cast<onnx::TensorProto_DataType>(elemType));
+  return "type " + std::to_string(elemType);
+}
+
+/// The bytes of an external-data tensor: the file must stay inside the
+/// model's directory and hold `offset + length` bytes.
+std::vector<uint8_t> readExternalData(const onnx::TensorProto &proto,
+                                      const std::filesystem::path &modelDir,
+                                      int64_t expectedBytes) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const onnx::StringStringEntryProto &entry : proto.external_data()) {
+    try {
+      if (entry.key() == "location")
+        location = entry.value();
+      else if (entry.key() == "offset")
+        offset = std::stoll(entry.value());
+      else if (entry.key() == "length")
+        length = std::stoll(entry.value());
+    } catch (const std::exception &) {
+      throw Unsupported{"external data " + entry.key() + " '" + entry.value() +
+                        "' is not a number"};
+    }
+  }
+  std::filesystem::path relative(location);
+  if (location.empty() || relative.is_absolute())
+    throw Unsupported{"external data location '" + location +
+                      "' must be a path relative to the model's directory"};
+  for (const std::filesystem::path &part : relative)
+    if (part == "..")
+      throw Unsupported{"external data location '" + location +
+                        "' may not leave the model's directory ('..')"};
+  std::error_code error;
+  std::filesystem::path root = std::filesystem::canonical(modelDir, error);
+  std::filesystem::path file =
+      std::filesystem::canonical(modelDir / relative, error);
+  if (error)
+    throw Unsupported{"external data file '" + location +
+                      "' cannot be opened: " + error.message()};
+  auto [rootEnd, fileIt] =
+      std::mismatch(root.begin(), root.end(), file.begin(), file.end());
+  if (rootEnd != root.end())
+    throw Unsupported{"external data file '" + location +
+                      "' resolves outside the model's directory (a symlink)"};
+  uintmax_t size = std::filesystem::file_size(file, error);
+  if (length < 0)
+    length = expectedBytes;
+  if (error || offset < 0 || length != expectedBytes ||
+      static_cast<uintmax_t>(offset) + static_cast<uintmax_t>(length) > size)
+    throw Unsupported{"external data '" + location + "' (offset " +
+                      std::to_string(offset) + ", length " +
+                      std::to_string(length) + ") does not hold the " +
+                      std::to_string(expectedBytes) + " bytes the dims need"};
+  std::vector<uint8_t> bytes(expectedBytes);
+  std::ifstream in(file, std::ios::binary);
+  in.seekg(offset);
+  in.read(reinterpret_cast<char *>(bytes.data()), expectedBytes);
+  if (!in)
+    throw Unsupported{"external data '" + location + "' could not be read"};
+  return bytes;
+}
+
+/// A TensorProto as a tensor: raw_data, the typed fields, or external
+/// data, each checked against the dims before anything is allocated.
+Tensor tensorFromProto(const onnx::TensorProto &proto,
+                       const std::filesystem::path &modelDir) {
+  std::optional<DType> dtype = dtypeOfOnnx(proto.data_type());
+  if (!dtype)
+    throw Unsupported{"tensor '" + proto.name() + "' has unsupported dtype " +
+                      onnxTypeName(proto.data_type())};
+  Shape shape(proto.dims().begin(), proto.dims().end());
+  int64_t count = 1;
+  for (int64_t dim : shape) {
+    if (dim < 0 || (dim > 0 && count > INT64_MAX / dim / 8))
+      throw Unsupported{"tensor '" + proto.name() + "' has bad dims"};
+    count *= dim;
+  }
+  int64_t bytes = count * static_cast<int64_t>(dtypeBytes(*dtype));
+  auto sizeError = [&](const std::string &field, int64_t have) {
+    return Unsupported{"tensor '" + proto.name() + "' dims [" +
+                       formatShape(shape) + "] need " + std::to_string(count) +
+                       " elements but " + field + " holds " +
+                       std::to_string(have)};
+  };
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+    Tensor tensor(*dtype, shape);
+    tensor.bytes = readExternalData(proto, modelDir, bytes);
+    return tensor;
+  }
+  if (proto.has_raw_data()) {
+    if (static_cast<int64_t>(proto.raw_data().size()) != bytes)
+      throw sizeError("raw_data (bytes)",
+                      static_cast<int64_t>(proto.raw_data().size()));
+    Tensor tensor(*dtype, shape);
+    std::memcpy(tensor.data(), proto.raw_data().data(), bytes);
+    return tensor;
+  }
+  // Typed fields: f16/bf16 bits, i8 and bool live in int32_data.
+  auto fill = [&](const auto &field, const std::string &name) {
+    if (static_cast<int64_t>(field.size()) != count)
+      throw sizeError(name, field.size());
+    Tensor tensor(*dtype, shape);
+    for (int64_t i = 0; i < count; ++i) {
+      if (*dtype == DType::F16 || *dtype == DType::BF16)
+        tensor.as<uint16_t>()[i] = static_cast<uint16_t>(field.Get(i));
+      else if (*dtype == DType::I64)
+        tensor.as<int64_t>()[i] = static_cast<int64_t>(field.Get(i));
+      else
+        tensor.set(i, static_cast<double>(field.Get(i)));
+    }
+    return tensor;
+  };
+  switch (*dtype) {
+  case DType::F32:
+    return fill(proto.float_data(), "float_data");
+  case DType::F64:
+    return fill(proto.double_data(), "double_data");
+  case DType::I64:
+    return fill(proto.int64_data(), "int64_data");
+  default:
+    return fill(proto.int32_data(), "int32_data");
+  }
+}
+
+/// Integers of a constant tensor (shapes, axes, bounds), exact.
+std::vector<int64_t> integersOf(const Tensor &tensor, const std::string &what) {
+  std::vector<int64_t> values(tensor.numElements());
+  for (int64_t i = 0; i < tensor.numElements(); ++i) {
+    if (tensor.dtype == DType::I64)
+      values[i] = tensor.as<int64_t>()[i];
+    else if (tensor.dtype == DType::I32)
+      values[i] = tensor.as<int32_t>()[i];
+    else
+      throw Unsupported{what + " must be an int32 or int64 tensor, not " +
+                        std::string(dtypeName(tensor.dtype))};
+  }
+  return values;
+}
+
+class OnnxConverter;
+using Convert = void (*)(OnnxConverter &, const onnx::NodeProto &, GraphNode &);
+
+/// One supported ONNX op.
+struct OnnxOp {
+  const char *onnxName;
+  /// The graph op it becomes ("" when `convert` decides).
+  const char *graphOp;
+  /// The attributes read; any other is an error.
+  std::vector<std::string> attrs;
+  /// Inputs read as attributes of the graph node: (index, attr name),
+  /// optionally only from an opset on.
+  struct ConstantInput {
+    size_t index;
+    const char *attr;
+    int64_t sinceOpset = 0;
+  };
+  std::vector<ConstantInput> constantInputs;
+  /// Op-specific checks and rewrites after the generic conversion.
+  Convert convert = nullptr;
+};
+
+class OnnxConverter {
+public:
+  OnnxConverter(std::string path, const OnnxOptions &options)
+      : path(std::move(path)), options(options),
+        modelDir(std::filesystem::path(this->path).parent_path()) {
+    if (modelDir.empty())
+      modelDir = ".";
+  }
+
+  Graph convert(const onnx::ModelProto &model);
+
+  int64_t opset = 0;
+
+  /// The constant value of `name`, or an Unsupported naming what needed it.
+  const Tensor &constantValue(const std::string &name,
+                              const std::string &what) const {
+    auto it = constants.find(name);
+    if (it == constants.end())
+      throw Unsupported{what + " ('" + name +
+                        "') must be a constant (an initializer or a Constant "
+                        "node's output)"};
+    return it->second;
+  }
+
+private:
+  void convertNode(const onnx::NodeProto &node);
+  static bool isVariadic(const std::string &opType);
+  void convertVariadic(const onnx::NodeProto &node, const GraphNode &pattern);
+  void addConstant(const std::string &name, Tensor value) {
+    constants[name] = value;
+    graph.constants.push_back({name, std::move(value)});
+  }
+  std::string resolve(const std::string &name) const {
+    auto it = aliases.find(name);
+    return it == aliases.end() ? name : it->second;
+  }
+
+  std::string path;
+  const OnnxOptions &options;
+  std::filesystem::path modelDir;
+  Graph graph;
+  std::map<std::string, Tensor> constants;
+  /// Identity outputs: the value they stand for.
+  std::map<std::string, std::string> aliases;
+  std::vector<std::string> errors;
+};
+
+void requireLastAxisBeforeOpset13(OnnxConverter &converter,
+                                  const onnx::NodeProto &node,
+                                  GraphNode &graphNode) {
+  // Before opset 13, Softmax flattens to 2-D around `axis` (default 1):
+  // the same as opset 13's only when that is the last axis, which fusec
+  // cannot know here without shapes; so the attribute must say -1.
+  if (converter.opset >= 13)
+    return;
+  auto it = graphNode.attrs.find("axis");
+  int64_t axis =
+      it == graphNode.attrs.end() ? 1 : std::get<int64_t>(it->second);
+  if (axis != -1)
+    throw Unsupported{"before opset 13, " + node.op_type() +
+                      " coerces its input to 2-D around axis " +
+                      std::to_string(axis) +
+                      "; only axis -1 (the last) is supported there"};
+}
+
+void castTarget(OnnxConverter &, const onnx::NodeProto &, GraphNode &node) {
+  auto it = node.attrs.find("to");
+  if (it == node.attrs.end())
+    throw Unsupported{"Cast needs attribute 'to'"};
+  int32_t to = static_cast<int32_t>(std::get<int64_t>(it->second));
+  std::optional<DType> dtype = dtypeOfOnnx(to);
+  if (!dtype)
+    throw Unsupported{"Cast to " + onnxTypeName(to) + " is not supported"};
+  node.attrs.erase(it);
+  node.attrs["dtype"] = std::string(dtypeName(*dtype));
+}
+
+void layerNormOutputs(OnnxConverter &, const onnx::NodeProto &proto,
+                      GraphNode &node) {
+  for (int i = 1; i < proto.output_size(); ++i)
+    if (!proto.output(i).empty())
+      throw Unsupported{"LayerNormalization's Mean and InvStdDev outputs are "
+                        "not supported"};
+  node.outputs.resize(1);
+  auto stash = node.attrs.find("stash_type");
+  if (stash != node.attrs.end()) {
+    if (std::get<int64_t>(stash->second) != onnx::TensorProto::FLOAT)
+      throw Unsupported{"LayerNormalization stash_type must be 1 (float)"};
+    node.attrs.erase(stash);
+  }
+}
+
+void padValue(OnnxConverter &, const onnx::NodeProto &, GraphNode &node) {
+  auto mode = node.attrs.find("mode");
+  if (mode != node.attrs.end() &&
+      std::get<std::string>(mode->second) != "constant")
+    throw Unsupported{"Pad mode '" + std::get<std::string>(mode->second) +
+                      "' is not supported (only 'constant')"};
+  // constant_value came in as a one-element integer list: make it a scalar.
+  auto it = node.attrs.find("constant_value");
+  if (it != node.attrs.end())
+    if (auto *list = std::get_if<std::vector<int64_t>>(&it->second))
+      it->second = list->empty() ? 0.0 : static_cast<double>((*list)[0]);
+}
+
+const std::vector<OnnxOp> &onnxOps() {
+  static const std::vector<OnnxOp> ops = [] {
+    std::vector<OnnxOp> table;
+    // Elementwise ops with the same meaning and no attributes.
+    const std::pair<const char *, const char *> elementwise[] = {
+        {"Add", "add"},           {"Sub", "sub"},
+        {"Mul", "mul"},           {"Div", "div"},
+        {"Pow", "pow"},           {"Neg", "neg"},
+        {"Abs", "abs"},           {"Exp", "exp"},
+        {"Log", "log"},           {"Sin", "sin"},
+        {"Cos", "cos"},           {"Tanh", "tanh"},
+        {"Sigmoid", "sigmoid"},   {"Relu", "relu"},
+        {"Sqrt", "sqrt"},         {"Reciprocal", "reciprocal"},
+        {"Erf", "erf"},           {"Floor", "floor"},
+        {"Ceil", "ceil"},         {"Not", "not"},
+        {"And", "and"},           {"Or", "or"},
+        {"Equal", "eq"},          {"Less", "lt"},
+        {"LessOrEqual", "le"},    {"Greater", "gt"},
+        {"GreaterOrEqual", "ge"}, {"Where", "select"}};
+    for (auto [onnxName, graphOp] : elementwise)
+      table.push_back({onnxName, graphOp, {}, {}, nullptr});
+    // Max, Min and Sum take one or more inputs (convertNode chains them).
+    table.push_back({"Max", "max", {}, {}, nullptr});
+    table.push_back({"Min", "min", {}, {}, nullptr});
+    table.push_back({"Sum", "add", {}, {}, nullptr});
+    table.push_back({"Cast", "cast", {"to"}, {}, castTarget});
+    table.push_back({"MatMul", "matmul", {}, {}, nullptr});
+    table.push_back(
+        {"Gemm", "gemm", {"alpha", "beta", "transA", "transB"}, {}, nullptr});
+    table.push_back(
+        {"Softmax", "softmax", {"axis"}, {}, requireLastAxisBeforeOpset13});
+    table.push_back({"LogSoftmax",
+                     "log_softmax",
+                     {"axis"},
+                     {},
+                     requireLastAxisBeforeOpset13});
+    table.push_back({"LayerNormalization",
+                     "layer_norm",
+                     {"axis", "epsilon", "stash_type"},
+                     {},
+                     layerNormOutputs});
+    table.push_back({"Transpose", "transpose", {"perm"}, {}, nullptr});
+    table.push_back({"Reshape", "reshape", {"allowzero"}, {{1, "shape"}}});
+    table.push_back({"Flatten", "flatten", {"axis"}, {}, nullptr});
+    table.push_back({"Squeeze", "squeeze", {"axes"}, {{1, "axes", 13}}});
+    table.push_back({"Unsqueeze", "unsqueeze", {"axes"}, {{1, "axes", 13}}});
+    table.push_back({"Concat", "concat", {"axis"}, {}, nullptr});
+    table.push_back({"Gather", "gather", {"axis"}, {}, nullptr});
+    table.push_back({"Slice",
+                     "slice",
+                     {},
+                     {{1, "starts"}, {2, "ends"}, {3, "axes"}, {4, "steps"}}});
+    table.push_back({"Pad",
+                     "pad",
+                     {"mode"},
+                     {{1, "pads"}, {2, "constant_value"}},
+                     padValue});
+    table.push_back({"Expand", "expand", {}, {{1, "shape"}}});
+    table.push_back(
+        {"ArgMax", "argmax", {"axis", "keepdims", "select_last_index"}, {}});
+    table.push_back(
+        {"ArgMin", "argmin", {"axis", "keepdims", "select_last_index"}, {}});
+    table.push_back({"ReduceSum",
+                     "reduce_sum",
+                     {"axes", "keepdims", "noop_with_empty_axes"},
+                     {{1, "axes", 13}}});
+    const std::pair<const char *, const char *> reductions[] = {
+        {"ReduceMean", "reduce_mean"},
+        {"ReduceMax", "reduce_max"},
+        {"ReduceMin", "reduce_min"},
+        {"ReduceProd", "reduce_prod"},
+        {"ReduceL2", "reduce_l2"},
+        {"ReduceLogSumExp", "reduce_log_sum_exp"}};
+    for (auto [onnxName, graphOp] : reductions)
+      table.push_back({onnxName, graphOp, {"axes", "keepdims"}, {}});
+    table.push_back(
+        {"DequantizeLinear", "dequantize_linear", {"axis"}, {}, nullptr});
+    return table;
+  }();
+  return ops;
+}
+
+/// An attribute as a graph attribute value.
+AttrValue attrValueOf(const onnx::AttributeProto &attr) {
+  switch (attr.type()) {
+  case onnx::AttributeProto::INT:
+    return attr.i();
+  case onnx::AttributeProto::FLOAT:
+    return static_cast<double>(attr.f());
+  case onnx::AttributeProto::STRING:
+    return attr.s();
+  case onnx::AttributeProto::INTS:
+    return std::vector<int64_t>(attr.ints().begin(), attr.ints().end());
+  default:
+    throw Unsupported{"attribute '" + attr.name() +
+                      "' has an unsupported type"};
+  }
+}
+
+/// The version of the default domain a model imports (0 if none).
+int64_t defaultOpset(const onnx::ModelProto &model) {
+  int64_t version = 0;
+  for (const onnx::OperatorSetIdProto &set : model.opset_import())
+    if (set.domain().empty() || set.domain() == "ai.onnx")
+      version = set.version();
+  return version;
+}
+
+/// Values the table reads as attributes (the constant inputs of nodes).
+std::set<std::string> namesUsedAsConstants(const onnx::GraphProto &graph) {
+  std::set<std::string> names;
+  for (const onnx::NodeProto &node : graph.node())
+    for (const OnnxOp &op : onnxOps())
+      if (node.op_type() == op.onnxName)
+        for (const OnnxOp::ConstantInput &input : op.constantInputs)
+          if (input.index < static_cast<size_t>(node.input_size()))
+            names.insert(node.input(input.index));
+  return names;
+}
+
+bool OnnxConverter::isVariadic(const std::string &opType) {
+  return opType == "Max" || opType == "Min" || opType == "Sum";
+}
+
+/// One input is the value itself; more are combined left to right, the
+/// intermediate results named after the node's output.
+void OnnxConverter::convertVariadic(const onnx::NodeProto &node,
+                                    const GraphNode &pattern) {
+  if (node.input_size() == 0 || node.attribute_size() != 0)
+    throw Unsupported{node.op_type() + " needs one or more inputs and no "
+                                       "attributes"};
+  if (node.input_size() == 1) {
+    aliases[node.output(0)] = resolve(node.input(0));
+    return;
+  }
+  std::string partial = resolve(node.input(0));
+  for (int i = 1; i < node.input_size(); ++i) {
+    GraphNode step = pattern;
+    step.name =
+        pattern.name +
+        (i + 1 < node.input_size() ? "_" + std::to_string(i) : std::string());
+    step.inputs = {partial, resolve(node.input(i))};
+    step.outputs = {i + 1 < node.input_size()
+                        ? node.output(0) + "_partial_" + std::to_string(i)
+                        : node.output(0)};
+    partial = step.outputs[0];
+    graph.nodes.push_back(std::move(step));
+  }
+}
+
+Graph OnnxConverter::convert(const onnx::ModelProto &model) {
+  opset = defaultOpset(model);
+  if (opset < kMinOpset || opset > kMaxOpset)
+    throw Error(path + ": error: the model uses opset " +
+                std::to_string(opset) + " of the default domain; fusec reads " +
+                std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset));
+  const onnx::GraphProto &proto = model.graph();
+  graph.name = proto.name().empty() ? "main" : proto.name();
+  graph.sourcePath = path;
+  for (const onnx::TensorProto &initializer : proto.initializer()) {
+    try {
+      addConstant(initializer.name(), tensorFromProto(initializer, modelDir));
+    } catch (const Unsupported &unsupported) {
+      errors.push_back(path + ": initializer '" + initializer.name() +
+                       "': error: " + unsupported.reason);
+    }
+  }
+  std::set<std::string> staticNames = namesUsedAsConstants(proto);
+  for (const onnx::ValueInfoProto &input : proto.input()) {
+    if (constants.count(input.name()))
+      continue; // old IRs list initializers as inputs too
+    auto value = options.staticInputValues.find(input.name());
+    if (value != options.staticInputValues.end() &&
+        staticNames.count(input.name())) {
+      addConstant(input.name(), value->second);
+      continue;
+    }
+    const onnx::TypeProto &type = input.type();
+    std::optional<DType> dtype =
+        type.has_tensor_type() ? dtypeOfOnnx(type.tensor_type().elem_type())
+                               : std::nullopt;
+    if (!dtype) {
+      errors.push_back(path + ": input '" + input.name() +
+                       "': error: not a tensor of a supported dtype");
+      continue;
+    }
+    Shape shape;
+    auto given = options.inputShapes.find(input.name());
+    if (given != options.inputShapes.end()) {
+      shape = given->second;
+    } else {
+      for (const onnx::TensorShapeProto::Dimension &dim :
+           type.tensor_type().shape().dim()) {
+        if (!dim.has_dim_value()) {
+          errors.push_back(path + ": input '" + input.name() +
+                           "': error: dim '" + dim.dim_param() +
+                           "' is symbolic; fix the shape with " +
+                           "--input-shape " + input.name() + "=D0,D1,...");
+          break;
+        }
+        shape.push_back(dim.dim_value());
+      }
+    }
+    graph.inputs.push_back({input.name(), *dtype, shape});
+  }
+  for (const onnx::NodeProto &node : proto.node()) {
+    try {
+      convertNode(node);
+    } catch (const Unsupported &unsupported) {
+      errors.push_back(path + ": node '" + node.name() + "' (" +
+                       node.op_type() + ", opset " + std::to_string(opset) +
+                       "): error: " + unsupported.reason);
+    }
+  }
+  if (!errors.empty()) {
+    std::string message;
+    for (const std::string &error : errors)
+      message += (message.empty() ? "" : "\n") + error;
+    throw Error(message);
+  }
+  for (const onnx::ValueInfoProto &output : proto.output())
+    graph.outputs.push_back(resolve(output.name()));
+  return std::move(graph);
+}
+
+void OnnxConverter::convertNode(const onnx::NodeProto &node) {
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
+    throw Unsupported{"ops of domain '" + node.domain() +
+                      "' are not supported"};
+  if (node.op_type() == "Constant") {
+    if (node.attribute_size() != 1)
+      throw Unsupported{"Constant needs exactly one value attribute"};
+    const onnx::AttributeProto &attr = node.attribute(0);
+    Tensor value;
+    if (attr.name() == "value") {
+      value = tensorFromProto(attr.t(), modelDir);
+    } else if (attr.name() == "value_float" || attr.name() == "value_int") {
+      bool isFloat = attr.name() == "value_float";
+      value = Tensor(isFloat ? DType::F32 : DType::I64, {});
+      if (isFloat)
+        value.set(0, attr.f());
+      else
+        value.as<int64_t>()[0] = attr.i();
+    } else if (attr.name() == "value_floats" || attr.name() == "value_ints") {
+      bool isFloat = attr.name() == "value_floats";
+      int64_t count = isFloat ? attr.floats_size() : attr.ints_size();
+      value = Tensor(isFloat ? DType::F32 : DType::I64, {count});
+      for (int64_t i = 0; i < count; ++i) {
+        if (isFloat)
+          value.set(i, attr.floats(i));
+        else
+          value.as<int64_t>()[i] = attr.ints(i);
+      }
+    } else {
+      throw Unsupported{"Constant attribute '" + attr.name() +
+                        "' is not supported"};
+    }
+    addConstant(node.output(0), std::move(value));
+    return;
+  }
+  if (node.op_type() == "Identity") {
+    aliases[node.output(0)] = resolve(node.input(0));
+    return;
+  }
+  const std::vector<OnnxOp> &table = onnxOps();
+  auto row = std::find_if(table.begin(), table.end(), [&](const OnnxOp &op) {
+    return node.op_type() == op.onnxName;
+  });
+  if (row == table.end())
+    throw Unsupported{"op " + node.op_type() + " is not supported"};
+  GraphNode graphNode;
+  graphNode.name = node.name().empty() ? node.output(0) : node.name();
+  graphNode.op = row->graphOp;
+  if (isVariadic(node.op_type()) && node.input_size() != 2) {
+    convertVariadic(node, graphNode);
+    return;
+  }
+  for (const onnx::AttributeProto &attr : node.attribute()) {
+    if (std::find(row->attrs.begin(), row->attrs.end(), attr.name()) ==
+        row->attrs.end())
+      throw Unsupported{"attribute '" + attr.name() + "' is not supported"};
+    graphNode.attrs[attr.name()] = attrValueOf(attr);
+  }
+  for (int i = 0; i < node.input_size(); ++i) {
+    auto constantInput =
+        std::find_if(row->constantInputs.begin(), row->constantInputs.end(),
+                     [&](const OnnxOp::ConstantInput &input) {
+                       return input.index == static_cast<size_t>(i) &&
+                              opset >= input.sinceOpset;
+                     });
+    if (constantInput == row->constantInputs.end()) {
+      graphNode.inputs.push_back(
+          node.input(i).empty() ? std::string() : resolve(node.input(i)));
+      continue;
+    }
+    if (node.input(i).empty())
+      continue; // an optional bound left out
+    std::string what =
+        "input " + std::to_string(i) + " (" + constantInput->attr + ")";
+    const Tensor &value = constantValue(resolve(node.input(i)), what);
+    if (std::string(constantInput->attr) == "constant_value" &&
+        (value.dtype == DType::F32 || value.dtype == DType::F64 ||
+         value.dtype == DType::F16 || value.dtype == DType::BF16))
+      graphNode.attrs[constantInput->attr] =
+          value.numElements() ? value.at(0) : 0.0;
+    else
+      graphNode.attrs[constantInput->attr] = integersOf(value, what);
+  }
+  for (const std::string &output : node.output())
+    graphNode.outputs.push_back(output);
+  if (row->convert)
+    row->convert(*this, node, graphNode);
+  if (graphNode.outputs.size() != 1)
+    throw Unsupported{"only one output is supported"};
+  graph.nodes.push_back(std::move(graphNode));
+}
+
+} // namespace
+
+Graph readOnnxGraph(const std::string &path, const OnnxOptions &options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw Error(path + ": error: cannot open the model file");
+  onnx::ModelProto model;
+  if (!model.ParseFromIstream(&in))
+    throw Error(path + ": error: not a valid ONNX model (protobuf parse "
+                       "failed)");
+  OnnxConverter converter(path, options);
+  return converter.convert(model);
+}
+
+OnnxModelSummary summarizeOnnxModel(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  onnx::ModelProto model;
+  if (!in || !model.ParseFromIstream(&in))
+    throw Error(path + ": error: not a valid ONNX model (protobuf parse "
+                       "failed)");
+  std::set<std::string> initializers;
+  for (const onnx::TensorProto &initializer : model.graph().initializer())
+    initializers.insert(initializer.name());
+  OnnxModelSummary summary;
+  summary.opset = defaultOpset(model);
+  summary.opsetSupported =
+      summary.opset >= kMinOpset && summary.opset <= kMaxOpset;
+  for (const onnx::ValueInfoProto &input : model.graph().input())
+    if (!initializers.count(input.name()))
+      summary.inputNames.push_back(input.name());
+  for (const onnx::NodeProto &node : model.graph().node())
+    if (std::find(summary.opTypes.begin(), summary.opTypes.end(),
+                  node.op_type()) == summary.opTypes.end())
+      summary.opTypes.push_back(node.op_type());
+  return summary;
+}
+
+Tensor readTensorProtoFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  onnx::TensorProto proto;
+  if (!in || !proto.ParseFromIstream(&in))
+    throw Error(path + ": error: not a serialized ONNX TensorProto");
+  try {
+    return tensorFromProto(proto, std::filesystem::path(path).parent_path());
+  } catch (const Unsupported &unsupported) {
+    throw Error(path + ": error: " + unsupported.reason);
+  }
+}
+
+std::vector<std::string> supportedOnnxOps() {
+  std::vector<std::string> lines;
+  for (const OnnxOp &op : onnxOps())
+    lines.push_back(std::string(op.onnxName) + " " + std::to_string(kMinOpset) +
+                    "-" + std::to_string(kMaxOpset));
+  for (const char *extra : {"Constant", "Identity"})
+    lines.push_back(std::string(extra) + " " + std::to_string(kMinOpset) + "-" +
+                    std::to_string(kMaxOpset));
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+} // namespace fusec

@@ -1,0 +1,359 @@
+//===- fusec-onnx-conformance.cpp - fusec over the ONNX backend tests ----===//
+//
+// Runs every case of the ONNX backend test data (model.onnx plus
+// test_data_set_*/input_N.pb and output_N.pb): converts, compiles, runs and
+// compares with the suite's outputs (rtol 1e-3, atol 1e-7), and classifies
+// each case as pass, fail (wrong numbers, or a compile or run error after
+// the model was read) or unsupported (the reader's reason). Inputs that a
+// model uses as shapes, axes or bounds are bound as constants, as a user
+// would with static shapes.
+//
+//   fusec-onnx-conformance [--target=cpu|cuda] [--data=DIR]... [--filter=S]
+//                          [--markdown=FILE] [--expect=FILE]
+//                          [--write-expect=FILE] [--cache-dir=DIR]
+//
+// --expect: the cases listed there must pass (exit 1 otherwise); a pass not
+// listed is reported as unexpected, so the list is kept exact.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Driver.h"
+#include "frontends/Onnx.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+
+using namespace fusec;
+namespace fs = std::filesystem;
+
+namespace {
+
+enum class Outcome { Pass, Fail, Unsupported };
+
+struct CaseResult {
+  std::string name; ///< "node/test_add"
+  Outcome outcome = Outcome::Unsupported;
+  std::string reason;
+  std::vector<std::string> opTypes;
+  bool opsetSupported = false;
+};
+
+/// The suite's comparison: NaN matches NaN, infinities match exactly,
+/// |got - expected| <= atol + rtol * |expected| otherwise; integers and
+/// booleans exactly.
+std::string compareOutput(const Tensor &got, const Tensor &expected,
+                          const std::string &name) {
+  if (got.dtype != expected.dtype)
+    return "output " + name + " is " + dtypeName(got.dtype) + ", expected " +
+           dtypeName(expected.dtype);
+  if (got.shape != expected.shape)
+    return "output " + name + " has shape [" + formatShape(got.shape) +
+           "], expected [" + formatShape(expected.shape) + "]";
+  const double rtol = 1e-3, atol = 1e-7;
+  bool isFloat = dtypeInfo(got.dtype).kind == DTypeKind::Float;
+  for (int64_t i = 0; i < got.numElements(); ++i) {
+    double a = got.at(i), b = expected.at(i);
+    bool ok = isFloat ? (std::isnan(b) ? std::isnan(a)
+                         : std::isinf(b)
+                             ? a == b
+                             : std::fabs(a - b) <= atol + rtol * std::fabs(b))
+                      : a == b;
+    if (!ok) {
+      char text[160];
+      std::snprintf(text, sizeof text,
+                    "output %s element %lld: got %.9g, expected %.9g",
+                    name.c_str(), static_cast<long long>(i), a, b);
+      return text;
+    }
+  }
+  return "";
+}
+
+std::string firstLine(const std::string &text) {
+  return text.substr(0, text.find('\n'));
+}
+
+/// The reason of a reader error, without the "FILE: " prefix.
+std::string reasonOf(const std::string &message, const std::string &path) {
+  std::string line = firstLine(message);
+  if (line.rfind(path + ": ", 0) == 0)
+    line = line.substr(path.size() + 2);
+  return line;
+}
+
+CaseResult runCase(const fs::path &dir, const std::string &name,
+                   const CompileOptions &options) {
+  CaseResult result;
+  result.name = name;
+  std::string model = (dir / "model.onnx").string();
+  try {
+    OnnxModelSummary summary = summarizeOnnxModel(model);
+    result.opTypes = summary.opTypes;
+    result.opsetSupported = summary.opsetSupported;
+    std::vector<fs::path> sets;
+    for (const fs::directory_entry &entry : fs::directory_iterator(dir))
+      if (entry.is_directory() &&
+          entry.path().filename().string().rfind("test_data_set_", 0) == 0)
+        sets.push_back(entry.path());
+    std::sort(sets.begin(), sets.end());
+    if (sets.empty()) {
+      result.reason = "no test data sets";
+      return result;
+    }
+    for (const fs::path &set : sets) {
+      // Test data fusec cannot hold (uint8, strings, sequences) makes the
+      // case unsupported, whatever the model's ops.
+      std::map<std::string, Tensor> inputs;
+      std::vector<Tensor> expected;
+      try {
+        for (size_t i = 0; i < summary.inputNames.size(); ++i) {
+          fs::path file = set / ("input_" + std::to_string(i) + ".pb");
+          if (fs::exists(file))
+            inputs[summary.inputNames[i]] = readTensorProtoFile(file.string());
+        }
+        for (size_t i = 0;; ++i) {
+          fs::path file = set / ("output_" + std::to_string(i) + ".pb");
+          if (!fs::exists(file))
+            break;
+          expected.push_back(readTensorProtoFile(file.string()));
+        }
+      } catch (const Error &error) {
+        result.outcome = Outcome::Unsupported;
+        std::string line = firstLine(error.what());
+        result.reason = "test data: " +
+                        line.substr(line.find("error: ") == std::string::npos
+                                        ? 0
+                                        : line.find("error: ") + 7);
+        return result;
+      }
+      OnnxOptions onnx;
+      onnx.staticInputValues = inputs;
+      Graph graph;
+      try {
+        graph = readOnnxGraph(model, onnx);
+      } catch (const Error &error) {
+        result.outcome = Outcome::Unsupported;
+        result.reason = reasonOf(error.what(), model);
+        return result;
+      }
+      result.outcome = Outcome::Fail;
+      CompiledModel compiled = compile(graph, options);
+      std::vector<Tensor> runInputs;
+      for (const GraphInput &input : graph.inputs) {
+        auto it = inputs.find(input.name);
+        if (it == inputs.end()) {
+          result.reason = "no data for input '" + input.name + "'";
+          return result;
+        }
+        runInputs.push_back(it->second);
+      }
+      std::vector<Tensor> outputs = compiled.run(runInputs);
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        if (i >= expected.size()) {
+          result.reason = "no expected data for output " + std::to_string(i);
+          return result;
+        }
+        std::string mismatch =
+            compareOutput(outputs[i], expected[i], graph.outputs[i]);
+        if (!mismatch.empty()) {
+          result.reason = set.filename().string() + ": " + mismatch;
+          return result;
+        }
+      }
+    }
+    result.outcome = Outcome::Pass;
+  } catch (const std::exception &error) {
+    result.outcome = Outcome::Fail;
+    result.reason = firstLine(error.what());
+  }
+  return result;
+}
+
+std::set<std::string> readList(const std::string &path) {
+  std::ifstream in(path);
+  if (!in)
+    throw Error(path + ": error: cannot read the expected-pass list");
+  std::set<std::string> names;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] != '#')
+      names.insert(line);
+  return names;
+}
+
+const char *outcomeName(Outcome outcome) {
+  switch (outcome) {
+  case Outcome::Pass:
+    return "pass";
+  case Outcome::Fail:
+    return "fail";
+  case Outcome::Unsupported:
+    return "unsupported";
+  }
+  return "?";
+}
+
+void writeMarkdown(const std::string &path,
+                   const std::vector<CaseResult> &results,
+                   const std::set<std::string> &supported) {
+  std::map<std::string, std::array<int, 3>> perOp;
+  int counts[3] = {0, 0, 0}, covered = 0, coveredPass = 0;
+  for (const CaseResult &result : results) {
+    ++counts[static_cast<int>(result.outcome)];
+    bool allSupported =
+        result.opsetSupported && !result.opTypes.empty() &&
+        std::all_of(result.opTypes.begin(), result.opTypes.end(),
+                    [&](const std::string &op) { return supported.count(op); });
+    if (allSupported) {
+      ++covered;
+      coveredPass += result.outcome == Outcome::Pass;
+    }
+    for (const std::string &op : result.opTypes)
+      ++perOp[op][static_cast<int>(result.outcome)];
+  }
+  std::ofstream out(path);
+  out << "# ONNX conformance\n\n"
+      << "Generated by `build/tools/fusec-onnx-conformance --markdown=" << path
+      << "` over Debian's libonnx-testdata (ONNX 1.12's backend test cases) "
+         "on the CPU target: each case converted, compiled, run on every "
+         "test data set and compared with the suite's outputs (rtol 1e-3, "
+         "atol 1e-7).\n\n"
+      << "| cases | pass | fail | unsupported |\n|---|---|---|---|\n"
+      << "| " << results.size() << " | " << counts[0] << " | " << counts[1]
+      << " | " << counts[2] << " |\n\n"
+      << "Cases of opsets 11-17 whose ops are all in `fusec --list-ops`: "
+      << covered << ", of which " << coveredPass << " pass ("
+      << (covered ? 100.0 * coveredPass / covered : 0.0) << "%).\n\n"
+      << "| op | pass | fail | unsupported |\n|---|---|---|---|\n";
+  for (const auto &[op, tally] : perOp)
+    out << "| " << op << (supported.count(op) ? "" : " (not supported)")
+        << " | " << tally[0] << " | " << tally[1] << " | " << tally[2]
+        << " |\n";
+  out << "\n## Failures\n\n";
+  for (const CaseResult &result : results)
+    if (result.outcome == Outcome::Fail)
+      out << "- `" << result.name << "`: " << result.reason << "\n";
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::vector<std::string> dataDirs;
+  std::string filter, markdown, expectPath, writeExpect;
+  CompileOptions options;
+  options.target = Target::Cpu;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](const char *flag) -> std::optional<std::string> {
+      std::string prefix = std::string(flag) + "=";
+      if (arg.rfind(prefix, 0) == 0)
+        return arg.substr(prefix.size());
+      return std::nullopt;
+    };
+    if (auto v = value("--data"))
+      dataDirs.push_back(*v);
+    else if (auto v = value("--filter"))
+      filter = *v;
+    else if (auto v = value("--markdown"))
+      markdown = *v;
+    else if (auto v = value("--expect"))
+      expectPath = *v;
+    else if (auto v = value("--write-expect"))
+      writeExpect = *v;
+    else if (auto v = value("--cache-dir"))
+      options.cacheDir = *v;
+    else if (arg == "--target=cuda")
+      options.target = Target::Cuda;
+    else if (arg == "--target=cpu")
+      options.target = Target::Cpu;
+    else {
+      std::fprintf(stderr,
+                   "usage: fusec-onnx-conformance [--target=cpu|cuda] "
+                   "[--data=DIR]... [--filter=S] [--markdown=FILE] "
+                   "[--expect=FILE] [--write-expect=FILE] [--cache-dir=DIR]\n");
+      return 2;
+    }
+  }
+  if (dataDirs.empty())
+    for (const char *suite :
+         {"node", "simple", "pytorch-converted", "pytorch-operator"})
+      dataDirs.push_back(std::string("/usr/share/libonnx-testdata/data/") +
+                         suite);
+  std::vector<CaseResult> results;
+  for (const std::string &dataDir : dataDirs) {
+    if (!fs::is_directory(dataDir)) {
+      std::fprintf(stderr,
+                   "fusec-onnx-conformance: %s is not a directory "
+                   "(install libonnx-testdata)\n",
+                   dataDir.c_str());
+      return 2;
+    }
+    std::vector<fs::path> cases;
+    for (const fs::directory_entry &entry : fs::directory_iterator(dataDir))
+      if (fs::exists(entry.path() / "model.onnx"))
+        cases.push_back(entry.path());
+    std::sort(cases.begin(), cases.end());
+    std::string suite = fs::path(dataDir).filename().string();
+    for (const fs::path &dir : cases) {
+      std::string name = suite + "/" + dir.filename().string();
+      if (!filter.empty() && name.find(filter) == std::string::npos)
+        continue;
+      results.push_back(runCase(dir, name, options));
+      const CaseResult &result = results.back();
+      std::printf("%-60s %s%s%s\n", result.name.c_str(),
+                  outcomeName(result.outcome),
+                  result.reason.empty() ? "" : ": ", result.reason.c_str());
+      std::fflush(stdout);
+    }
+  }
+  int counts[3] = {0, 0, 0};
+  for (const CaseResult &result : results)
+    ++counts[static_cast<int>(result.outcome)];
+  std::printf("summary: %zu cases, %d pass, %d fail, %d unsupported\n",
+              results.size(), counts[0], counts[1], counts[2]);
+
+  std::set<std::string> supported;
+  for (const std::string &line : supportedOnnxOps())
+    supported.insert(line.substr(0, line.find(' ')));
+  if (!markdown.empty())
+    writeMarkdown(markdown, results, supported);
+  if (!writeExpect.empty()) {
+    std::ofstream out(writeExpect);
+    out << "# Cases fusec-onnx-conformance must pass on the CPU "
+           "(regenerate with --write-expect).\n";
+    for (const CaseResult &result : results)
+      if (result.outcome == Outcome::Pass)
+        out << result.name << "\n";
+  }
+  if (expectPath.empty())
+    return 0;
+  std::set<std::string> expected = readList(expectPath);
+  int regressions = 0, unexpected = 0;
+  std::set<std::string> seen;
+  for (const CaseResult &result : results) {
+    seen.insert(result.name);
+    bool listed = expected.count(result.name);
+    if (listed && result.outcome != Outcome::Pass) {
+      ++regressions;
+      std::printf("REGRESSION: %s no longer passes: %s\n", result.name.c_str(),
+                  result.reason.c_str());
+    } else if (!listed && result.outcome == Outcome::Pass) {
+      ++unexpected;
+      std::printf("UNEXPECTED PASS: %s (add it to %s)\n", result.name.c_str(),
+                  expectPath.c_str());
+    }
+  }
+  for (const std::string &name : expected)
+    if (!seen.count(name) && filter.empty()) {
+      ++regressions;
+      std::printf("REGRESSION: %s is listed but was not found\n", name.c_str());
+    }
+  std::printf("expected passes: %zu, regressions: %d, unexpected passes: %d\n",
+              expected.size(), regressions, unexpected);
+  return regressions || unexpected ? 1 : 0;
+}
