@@ -23,6 +23,7 @@ if [ -d /usr/share/libonnx-testdata/data/node ]; then
 fi
 cp examples/*.json stage/examples/
 cp test/models/*.json stage/models/
+cp -r test/models/onnx stage/models/onnx
 # The peers' script, when the shared folder is next to the checkout.
 if [ -f ../shared/peers/torch_peers.py ]; then
   cp ../shared/peers/torch_peers.py stage/
