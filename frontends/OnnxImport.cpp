@@ -14,14 +14,17 @@
 #include "runtime/Error.h"
 
 #include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 namespace fusec {
 
@@ -247,7 +250,16 @@ public:
     return it->second;
   }
 
+  /// LayerNormalization's optional Mean and InvStdDev outputs (f32, the
+  /// normalized dims kept as 1s), as reductions next to the layer_norm.
+  void addLayerNormStatistics(const onnx::NodeProto &proto,
+                              const GraphNode &node);
+
 private:
+  void inferShapes(const onnx::ModelProto &model);
+  bool foldToConstants(const onnx::NodeProto &node);
+  void convertConstantOfShape(const onnx::NodeProto &node);
+  void convertRange(const onnx::NodeProto &node);
   void convertNode(const onnx::NodeProto &node);
   static bool isVariadic(const std::string &opType);
   void convertVariadic(const onnx::NodeProto &node, const GraphNode &pattern);
@@ -267,6 +279,11 @@ private:
   std::map<std::string, Tensor> constants;
   /// Identity outputs: the value they stand for.
   std::map<std::string, std::string> aliases;
+  /// From ONNX's shape inference with data propagation: static shapes of
+  /// values, and the values of shape computations (Shape -> Gather ->
+  /// Concat -> ...), which become constants.
+  std::map<std::string, Shape> inferredShapes;
+  std::map<std::string, std::vector<int64_t>> shapeValues;
   std::vector<std::string> errors;
 };
 
@@ -300,13 +317,10 @@ void castTarget(OnnxConverter &, const onnx::NodeProto &, GraphNode &node) {
   node.attrs["dtype"] = std::string(dtypeName(*dtype));
 }
 
-void layerNormOutputs(OnnxConverter &, const onnx::NodeProto &proto,
+void layerNormOutputs(OnnxConverter &converter, const onnx::NodeProto &proto,
                       GraphNode &node) {
-  for (int i = 1; i < proto.output_size(); ++i)
-    if (!proto.output(i).empty())
-      throw Unsupported{"LayerNormalization's Mean and InvStdDev outputs are "
-                        "not supported"};
   node.outputs.resize(1);
+  converter.addLayerNormStatistics(proto, node);
   auto stash = node.attrs.find("stash_type");
   if (stash != node.attrs.end()) {
     if (std::get<int64_t>(stash->second) != onnx::TensorProto::FLOAT)
@@ -439,13 +453,223 @@ int64_t defaultOpset(const onnx::ModelProto &model) {
 /// Values the table reads as attributes (the constant inputs of nodes).
 std::set<std::string> namesUsedAsConstants(const onnx::GraphProto &graph) {
   std::set<std::string> names;
-  for (const onnx::NodeProto &node : graph.node())
+  for (const onnx::NodeProto &node : graph.node()) {
+    // Range and ConstantOfShape read every input as a constant.
+    if (node.op_type() == "Range" || node.op_type() == "ConstantOfShape")
+      names.insert(node.input().begin(), node.input().end());
     for (const OnnxOp &op : onnxOps())
       if (node.op_type() == op.onnxName)
         for (const OnnxOp::ConstantInput &input : op.constantInputs)
           if (input.index < static_cast<size_t>(node.input_size()))
             names.insert(node.input(input.index));
+  }
   return names;
+}
+
+/// Runs ONNX's shape inference with data propagation on a copy of the
+/// model whose inputs have the shapes fusec will use. A model it cannot
+/// infer is still converted; only its shape subgraphs stay unfolded.
+void OnnxConverter::inferShapes(const onnx::ModelProto &model) {
+  onnx::ModelProto copy = model;
+  onnx::GraphProto &graph = *copy.mutable_graph();
+  for (onnx::ValueInfoProto &input : *graph.mutable_input()) {
+    auto given = options.inputShapes.find(input.name());
+    if (given == options.inputShapes.end())
+      continue;
+    onnx::TensorShapeProto *shape =
+        input.mutable_type()->mutable_tensor_type()->mutable_shape();
+    shape->clear_dim();
+    for (int64_t dim : given->second)
+      shape->add_dim()->set_dim_value(dim);
+  }
+  std::unordered_map<std::string, onnx::TensorShapeProto> data;
+  try {
+    onnx::shape_inference::InferShapes(
+        copy, onnx::OpSchemaRegistry::Instance(),
+        onnx::ShapeInferenceOptions(false, 0, /*data propagation=*/true),
+        &data);
+  } catch (const std::exception &) {
+    return;
+  }
+  auto record = [&](const onnx::ValueInfoProto &info) {
+    if (!info.type().has_tensor_type() ||
+        !info.type().tensor_type().has_shape())
+      return;
+    Shape shape;
+    for (const auto &dim : info.type().tensor_type().shape().dim()) {
+      if (!dim.has_dim_value())
+        return;
+      shape.push_back(dim.dim_value());
+    }
+    inferredShapes[info.name()] = shape;
+  };
+  for (const onnx::ValueInfoProto &info : graph.value_info())
+    record(info);
+  for (const onnx::ValueInfoProto &info : graph.output())
+    record(info);
+  for (const auto &[name, shape] : data) {
+    std::vector<int64_t> values;
+    for (const auto &dim : shape.dim()) {
+      if (!dim.has_dim_value())
+        break;
+      values.push_back(dim.dim_value());
+    }
+    if (values.size() == static_cast<size_t>(shape.dim_size()))
+      shapeValues[name] = values;
+  }
+}
+
+/// A node whose every output is a known shape value (Shape of a static
+/// tensor and the integer math on it) becomes constants, so Reshape,
+/// Expand and Slice read static operands.
+bool OnnxConverter::foldToConstants(const onnx::NodeProto &node) {
+  if (node.output_size() == 0)
+    return false;
+  for (const std::string &output : node.output()) {
+    auto value = shapeValues.find(output);
+    auto shape = inferredShapes.find(output);
+    if (value == shapeValues.end() || shape == inferredShapes.end() ||
+        shape->second.size() > 1 ||
+        numElements(shape->second) !=
+            static_cast<int64_t>(value->second.size()))
+      return false;
+  }
+  for (const std::string &output : node.output()) {
+    const std::vector<int64_t> &values = shapeValues[output];
+    Tensor tensor(DType::I64, inferredShapes[output]);
+    std::copy(values.begin(), values.end(), tensor.as<int64_t>());
+    addConstant(output, std::move(tensor));
+  }
+  return true;
+}
+
+/// ConstantOfShape: its value (a one-element tensor, 0.0f by default)
+/// broadcast to the constant shape; the broadcast is read through strides,
+/// never materialized.
+void OnnxConverter::convertConstantOfShape(const onnx::NodeProto &node) {
+  Tensor value(DType::F32, {});
+  for (const onnx::AttributeProto &attr : node.attribute()) {
+    if (attr.name() != "value")
+      throw Unsupported{"attribute '" + attr.name() + "' is not supported"};
+    value = tensorFromProto(attr.t(), modelDir);
+    if (value.numElements() != 1)
+      throw Unsupported{"ConstantOfShape's value must have one element"};
+    value.shape = {};
+  }
+  std::vector<int64_t> shape =
+      integersOf(constantValue(resolve(node.input(0)), "input 0 (shape)"),
+                 "input 0 (shape)");
+  std::string scalar = node.output(0) + "_value";
+  addConstant(scalar, std::move(value));
+  GraphNode expand;
+  expand.name = node.name().empty() ? node.output(0) : node.name();
+  expand.op = "expand";
+  expand.inputs = {scalar};
+  expand.outputs = {node.output(0)};
+  expand.attrs["shape"] = shape;
+  graph.nodes.push_back(std::move(expand));
+}
+
+/// Range over constant start, limit and delta: a constant, as ONNX
+/// defines it (max(ceil((limit - start) / delta), 0) elements).
+void OnnxConverter::convertRange(const onnx::NodeProto &node) {
+  if (node.input_size() != 3)
+    throw Unsupported{"Range takes start, limit and delta"};
+  const Tensor &start = constantValue(resolve(node.input(0)), "start");
+  const Tensor &limit = constantValue(resolve(node.input(1)), "limit");
+  const Tensor &delta = constantValue(resolve(node.input(2)), "delta");
+  if (start.numElements() != 1 || limit.numElements() != 1 ||
+      delta.numElements() != 1 || start.dtype != limit.dtype ||
+      start.dtype != delta.dtype)
+    throw Unsupported{"Range's operands must be scalars of one dtype"};
+  bool isInt = start.dtype == DType::I64 || start.dtype == DType::I32;
+  if (isInt) {
+    int64_t first = integersOf(start, "start")[0];
+    int64_t last = integersOf(limit, "limit")[0];
+    int64_t step = integersOf(delta, "delta")[0];
+    if (step == 0)
+      throw Unsupported{"Range's delta is 0"};
+    int64_t count = std::max<int64_t>(
+        0, (last - first + step + (step > 0 ? -1 : 1)) / step);
+    Tensor result(start.dtype, {count});
+    for (int64_t i = 0; i < count; ++i)
+      result.set(i, static_cast<double>(first + i * step));
+    addConstant(node.output(0), std::move(result));
+    return;
+  }
+  double first = start.at(0), last = limit.at(0), step = delta.at(0);
+  if (step == 0 || !std::isfinite(first) || !std::isfinite(last))
+    throw Unsupported{"Range needs finite bounds and a non-zero delta"};
+  int64_t count = std::max<int64_t>(
+      0, static_cast<int64_t>(std::ceil((last - first) / step)));
+  Tensor result(start.dtype, {count});
+  for (int64_t i = 0; i < count; ++i)
+    result.set(i, first + i * step);
+  addConstant(node.output(0), std::move(result));
+}
+
+void OnnxConverter::addLayerNormStatistics(const onnx::NodeProto &proto,
+                                           const GraphNode &node) {
+  bool wantsMean = proto.output_size() > 1 && !proto.output(1).empty();
+  bool wantsInvStdDev = proto.output_size() > 2 && !proto.output(2).empty();
+  if (!wantsMean && !wantsInvStdDev)
+    return;
+  const std::string &x = node.inputs.at(0);
+  int64_t rank = -1;
+  if (auto it = inferredShapes.find(x); it != inferredShapes.end())
+    rank = it->second.size();
+  for (const GraphInput &input : graph.inputs)
+    if (input.name == x)
+      rank = input.shape.size();
+  if (rank < 0)
+    throw Unsupported{"the Mean and InvStdDev outputs need the input's rank, "
+                      "which shape inference did not give"};
+  auto axisAttr = node.attrs.find("axis");
+  int64_t axis =
+      axisAttr == node.attrs.end() ? -1 : std::get<int64_t>(axisAttr->second);
+  if (axis < -rank || axis >= rank)
+    throw Unsupported{"axis " + std::to_string(axis) + " is out of range"};
+  if (axis < 0)
+    axis += rank;
+  std::vector<int64_t> axes;
+  for (int64_t d = axis; d < rank; ++d)
+    axes.push_back(d);
+  auto epsilonAttr = node.attrs.find("epsilon");
+  double epsilon = epsilonAttr == node.attrs.end()
+                       ? 1e-5
+                       : std::get<double>(epsilonAttr->second);
+  std::string prefix = proto.output(0) + "_statistics_";
+  auto add = [&](const std::string &op, std::vector<std::string> inputs,
+                 const std::string &output,
+                 std::map<std::string, AttrValue> attrs = {}) {
+    GraphNode step;
+    step.name = node.name + "_" + output;
+    step.op = op;
+    step.inputs = std::move(inputs);
+    step.outputs = {output};
+    step.attrs = std::move(attrs);
+    graph.nodes.push_back(std::move(step));
+    return output;
+  };
+  const std::map<std::string, AttrValue> reduce = {{"axes", axes},
+                                                   {"keepdims", int64_t(1)}};
+  // f32 statistics (stash_type 1), as ONNX's function body computes them.
+  std::string xf = add("cast", {x}, prefix + "x", {{"dtype", "f32"}});
+  std::string mean = add("reduce_mean", {xf},
+                         wantsMean ? proto.output(1) : prefix + "mean", reduce);
+  if (!wantsInvStdDev)
+    return;
+  std::string centered = add("sub", {xf, mean}, prefix + "centered");
+  std::string squared = add("mul", {centered, centered}, prefix + "squared");
+  std::string variance =
+      add("reduce_mean", {squared}, prefix + "variance", reduce);
+  Tensor epsilonValue(DType::F32, {});
+  epsilonValue.set(0, epsilon);
+  addConstant(prefix + "epsilon", epsilonValue);
+  std::string shifted =
+      add("add", {variance, prefix + "epsilon"}, prefix + "shifted");
+  std::string deviation = add("sqrt", {shifted}, prefix + "deviation");
+  add("reciprocal", {deviation}, proto.output(2));
 }
 
 bool OnnxConverter::isVariadic(const std::string &opType) {
@@ -533,8 +757,11 @@ Graph OnnxConverter::convert(const onnx::ModelProto &model) {
     }
     graph.inputs.push_back({input.name(), *dtype, shape});
   }
+  inferShapes(model);
   for (const onnx::NodeProto &node : proto.node()) {
     try {
+      if (foldToConstants(node))
+        continue;
       convertNode(node);
     } catch (const Unsupported &unsupported) {
       errors.push_back(path + ": node '" + node.name() + "' (" +
@@ -586,6 +813,14 @@ void OnnxConverter::convertNode(const onnx::NodeProto &node) {
                         "' is not supported"};
     }
     addConstant(node.output(0), std::move(value));
+    return;
+  }
+  if (node.op_type() == "ConstantOfShape") {
+    convertConstantOfShape(node);
+    return;
+  }
+  if (node.op_type() == "Range") {
+    convertRange(node);
     return;
   }
   if (node.op_type() == "Identity") {
@@ -699,7 +934,8 @@ std::vector<std::string> supportedOnnxOps() {
   for (const OnnxOp &op : onnxOps())
     lines.push_back(std::string(op.onnxName) + " " + std::to_string(kMinOpset) +
                     "-" + std::to_string(kMaxOpset));
-  for (const char *extra : {"Constant", "Identity"})
+  for (const char *extra :
+       {"Constant", "ConstantOfShape", "Identity", "Range", "Shape"})
     lines.push_back(std::string(extra) + " " + std::to_string(kMinOpset) + "-" +
                     std::to_string(kMaxOpset));
   std::sort(lines.begin(), lines.end());

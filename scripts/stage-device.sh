@@ -14,9 +14,10 @@ for binary in build/tools/fusec build/tools/fusec-onnx-conformance \
   strip -o "stage/bin/$(basename "$binary")" "$binary"
 done
 # The GPU machine has libprotobuf.so.32 but no libonnx: the binaries' rpath
-# ($ORIGIN/../lib) finds this copy.
+# ($ORIGIN/../lib) finds these copies.
 mkdir -p stage/lib
-cp -L /usr/lib/x86_64-linux-gnu/libonnx_proto.so.1 stage/lib/
+cp -L /usr/lib/x86_64-linux-gnu/libonnx_proto.so.1 \
+  /usr/lib/x86_64-linux-gnu/libonnx.so.1 stage/lib/
 # The ONNX node tests (27 MB), for the conformance run on the GPU.
 if [ -d /usr/share/libonnx-testdata/data/node ]; then
   cp -r /usr/share/libonnx-testdata/data/node stage/onnx-node
