@@ -258,6 +258,10 @@ public:
 private:
   void inferShapes(const onnx::ModelProto &model);
   bool foldToConstants(const onnx::NodeProto &node);
+  bool evaluateIntegerArithmetic(const onnx::NodeProto &node);
+  void convertSplit(const onnx::NodeProto &node);
+  /// The static shape of `name` (graph input, inferred or constant).
+  std::optional<Shape> shapeOf(const std::string &name) const;
   void convertConstantOfShape(const onnx::NodeProto &node);
   void convertRange(const onnx::NodeProto &node);
   void convertNode(const onnx::NodeProto &node);
@@ -457,6 +461,8 @@ std::set<std::string> namesUsedAsConstants(const onnx::GraphProto &graph) {
     // Range and ConstantOfShape read every input as a constant.
     if (node.op_type() == "Range" || node.op_type() == "ConstantOfShape")
       names.insert(node.input().begin(), node.input().end());
+    if (node.op_type() == "Split" && node.input_size() > 1)
+      names.insert(node.input(1));
     for (const OnnxOp &op : onnxOps())
       if (node.op_type() == op.onnxName)
         for (const OnnxOp::ConstantInput &input : op.constantInputs)
@@ -541,6 +547,121 @@ bool OnnxConverter::foldToConstants(const onnx::NodeProto &node) {
     addConstant(output, std::move(tensor));
   }
   return true;
+}
+
+/// Integer Add, Sub, Mul and Div of small constants (index math on
+/// shapes that shape inference leaves: `x.shape[-1] // 2`), computed here
+/// as ONNX defines them (Div truncates) so Slice and Reshape get constant
+/// operands. Anything else, or a division by zero, is left to the graph.
+bool OnnxConverter::evaluateIntegerArithmetic(const onnx::NodeProto &node) {
+  static const std::set<std::string> kOps = {"Add", "Sub", "Mul", "Div"};
+  if (!kOps.count(node.op_type()) || node.input_size() != 2 ||
+      node.output_size() != 1)
+    return false;
+  const Tensor *operands[2];
+  for (int i = 0; i < 2; ++i) {
+    auto it = constants.find(resolve(node.input(i)));
+    if (it == constants.end() ||
+        (it->second.dtype != DType::I64 && it->second.dtype != DType::I32) ||
+        it->second.numElements() > 64)
+      return false;
+    operands[i] = &it->second;
+  }
+  const Tensor &a = *operands[0], &b = *operands[1];
+  if (a.dtype != b.dtype)
+    return false;
+  // Equal shapes, or one side a single element.
+  const Tensor &shaped = a.numElements() >= b.numElements() ? a : b;
+  if (a.shape != b.shape && a.numElements() != 1 && b.numElements() != 1)
+    return false;
+  std::vector<int64_t> x = integersOf(a, "operand"),
+                       y = integersOf(b, "operand");
+  Tensor result(a.dtype, shaped.shape);
+  for (int64_t i = 0; i < result.numElements(); ++i) {
+    int64_t l = x[x.size() == 1 ? 0 : i], r = y[y.size() == 1 ? 0 : i];
+    int64_t value;
+    if (node.op_type() == "Add")
+      value = static_cast<int64_t>(static_cast<uint64_t>(l) +
+                                   static_cast<uint64_t>(r));
+    else if (node.op_type() == "Sub")
+      value = static_cast<int64_t>(static_cast<uint64_t>(l) -
+                                   static_cast<uint64_t>(r));
+    else if (node.op_type() == "Mul")
+      value = static_cast<int64_t>(static_cast<uint64_t>(l) *
+                                   static_cast<uint64_t>(r));
+    else if (r == 0 || (l == INT64_MIN && r == -1))
+      return false;
+    else
+      value = l / r;
+    if (a.dtype == DType::I64)
+      result.as<int64_t>()[i] = value;
+    else
+      result.as<int32_t>()[i] = static_cast<int32_t>(value);
+  }
+  addConstant(node.output(0), std::move(result));
+  return true;
+}
+
+std::optional<Shape> OnnxConverter::shapeOf(const std::string &name) const {
+  for (const GraphInput &input : graph.inputs)
+    if (input.name == name)
+      return input.shape;
+  if (auto it = constants.find(name); it != constants.end())
+    return it->second.shape;
+  if (auto it = inferredShapes.find(name); it != inferredShapes.end())
+    return it->second;
+  return std::nullopt;
+}
+
+/// Split: one slice per output along `axis`, sized by the constant
+/// `split` input or, without it, equal parts of the (static) dim.
+void OnnxConverter::convertSplit(const onnx::NodeProto &node) {
+  int64_t axis = 0;
+  for (const onnx::AttributeProto &attr : node.attribute()) {
+    if (attr.name() != "axis")
+      throw Unsupported{"attribute '" + attr.name() + "' is not supported"};
+    axis = attr.i();
+  }
+  std::string input = resolve(node.input(0));
+  std::optional<Shape> shape = shapeOf(input);
+  if (!shape)
+    throw Unsupported{"Split needs its input's static shape"};
+  int64_t rank = shape->size();
+  if (axis < -rank || axis >= rank)
+    throw Unsupported{"axis " + std::to_string(axis) + " is out of range"};
+  if (axis < 0)
+    axis += rank;
+  std::vector<int64_t> sizes;
+  if (node.input_size() > 1 && !node.input(1).empty()) {
+    sizes = integersOf(constantValue(resolve(node.input(1)), "input 1 (split)"),
+                       "input 1 (split)");
+  } else {
+    int64_t parts = node.output_size(), dim = (*shape)[axis];
+    if (parts == 0 || dim % parts != 0)
+      throw Unsupported{"Split of a dim of " + std::to_string(dim) + " into " +
+                        std::to_string(parts) + " equal parts"};
+    sizes.assign(parts, dim / parts);
+  }
+  if (static_cast<int>(sizes.size()) != node.output_size())
+    throw Unsupported{"Split has " + std::to_string(node.output_size()) +
+                      " outputs but " + std::to_string(sizes.size()) +
+                      " sizes"};
+  int64_t offset = 0;
+  for (int i = 0; i < node.output_size(); ++i) {
+    if (!node.output(i).empty()) {
+      GraphNode slice;
+      slice.name = (node.name().empty() ? node.output(i) : node.name()) + "_" +
+                   std::to_string(i);
+      slice.op = "slice";
+      slice.inputs = {input};
+      slice.outputs = {node.output(i)};
+      slice.attrs["starts"] = std::vector<int64_t>{offset};
+      slice.attrs["ends"] = std::vector<int64_t>{offset + sizes[i]};
+      slice.attrs["axes"] = std::vector<int64_t>{axis};
+      graph.nodes.push_back(std::move(slice));
+    }
+    offset += sizes[i];
+  }
 }
 
 /// ConstantOfShape: its value (a one-element tensor, 0.0f by default)
@@ -760,7 +881,7 @@ Graph OnnxConverter::convert(const onnx::ModelProto &model) {
   inferShapes(model);
   for (const onnx::NodeProto &node : proto.node()) {
     try {
-      if (foldToConstants(node))
+      if (foldToConstants(node) || evaluateIntegerArithmetic(node))
         continue;
       convertNode(node);
     } catch (const Unsupported &unsupported) {
@@ -821,6 +942,10 @@ void OnnxConverter::convertNode(const onnx::NodeProto &node) {
   }
   if (node.op_type() == "Range") {
     convertRange(node);
+    return;
+  }
+  if (node.op_type() == "Split") {
+    convertSplit(node);
     return;
   }
   if (node.op_type() == "Identity") {
@@ -935,7 +1060,7 @@ std::vector<std::string> supportedOnnxOps() {
     lines.push_back(std::string(op.onnxName) + " " + std::to_string(kMinOpset) +
                     "-" + std::to_string(kMaxOpset));
   for (const char *extra :
-       {"Constant", "ConstantOfShape", "Identity", "Range", "Shape"})
+       {"Constant", "ConstantOfShape", "Identity", "Range", "Shape", "Split"})
     lines.push_back(std::string(extra) + " " + std::to_string(kMinOpset) + "-" +
                     std::to_string(kMaxOpset));
   std::sort(lines.begin(), lines.end());
