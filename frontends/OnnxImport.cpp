@@ -262,6 +262,9 @@ private:
   void convertSplit(const onnx::NodeProto &node);
   /// The static shape of `name` (graph input, inferred or constant).
   std::optional<Shape> shapeOf(const std::string &name) const;
+  /// The dtype of `name` (graph input, constant or inferred).
+  std::optional<DType> dtypeOf(const std::string &name) const;
+  void convertPow(const onnx::NodeProto &node);
   void convertConstantOfShape(const onnx::NodeProto &node);
   void convertRange(const onnx::NodeProto &node);
   void convertNode(const onnx::NodeProto &node);
@@ -288,6 +291,7 @@ private:
   /// Concat -> ...), which become constants.
   std::map<std::string, Shape> inferredShapes;
   std::map<std::string, std::vector<int64_t>> shapeValues;
+  std::map<std::string, DType> inferredTypes;
   std::vector<std::string> errors;
 };
 
@@ -351,20 +355,33 @@ const std::vector<OnnxOp> &onnxOps() {
     std::vector<OnnxOp> table;
     // Elementwise ops with the same meaning and no attributes.
     const std::pair<const char *, const char *> elementwise[] = {
-        {"Add", "add"},           {"Sub", "sub"},
-        {"Mul", "mul"},           {"Div", "div"},
-        {"Pow", "pow"},           {"Neg", "neg"},
-        {"Abs", "abs"},           {"Exp", "exp"},
-        {"Log", "log"},           {"Sin", "sin"},
-        {"Cos", "cos"},           {"Tanh", "tanh"},
-        {"Sigmoid", "sigmoid"},   {"Relu", "relu"},
-        {"Sqrt", "sqrt"},         {"Reciprocal", "reciprocal"},
-        {"Erf", "erf"},           {"Floor", "floor"},
-        {"Ceil", "ceil"},         {"Not", "not"},
-        {"And", "and"},           {"Or", "or"},
-        {"Equal", "eq"},          {"Less", "lt"},
-        {"LessOrEqual", "le"},    {"Greater", "gt"},
-        {"GreaterOrEqual", "ge"}, {"Where", "select"}};
+        {"Add", "add"},
+        {"Sub", "sub"},
+        {"Mul", "mul"},
+        {"Div", "div"},
+        {"Neg", "neg"},
+        {"Abs", "abs"},
+        {"Exp", "exp"},
+        {"Log", "log"},
+        {"Sin", "sin"},
+        {"Cos", "cos"},
+        {"Tanh", "tanh"},
+        {"Sigmoid", "sigmoid"},
+        {"Relu", "relu"},
+        {"Sqrt", "sqrt"},
+        {"Reciprocal", "reciprocal"},
+        {"Erf", "erf"},
+        {"Floor", "floor"},
+        {"Ceil", "ceil"},
+        {"Not", "not"},
+        {"And", "and"},
+        {"Or", "or"},
+        {"Equal", "eq"},
+        {"Less", "lt"},
+        {"LessOrEqual", "le"},
+        {"Greater", "gt"},
+        {"GreaterOrEqual", "ge"},
+        {"Where", "select"}};
     for (auto [onnxName, graphOp] : elementwise)
       table.push_back({onnxName, graphOp, {}, {}, nullptr});
     // Max, Min and Sum take one or more inputs (convertNode chains them).
@@ -498,8 +515,12 @@ void OnnxConverter::inferShapes(const onnx::ModelProto &model) {
     return;
   }
   auto record = [&](const onnx::ValueInfoProto &info) {
-    if (!info.type().has_tensor_type() ||
-        !info.type().tensor_type().has_shape())
+    if (!info.type().has_tensor_type())
+      return;
+    if (std::optional<DType> dtype =
+            dtypeOfOnnx(info.type().tensor_type().elem_type()))
+      inferredTypes[info.name()] = *dtype;
+    if (!info.type().tensor_type().has_shape())
       return;
     Shape shape;
     for (const auto &dim : info.type().tensor_type().shape().dim()) {
@@ -611,6 +632,64 @@ std::optional<Shape> OnnxConverter::shapeOf(const std::string &name) const {
   if (auto it = inferredShapes.find(name); it != inferredShapes.end())
     return it->second;
   return std::nullopt;
+}
+
+std::optional<DType> OnnxConverter::dtypeOf(const std::string &name) const {
+  for (const GraphInput &input : graph.inputs)
+    if (input.name == name)
+      return input.dtype;
+  if (auto it = constants.find(name); it != constants.end())
+    return it->second.dtype;
+  if (auto it = inferredTypes.find(name); it != inferredTypes.end())
+    return it->second;
+  return std::nullopt;
+}
+
+/// Pow with ONNX's operand types: the exponent may have another dtype than
+/// the base, and the result has the base's. A float base takes the
+/// exponent cast to its dtype (exact for the integer exponents ONNX
+/// allows); an integer base is raised in f64, as NumPy computes it, and the
+/// result converted back.
+void OnnxConverter::convertPow(const onnx::NodeProto &node) {
+  if (node.input_size() != 2 || node.attribute_size() != 0)
+    throw Unsupported{"Pow takes a base and an exponent and no attributes"};
+  std::string base = resolve(node.input(0)), exponent = resolve(node.input(1));
+  std::optional<DType> baseType = dtypeOf(base),
+                       exponentType = dtypeOf(exponent);
+  if (!baseType || !exponentType)
+    throw Unsupported{"Pow needs its operands' dtypes, which shape inference "
+                      "did not give"};
+  std::string name = node.name().empty() ? node.output(0) : node.name();
+  auto add = [&](const std::string &op, std::vector<std::string> inputs,
+                 const std::string &output,
+                 std::map<std::string, AttrValue> attrs = {}) {
+    GraphNode step;
+    step.name = output == node.output(0) ? name : name + "_" + output;
+    step.op = op;
+    step.inputs = std::move(inputs);
+    step.outputs = {output};
+    step.attrs = std::move(attrs);
+    graph.nodes.push_back(std::move(step));
+    return output;
+  };
+  bool floatBase = isFloat(*baseType);
+  DType computeType = floatBase ? *baseType : DType::F64;
+  auto asCompute = [&](const std::string &value, DType dtype,
+                       const std::string &suffix) {
+    return dtype == computeType
+               ? value
+               : add("cast", {value}, node.output(0) + suffix,
+                     {{"dtype", std::string(dtypeName(computeType))}});
+  };
+  std::string x = asCompute(base, *baseType, "_base");
+  std::string y = asCompute(exponent, *exponentType, "_exponent");
+  if (floatBase) {
+    add("pow", {x, y}, node.output(0));
+    return;
+  }
+  std::string power = add("pow", {x, y}, node.output(0) + "_f64");
+  add("cast", {power}, node.output(0),
+      {{"dtype", std::string(dtypeName(*baseType))}});
 }
 
 /// Split: one slice per output along `axis`, sized by the constant
@@ -948,6 +1027,10 @@ void OnnxConverter::convertNode(const onnx::NodeProto &node) {
     convertSplit(node);
     return;
   }
+  if (node.op_type() == "Pow") {
+    convertPow(node);
+    return;
+  }
   if (node.op_type() == "Identity") {
     aliases[node.output(0)] = resolve(node.input(0));
     return;
@@ -1059,8 +1142,8 @@ std::vector<std::string> supportedOnnxOps() {
   for (const OnnxOp &op : onnxOps())
     lines.push_back(std::string(op.onnxName) + " " + std::to_string(kMinOpset) +
                     "-" + std::to_string(kMaxOpset));
-  for (const char *extra :
-       {"Constant", "ConstantOfShape", "Identity", "Range", "Shape", "Split"})
+  for (const char *extra : {"Constant", "ConstantOfShape", "Identity", "Pow",
+                            "Range", "Shape", "Split"})
     lines.push_back(std::string(extra) + " " + std::to_string(kMinOpset) + "-" +
                     std::to_string(kMaxOpset));
   std::sort(lines.begin(), lines.end());
