@@ -4,6 +4,7 @@
 #include "runtime/DeviceAllocator.h"
 #include "runtime/Error.h"
 #include "runtime/Executable.h"
+#include "runtime/MemoryPlan.h"
 
 #include <algorithm>
 #include <climits>
@@ -21,11 +22,20 @@ CudaExecutable::CudaExecutable(Program program,
   const cuda::Driver &driver = cuda::driver();
   check(driver.cuCtxSetCurrent(device.context), "cuCtxSetCurrent", prog.name);
 
+  // Temporaries that are not outputs share one arena by liveness.
+  memoryPlan = planMemory(prog);
+  if (memoryPlan.arenaBytes > 0)
+    arena = DeviceAllocator::get().allocate(
+        memoryPlan.arenaBytes, "the temporaries of '" + prog.name + "'");
   deviceAddress.assign(prog.buffers.size(), 0);
   for (size_t id = 0; id < prog.buffers.size(); ++id) {
     const BufferDesc &buffer = prog.buffers[id];
     if (buffer.role == BufferRole::Alias)
       continue;
+    if (memoryPlan.offset[id] >= 0) {
+      deviceAddress[id] = arena + memoryPlan.offset[id];
+      continue;
+    }
     deviceAddress[id] = DeviceAllocator::get().allocate(
         buffer.byteSize(), "buffer '" + buffer.name + "'");
     if (buffer.role == BufferRole::Constant)
@@ -102,8 +112,11 @@ CudaExecutable::CudaExecutable(Program program,
 CudaExecutable::~CudaExecutable() {
   if (matmulWorkspace)
     DeviceAllocator::get().release(matmulWorkspace, matmulWorkspaceBytes);
+  if (arena)
+    DeviceAllocator::get().release(arena, memoryPlan.arenaBytes);
   for (size_t id = 0; id < prog.buffers.size(); ++id)
-    if (prog.buffers[id].role != BufferRole::Alias && deviceAddress[id])
+    if (prog.buffers[id].role != BufferRole::Alias && deviceAddress[id] &&
+        memoryPlan.offset[id] < 0)
       DeviceAllocator::get().release(deviceAddress[id],
                                      prog.buffers[id].byteSize());
 }

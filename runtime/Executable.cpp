@@ -2,6 +2,7 @@
 
 #include "runtime/Error.h"
 
+#include <cstdint>
 #include <cstring>
 
 namespace fusec {
@@ -82,10 +83,14 @@ HostExecutable::HostExecutable(Program program,
     if (prog.buffers[id].role == BufferRole::Temporary && outputSlot[id] < 0)
       outputSlot[id] = static_cast<int>(i);
   }
-  temporaryStorage.resize(prog.buffers.size());
+  // The other temporaries share one arena by liveness.
+  memoryPlan = planMemory(prog);
+  arena.assign(memoryPlan.arenaBytes + kArenaAlignment, 0);
   for (size_t id = 0; id < prog.buffers.size(); ++id)
-    if (prog.buffers[id].role == BufferRole::Temporary && outputSlot[id] < 0)
-      temporaryStorage[id].resize(prog.buffers[id].byteSize());
+    if (prog.buffers[id].role == BufferRole::Temporary && outputSlot[id] < 0 &&
+        memoryPlan.offset[id] < 0)
+      throw Error("fusec: internal error: temporary '" + prog.buffers[id].name +
+                  "' of '" + prog.name + "' has no storage (never written?)");
 }
 
 void Executable::checkInputs(const std::vector<Tensor> &inputs) const {
@@ -148,7 +153,7 @@ void HostExecutable::run(const std::vector<Tensor> &inputs,
       address[id] = const_cast<uint8_t *>(buffer.data.data());
     else if (buffer.role == BufferRole::Temporary)
       address[id] = outputSlot[id] >= 0 ? outputs[outputSlot[id]].data()
-                                        : temporaryStorage[id].data();
+                                        : arenaBase() + memoryPlan.offset[id];
   }
   // Aliases refer to earlier buffers (codegen resolves chains to the root).
   for (size_t id = 0; id < prog.buffers.size(); ++id)

@@ -5,6 +5,7 @@
 #include "runtime/CublasLt.h"
 #include "runtime/CudaApi.h"
 #include "runtime/KernelCache.h"
+#include "runtime/MemoryPlan.h"
 #include "runtime/OpenBlas.h"
 #include "runtime/Program.h"
 #include "runtime/Tensor.h"
@@ -58,8 +59,14 @@ private:
   std::vector<KernelLibrary::KernelFn> kernelFns;
   std::vector<openblas::HostMatmul> matmulCalls; ///< per Program::matmuls
   openblas::Scratch matmulScratch;
-  /// Storage of temporaries that are not graph outputs.
-  std::vector<std::vector<uint8_t>> temporaryStorage;
+  /// Temporaries that are not graph outputs, placed by `memoryPlan`.
+  MemoryPlan memoryPlan;
+  std::vector<uint8_t> arena;
+  uint8_t *arenaBase() {
+    auto raw = reinterpret_cast<uintptr_t>(arena.data());
+    return arena.data() +
+           ((kArenaAlignment - raw % kArenaAlignment) % kArenaAlignment);
+  }
   /// Which graph output (index) each buffer is written into directly, or -1.
   std::vector<int> outputSlot;
   /// Scratch of run(): each buffer's address, each launch's arguments.
@@ -106,7 +113,9 @@ private:
     std::vector<void *> parameters; ///< pointers to `arguments`
   };
   std::vector<cuda::CUdeviceptr> deviceAddress; ///< per buffer
-  std::vector<Launch> launches;                 ///< per Program::kernels
+  MemoryPlan memoryPlan;
+  cuda::CUdeviceptr arena = 0;  ///< the temporaries' shared storage
+  std::vector<Launch> launches; ///< per Program::kernels
   /// Per Program::matmuls, sharing one workspace (they run one at a time).
   std::vector<std::unique_ptr<cuda::CublasLtMatmul>> matmulCalls;
   cuda::CUdeviceptr matmulWorkspace = 0;

@@ -1,5 +1,7 @@
 #include "runtime/Program.h"
 
+#include "runtime/MemoryPlan.h"
+
 #include "runtime/Error.h"
 
 #include <nlohmann/json.hpp>
@@ -169,14 +171,21 @@ std::string Program::planJson() const {
                                {"ops", kernel.ops},
                                {"inputs", names(kernel.inputs)},
                                {"outputs", names(kernel.outputs)}});
+  MemoryPlan memory = planMemory(*this);
+  plan["memory"] = {{"peak_bytes", memory.peakBytes},
+                    {"temporary_arena_bytes", memory.arenaBytes},
+                    {"temporary_bytes_unshared", memory.unsharedBytes}};
   plan["buffers"] = json::array();
-  for (const BufferDesc &buffer : buffers) {
+  for (size_t id = 0; id < buffers.size(); ++id) {
+    const BufferDesc &buffer = buffers[id];
     json entry = {{"name", buffer.name},
                   {"dtype", dtypeName(buffer.dtype)},
                   {"shape", buffer.shape},
                   {"role", roleName(buffer.role)}};
     if (buffer.role == BufferRole::Alias)
       entry["alias_of"] = buffers[buffer.aliasOf].name;
+    if (memory.offset[id] >= 0)
+      entry["arena_offset"] = memory.offset[id];
     plan["buffers"].push_back(entry);
   }
   plan["steps"] = json::array();

@@ -4,6 +4,7 @@
 #include "frontends/Onnx.h"
 #include "runtime/Compare.h"
 #include "runtime/CudaApi.h"
+#include "runtime/MemoryPlan.h"
 #include "runtime/Npy.h"
 
 #include <cstdio>
@@ -372,6 +373,14 @@ int runCli(const CliOptions &options) {
       if (!options.outputsDir.empty())
         writeNpy(options.outputsDir + "/" + name + ".npy", outputs[i]);
     }
+  }
+  if (options.run) {
+    MemoryPlan memory = planMemory(program);
+    std::printf("memory: peak %lld bytes; temporaries in an arena of %lld "
+                "bytes (%lld without reuse)\n",
+                static_cast<long long>(memory.peakBytes),
+                static_cast<long long>(memory.arenaBytes),
+                static_cast<long long>(memory.unsharedBytes));
   }
   bool expectedOk = true;
   if (!options.expectFiles.empty()) {
