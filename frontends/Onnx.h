@@ -34,6 +34,8 @@ struct OnnxModelSummary {
   std::vector<std::string> inputNames;
   /// The op types of its nodes, each once, in first-use order.
   std::vector<std::string> opTypes;
+  /// How many nodes its graph has.
+  int64_t nodeCount = 0;
   /// The opset of the default domain it imports.
   int64_t opset = 0;
   /// Whether fusec reads that opset.

@@ -1113,6 +1113,7 @@ OnnxModelSummary summarizeOnnxModel(const std::string &path) {
     initializers.insert(initializer.name());
   OnnxModelSummary summary;
   summary.opset = defaultOpset(model);
+  summary.nodeCount = model.graph().node_size();
   summary.opsetSupported =
       summary.opset >= kMinOpset && summary.opset <= kMaxOpset;
   for (const onnx::ValueInfoProto &input : model.graph().input())

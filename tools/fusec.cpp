@@ -339,7 +339,11 @@ int runCli(const CliOptions &options) {
     if (!program.matmuls.empty())
       std::cout << " and " << program.matmuls.size() << " library call"
                 << (program.matmuls.size() == 1 ? "" : "s");
-    std::cout << " for '" << program.name << "'\n";
+    std::cout << " for '" << program.name << "'";
+    if (endsWith(options.model, ".onnx"))
+      std::cout << " from " << summarizeOnnxModel(options.model).nodeCount
+                << " ONNX nodes";
+    std::cout << "\n";
     for (const Step &step : program.steps) {
       if (step.kind == StepKind::Matmul) {
         std::cout << "  "
