@@ -265,6 +265,7 @@ private:
   /// The dtype of `name` (graph input, constant or inferred).
   std::optional<DType> dtypeOf(const std::string &name) const;
   void convertPow(const onnx::NodeProto &node);
+  void convertClip(const onnx::NodeProto &node);
   void convertConstantOfShape(const onnx::NodeProto &node);
   void convertRange(const onnx::NodeProto &node);
   void convertNode(const onnx::NodeProto &node);
@@ -692,6 +693,34 @@ void OnnxConverter::convertPow(const onnx::NodeProto &node) {
       {{"dtype", std::string(dtypeName(*baseType))}});
 }
 
+/// Clip (opset 11+: optional min and max inputs) as NumPy's clip,
+/// min(max(x, low), high): NaN stays NaN, and a low above high gives high.
+void OnnxConverter::convertClip(const onnx::NodeProto &node) {
+  if (node.attribute_size() != 0)
+    throw Unsupported{"Clip's min and max must be inputs (opset 11 on)"};
+  std::string value = resolve(node.input(0));
+  std::string name = node.name().empty() ? node.output(0) : node.name();
+  const char *ops[] = {"max", "min"};
+  int last = node.input_size() > 2 && !node.input(2).empty()   ? 2
+             : node.input_size() > 1 && !node.input(1).empty() ? 1
+                                                               : 0;
+  if (last == 0) {
+    aliases[node.output(0)] = value;
+    return;
+  }
+  for (int i = 1; i <= last; ++i) {
+    if (node.input(i).empty())
+      continue;
+    GraphNode bound;
+    bound.name = i == last ? name : name + "_low";
+    bound.op = ops[i - 1];
+    bound.inputs = {value, resolve(node.input(i))};
+    bound.outputs = {i == last ? node.output(0) : node.output(0) + "_low"};
+    value = bound.outputs[0];
+    graph.nodes.push_back(std::move(bound));
+  }
+}
+
 /// Split: one slice per output along `axis`, sized by the constant
 /// `split` input or, without it, equal parts of the (static) dim.
 void OnnxConverter::convertSplit(const onnx::NodeProto &node) {
@@ -1031,6 +1060,10 @@ void OnnxConverter::convertNode(const onnx::NodeProto &node) {
     convertPow(node);
     return;
   }
+  if (node.op_type() == "Clip") {
+    convertClip(node);
+    return;
+  }
   if (node.op_type() == "Identity") {
     aliases[node.output(0)] = resolve(node.input(0));
     return;
@@ -1143,8 +1176,8 @@ std::vector<std::string> supportedOnnxOps() {
   for (const OnnxOp &op : onnxOps())
     lines.push_back(std::string(op.onnxName) + " " + std::to_string(kMinOpset) +
                     "-" + std::to_string(kMaxOpset));
-  for (const char *extra : {"Constant", "ConstantOfShape", "Identity", "Pow",
-                            "Range", "Shape", "Split"})
+  for (const char *extra : {"Clip", "Constant", "ConstantOfShape", "Identity",
+                            "Pow", "Range", "Shape", "Split"})
     lines.push_back(std::string(extra) + " " + std::to_string(kMinOpset) + "-" +
                     std::to_string(kMaxOpset));
   std::sort(lines.begin(), lines.end());
