@@ -399,8 +399,17 @@ void runCuda(const std::vector<BenchCase> &cases, int reps, bool fastMath) {
         std::vector<Tensor> outputs;
         double hostUs = medianMicros(std::max(reps, 200),
                                      [&] { fused.run(inputs, outputs); });
-        char text[64];
-        std::snprintf(text, sizeof text, ", \"host_run_us\": %.1f", hostUs);
+        // The same without the captured CUDA graph: each copy and step
+        // launched on its own.
+        CompileOptions stepwise = fusedOptions;
+        stepwise.cudaGraph = false;
+        CompiledModel stepwiseModel = compile(graph, stepwise);
+        double stepwiseUs = medianMicros(
+            std::max(reps, 200), [&] { stepwiseModel.run(inputs, outputs); });
+        char text[96];
+        std::snprintf(text, sizeof text,
+                      ", \"host_run_us\": %.1f, \"host_run_us_no_graph\": %.1f",
+                      hostUs, stepwiseUs);
         extra = text;
       }
       printCase(bench.name + (fast ? "_fastmath" : ""), "cuda", fusedUs, gbps,

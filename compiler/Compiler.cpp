@@ -239,6 +239,7 @@ CompiledModel load(Program program, const CompileOptions &options) {
   cudaOptions.arch = options.gpuArch;
   cudaOptions.fastMath = options.fastMath;
   cudaOptions.tf32 = options.tf32;
+  cudaOptions.cudaGraph = options.cudaGraph;
   return CompiledModel(
       makeExecutable(std::move(program),
                      KernelCache::forDirectory(options.cacheDir), cudaOptions));

@@ -37,6 +37,8 @@ struct CompileOptions {
   /// CUDA: f32 matmuls may use TF32 tensor cores (10-bit mantissa inputs);
   /// off by default, so f32 products are f32-accurate.
   bool tf32 = false;
+  /// CUDA: replay each run as one captured CUDA graph (see CudaOptions).
+  bool cudaGraph = true;
   /// CUDA: NVRTC architecture ("sm_80"); "" for the device's own, or sm_90a
   /// when compiling without a GPU.
   std::string gpuArch;

@@ -25,6 +25,11 @@ using CUmodule = struct CUmod_st *;
 using CUfunction = struct CUfunc_st *;
 using CUstream = struct CUstream_st *;
 using CUevent = struct CUevent_st *;
+using CUgraph = struct CUgraph_st *;
+using CUgraphExec = struct CUgraphExec_st *;
+
+/// CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: a capture only sees this thread.
+constexpr int kStreamCaptureModeThreadLocal = 1;
 
 /// The driver entry points fusec uses: (name, return, parameters,
 /// versioned). A versioned entry point is resolved as `name_v2` first.
@@ -54,6 +59,15 @@ using CUevent = struct CUevent_st *;
   X(cuEventRecord, (CUevent, CUstream), false)                                 \
   X(cuEventSynchronize, (CUevent), false)                                      \
   X(cuEventElapsedTime, (float *, CUevent, CUevent), true)                     \
+  X(cuMemAllocHost, (void **, size_t), true)                                   \
+  X(cuMemFreeHost, (void *), false)                                            \
+  X(cuStreamBeginCapture, (CUstream, int), true)                               \
+  X(cuStreamEndCapture, (CUstream, CUgraph *), false)                          \
+  X(cuGraphInstantiateWithFlags, (CUgraphExec *, CUgraph, unsigned long long), \
+    false)                                                                     \
+  X(cuGraphLaunch, (CUgraphExec, CUstream), false)                             \
+  X(cuGraphExecDestroy, (CUgraphExec), false)                                  \
+  X(cuGraphDestroy, (CUgraph), false)                                          \
   X(cuGetErrorName, (CUresult, const char **), false)
 
 struct Driver {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 
 namespace fusec {
 
@@ -22,6 +23,7 @@ CudaExecutable::CudaExecutable(Program program,
   const cuda::Driver &driver = cuda::driver();
   check(driver.cuCtxSetCurrent(device.context), "cuCtxSetCurrent", prog.name);
 
+  useGraph = options.cudaGraph;
   // Temporaries that are not outputs share one arena by liveness.
   memoryPlan = planMemory(prog);
   if (memoryPlan.arenaBytes > 0)
@@ -110,6 +112,17 @@ CudaExecutable::CudaExecutable(Program program,
 }
 
 CudaExecutable::~CudaExecutable() {
+  const cuda::Driver &driver = cuda::driver();
+  if (graphExec)
+    driver.cuGraphExecDestroy(graphExec);
+  if (graph)
+    driver.cuGraphDestroy(graph);
+  for (void *pinned : pinnedInputs)
+    if (pinned)
+      driver.cuMemFreeHost(pinned);
+  for (void *pinned : pinnedOutputs)
+    if (pinned)
+      driver.cuMemFreeHost(pinned);
   if (matmulWorkspace)
     DeviceAllocator::get().release(matmulWorkspace, matmulWorkspaceBytes);
   if (arena)
@@ -168,12 +181,78 @@ void CudaExecutable::synchronize() {
         "cuStreamSynchronize", "the steps of '" + prog.name + "'");
 }
 
+void CudaExecutable::enqueueCopiesIn() {
+  const cuda::Driver &driver = cuda::driver();
+  for (size_t i = 0; i < prog.inputs.size(); ++i) {
+    const BufferDesc &buffer = prog.buffers[prog.inputs[i]];
+    if (buffer.byteSize() > 0)
+      check(driver.cuMemcpyHtoDAsync(deviceAddress[prog.inputs[i]],
+                                     pinnedInputs[i], buffer.byteSize(),
+                                     cuda::device().stream),
+            "cuMemcpyHtoDAsync", "input '" + buffer.name + "'");
+  }
+}
+
+void CudaExecutable::enqueueCopiesOut() {
+  const cuda::Driver &driver = cuda::driver();
+  for (size_t i = 0; i < prog.outputs.size(); ++i) {
+    const BufferDesc &buffer = prog.buffers[prog.outputs[i]];
+    if (buffer.byteSize() > 0)
+      check(driver.cuMemcpyDtoHAsync(pinnedOutputs[i],
+                                     deviceAddress[prog.outputs[i]],
+                                     buffer.byteSize(), cuda::device().stream),
+            "cuMemcpyDtoHAsync", "output '" + prog.outputNames[i] + "'");
+  }
+}
+
 void CudaExecutable::run(const std::vector<Tensor> &inputs,
                          std::vector<Tensor> &outputs) {
-  upload(inputs);
-  launch();
-  download(outputs);
+  checkInputs(inputs);
+  prepareOutputs(outputs);
+  const cuda::Driver &driver = cuda::driver();
+  cuda::CUstream stream = cuda::device().stream;
+  if (pinnedInputs.empty() && pinnedOutputs.empty()) {
+    auto allocate = [&](std::vector<void *> &pinned,
+                        const std::vector<int> &ids) {
+      pinned.assign(ids.size(), nullptr);
+      for (size_t i = 0; i < ids.size(); ++i)
+        if (int64_t bytes = prog.buffers[ids[i]].byteSize())
+          check(driver.cuMemAllocHost(&pinned[i], bytes), "cuMemAllocHost",
+                "staging for '" + prog.buffers[ids[i]].name + "'");
+    };
+    allocate(pinnedInputs, prog.inputs);
+    allocate(pinnedOutputs, prog.outputs);
+  }
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].bytes.empty())
+      std::memcpy(pinnedInputs[i], inputs[i].data(), inputs[i].bytes.size());
+  if (useGraph && !graphExec) {
+    // Capture once: the buffers, staging and launch arguments never move.
+    check(driver.cuStreamBeginCapture(stream,
+                                      cuda::kStreamCaptureModeThreadLocal),
+          "cuStreamBeginCapture", "the CUDA graph of '" + prog.name + "'");
+    enqueueCopiesIn();
+    launch();
+    enqueueCopiesOut();
+    check(driver.cuStreamEndCapture(stream, &graph), "cuStreamEndCapture",
+          "the CUDA graph of '" + prog.name +
+              "' (run with --no-cuda-graph "
+              "to launch step by step)");
+    check(driver.cuGraphInstantiateWithFlags(&graphExec, graph, 0),
+          "cuGraphInstantiate", "the CUDA graph of '" + prog.name + "'");
+  }
+  if (useGraph) {
+    check(driver.cuGraphLaunch(graphExec, stream), "cuGraphLaunch",
+          "the CUDA graph of '" + prog.name + "'");
+  } else {
+    enqueueCopiesIn();
+    launch();
+    enqueueCopiesOut();
+  }
   synchronize();
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (!outputs[i].bytes.empty())
+      std::memcpy(outputs[i].data(), pinnedOutputs[i], outputs[i].bytes.size());
 }
 
 } // namespace fusec

@@ -83,6 +83,10 @@ struct CudaOptions {
   /// f32 matmuls may round their inputs to TF32 (cuBLASLt's
   /// CUBLAS_COMPUTE_32F_FAST_TF32): faster, about 1e-3 relative error.
   bool tf32 = false;
+  /// run() replays the whole run (copies in, every step, copies out) as
+  /// one CUDA graph, captured on the first run: one launch instead of one
+  /// per step and copy.
+  bool cudaGraph = true;
 };
 
 /// Kernels compiled by NVRTC and matmuls by cuBLASLt, run on the GPU. Every
@@ -112,6 +116,16 @@ private:
     std::vector<cuda::CUdeviceptr> arguments;
     std::vector<void *> parameters; ///< pointers to `arguments`
   };
+  /// Copies in and out through page-locked staging buffers, which the
+  /// GPU reads and writes directly (and a graph can hold).
+  void enqueueCopiesIn();
+  void enqueueCopiesOut();
+
+  bool useGraph = true;
+  cuda::CUgraph graph = nullptr;
+  cuda::CUgraphExec graphExec = nullptr;
+  /// Page-locked host copies of each graph input and output.
+  std::vector<void *> pinnedInputs, pinnedOutputs;
   std::vector<cuda::CUdeviceptr> deviceAddress; ///< per buffer
   MemoryPlan memoryPlan;
   cuda::CUdeviceptr arena = 0;  ///< the temporaries' shared storage

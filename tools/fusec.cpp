@@ -34,6 +34,8 @@ With no action, prints the kernels (name and fused ops) and library calls.
   --fast-math             CUDA: fast intrinsics (__sinf, __expf, ...)
   --tf32                  CUDA: f32 matmuls on TF32 tensor cores (faster,
                           10-bit mantissa inputs; off by default)
+  --no-cuda-graph         CUDA: launch each step of a run on its own rather
+                          than replaying the run as one captured graph
   -o PATH                 write --emit's output to PATH instead of stdout
   --dump-kernels=DIR      write each kernel's source to DIR/<kernel>.cpp
   --run                   run the model and print each output's shape, dtype
@@ -123,6 +125,8 @@ CliOptions parseArguments(int argc, char **argv) {
       options.compile.fastMath = true;
     } else if (arg == "--tf32") {
       options.compile.tf32 = true;
+    } else if (arg == "--no-cuda-graph") {
+      options.compile.cudaGraph = false;
     } else if (is("--emit")) {
       options.emit = value("--emit");
       if (options.emit != "ir" && options.emit != "fused" &&
