@@ -665,26 +665,92 @@ void regionFormation(Target target) {
   std::fflush(stdout);
 }
 
+/// A whole model (a .onnx or .json file): per-run latency of
+/// CompiledModel::run on host tensors with the CUDA graph, without it, and
+/// unfused; the device time of its steps; the cold compile time.
+void runModel(const std::string &path, Target target, int reps) {
+  auto freshCache = [] {
+    char pattern[] = "/tmp/fusec-bench-model-XXXXXX";
+    if (!mkdtemp(pattern))
+      throw Error("fusec-bench: cannot create a temp cache directory");
+    return std::string(pattern);
+  };
+  CompileOptions options;
+  options.target = target;
+  options.cacheDir = freshCache();
+  auto compileStart = std::chrono::steady_clock::now();
+  CompiledModel fused = compileFile(path, options);
+  double compileMs = std::chrono::duration<double, std::milli>(
+                         std::chrono::steady_clock::now() - compileStart)
+                         .count();
+  CompileOptions stepwiseOptions = options, unfusedOptions = options;
+  stepwiseOptions.cudaGraph = false;
+  unfusedOptions.fuse = false;
+  unfusedOptions.cudaGraph = false;
+  CompiledModel stepwise = compileFile(path, stepwiseOptions);
+  CompiledModel unfused = compileFile(path, unfusedOptions);
+  std::vector<Tensor> inputs = randomInputs(fused.program());
+  std::vector<Tensor> outputs;
+  double runUs = medianMicros(reps, [&] { fused.run(inputs, outputs); });
+  double stepwiseUs =
+      medianMicros(reps, [&] { stepwise.run(inputs, outputs); });
+  double unfusedUs = medianMicros(reps, [&] { unfused.run(inputs, outputs); });
+  double deviceUs = -1;
+  if (target == Target::Cuda) {
+    auto &gpu = dynamic_cast<CudaExecutable &>(executableOf(fused));
+    gpu.upload(inputs);
+    deviceUs = medianGpuMicros(reps, [&] { gpu.launch(); });
+    gpu.synchronize();
+  }
+  std::string name = path.substr(path.find_last_of('/') + 1);
+  std::printf("{\"case\": \"model:%s\", \"target\": \"%s\", "
+              "\"run_us\": %.1f, \"run_us_no_graph\": %.1f, "
+              "\"unfused_run_us\": %.1f, \"device_us\": %.1f, "
+              "\"kernels\": %zu, \"library_calls\": %zu, "
+              "\"unfused_kernels\": %zu, \"cold_compile_ms\": %.0f}\n",
+              name.c_str(), targetName(target), runUs, stepwiseUs, unfusedUs,
+              deviceUs, fused.kernels().size(), fused.program().matmuls.size(),
+              unfused.kernels().size(), compileMs);
+  std::fflush(stdout);
+  std::system(("rm -rf '" + options.cacheDir + "'").c_str());
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   int reps = 0;
   std::string target = "cpu";
   bool fastMath = true;
-  std::vector<std::string> only;
+  std::vector<std::string> only, models;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg.rfind("--reps=", 0) == 0)
       reps = std::max(1, std::atoi(arg.c_str() + 7));
+    else if (arg.rfind("--model=", 0) == 0)
+      models.push_back(arg.substr(8));
     else if (arg.rfind("--case=", 0) == 0)
       only.push_back(arg.substr(7));
     else if (arg == "--target=cpu" || arg == "--target=cuda")
       target = arg.substr(9);
     else {
       std::fprintf(stderr, "usage: fusec-bench [--target=cpu|cuda] "
-                           "[--reps=N] [--case=NAME]...\n");
+                           "[--reps=N] [--case=NAME]... [--model=FILE]...\n");
       return 2;
     }
+  }
+  if (!models.empty()) {
+    // Whole models only.
+    try {
+      if (target == "cuda")
+        cuda::device();
+      for (const std::string &model : models)
+        runModel(model, target == "cuda" ? Target::Cuda : Target::Cpu,
+                 reps ? reps : 100);
+    } catch (const Error &error) {
+      std::fprintf(stderr, "%s\n", error.what());
+      return 1;
+    }
+    return 0;
   }
   std::vector<BenchCase> cases = target == "cuda" ? cudaCases() : cpuCases();
   if (!only.empty())

@@ -29,7 +29,7 @@ cp -r test/models/onnx stage/models/onnx
 if [ -f ../shared/peers/torch_peers.py ]; then
   cp ../shared/peers/torch_peers.py stage/
 fi
-cp bench/torch_matmul_peers.py stage/
+cp bench/torch_matmul_peers.py bench/torch_model_peers.py stage/
 cat > stage/run-gpu.sh <<'SCRIPT'
 #!/usr/bin/env bash
 # On the GPU machine: GPU tests, the CLI on the example, benchmarks.
@@ -56,6 +56,10 @@ if [ -d onnx-node ]; then
 fi
 echo "== benchmarks"
 bin/fusec-bench --target=cuda 2>&1 | tee "$out/bench-cuda.jsonl"
+echo "== whole models: fusec, then PyTorch on the same GPU"
+bin/fusec-bench --target=cuda $(ls models/onnx/{mlp_block,gpt2,bert,llama}.onnx |
+  sed 's/^/--model=/') 2>&1 | tee "$out/bench-models.jsonl"
+python3 torch_model_peers.py 2>&1 | tee "$out/torch-model-peers.jsonl"
 echo "== PyTorch matmul peers (same GPU)"
 python3 torch_matmul_peers.py 2>&1 | tee "$out/torch-matmul-peers.jsonl"
 SCRIPT
