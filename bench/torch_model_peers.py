@@ -37,6 +37,8 @@ def bench(fn, *args, reps=200, warm=20):
 
 
 def main():
+    # The modules make index tensors in forward (torch.arange): on the GPU.
+    torch.set_default_device(dev)
     torch.manual_seed(0)
     models = {
         "mlp_block.onnx": (m.MlpBlock(), [torch.randn(16, m.D)]),
