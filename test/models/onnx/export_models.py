@@ -104,7 +104,7 @@ class Gpt2(nn.Module):
         self.head = nn.Linear(D, VOCAB, bias=False)
 
     def forward(self, ids):
-        pos = torch.arange(ids.shape[1], dtype=torch.long)
+        pos = torch.arange(ids.shape[1], dtype=torch.long, device=ids.device)
         x = self.wte(ids) + self.wpe(pos)
         for block in self.blocks:
             x = block(x)
