@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <exception>
+#include <thread>
 
 namespace fusec {
 
@@ -75,15 +77,40 @@ CudaExecutable::CudaExecutable(Program program,
 
   if (prog.kernels.empty())
     return;
-  std::shared_ptr<const std::string> cubin = cache->loadCubin(
-      prog.source, options.arch.empty() ? device.arch() : options.arch,
-      cuda::nvrtcOptions(options.fastMath));
-  cuda::CUmodule module = nullptr;
-  check(driver.cuModuleLoadData(&module, cubin->data()), "cuModuleLoadData",
-        "the kernels of '" + prog.name + "'");
-  for (const KernelDesc &kernel : prog.kernels) {
+  // NVRTC compiles one translation unit on one thread: the kernels are
+  // dealt round-robin into groups, one program each (cached on its own),
+  // compiled on as many threads as the machine has.
+  size_t groups = std::min<size_t>(
+      prog.kernels.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::string> groupSource(groups, prog.prelude);
+  for (size_t k = 0; k < prog.kernels.size(); ++k)
+    groupSource[k % groups] += "\n" + prog.kernels[k].source;
+  std::string arch = options.arch.empty() ? device.arch() : options.arch;
+  std::vector<std::string> nvrtcOptions = cuda::nvrtcOptions(options.fastMath);
+  std::vector<std::shared_ptr<const std::string>> cubins(groups);
+  std::vector<std::exception_ptr> failures(groups);
+  std::vector<std::thread> compilers;
+  for (size_t g = 0; g < groups; ++g)
+    compilers.emplace_back([&, g] {
+      try {
+        cubins[g] = cache->loadCubin(groupSource[g], arch, nvrtcOptions);
+      } catch (...) {
+        failures[g] = std::current_exception();
+      }
+    });
+  for (std::thread &compiler : compilers)
+    compiler.join();
+  for (const std::exception_ptr &failure : failures)
+    if (failure)
+      std::rethrow_exception(failure);
+  std::vector<cuda::CUmodule> modules(groups, nullptr);
+  for (size_t g = 0; g < groups; ++g)
+    check(driver.cuModuleLoadData(&modules[g], cubins[g]->data()),
+          "cuModuleLoadData", "the kernels of '" + prog.name + "'");
+  for (size_t k = 0; k < prog.kernels.size(); ++k) {
+    const KernelDesc &kernel = prog.kernels[k];
     Launch launch;
-    check(driver.cuModuleGetFunction(&launch.function, module,
+    check(driver.cuModuleGetFunction(&launch.function, modules[k % groups],
                                      kernel.name.c_str()),
           "cuModuleGetFunction", "kernel '" + kernel.name + "'");
     launch.geometry = kernel.launch;

@@ -288,22 +288,30 @@ KernelCache::loadCubin(const std::string &source, const std::string &arch,
     toolchain += " " + option;
   std::string key = keyFor(toolchain, source);
 
-  std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = cubins.find(key); it != cubins.end()) {
-    ++counters.memoryHits;
-    return it->second;
-  }
   std::string entryPath = cacheDirectory + "/cuda/" + key + ".cubin";
   std::string cubin;
-  if (readEntry(entryPath, cubin)) {
-    ++counters.diskHits;
-  } else {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = cubins.find(key); it != cubins.end()) {
+      ++counters.memoryHits;
+      return it->second;
+    }
+    if (readEntry(entryPath, cubin)) {
+      ++counters.diskHits;
+      auto shared = std::make_shared<const std::string>(std::move(cubin));
+      cubins[key] = shared;
+      return shared;
+    }
+  }
+  // Compiling happens unlocked, so that the groups of one program compile
+  // in parallel; two threads compiling the same source each publish an
+  // identical entry by an atomic rename.
+  {
     try {
       cubin = cuda::compileCuda(source, arch, options, /*ptx=*/false);
     } catch (const Error &error) {
       failCompile(key, ".cu", source, error.what());
     }
-    ++counters.compiles;
     makeDirectories(cacheDirectory + "/cuda");
     makeDirectories(cacheDirectory + "/tmp");
     std::string temp = cacheDirectory + "/tmp/" + key + "." + uniqueSuffix();
@@ -317,9 +325,12 @@ KernelCache::loadCubin(const std::string &source, const std::string &arch,
       throw Error("fusec: cannot publish cache entry " + entryPath + ": " +
                   std::strerror(errno));
   }
-  auto shared = std::make_shared<const std::string>(std::move(cubin));
-  cubins[key] = shared;
-  return shared;
+  std::lock_guard<std::mutex> lock(mutex);
+  ++counters.compiles;
+  auto [it, inserted] = cubins.try_emplace(key, nullptr);
+  if (inserted)
+    it->second = std::make_shared<const std::string>(std::move(cubin));
+  return it->second;
 }
 
 std::shared_ptr<KernelLibrary>
