@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: build, then compile the bundled sin⁴·y + sin⁴ model, print its
-# fused kernel, run it, and check it against unfused execution.
+# fused kernel, run it, and check it against unfused execution; then the
+# GPT-2-style ONNX model of test/models/onnx, against PyTorch's output.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
@@ -11,3 +12,13 @@ echo "== generated source"
 build/tools/fusec "$model" --emit=source
 echo "== run and check against unfused execution"
 build/tools/fusec "$model" --run --check
+if [ $# -eq 0 ]; then
+  # A real model: a 2-layer GPT-2-style LM exported from PyTorch, checked
+  # against PyTorch's own output.
+  gpt2=test/models/onnx/gpt2
+  echo "== fusec $gpt2.onnx: kernels and library calls"
+  build/tools/fusec "$gpt2.onnx"
+  echo "== run it and compare with PyTorch's output"
+  build/tools/fusec "$gpt2.onnx" --run --inputs "${gpt2}_input_0.pb" \
+    --expect "${gpt2}_output_0.pb" --atol 1e-4
+fi
