@@ -13,6 +13,7 @@
 #include "frontends/Graph.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct OnnxModelSummary {
   /// The graph inputs in order, initializers left out: what input_0.pb,
   /// input_1.pb, ... of the ONNX test suite bind to.
   std::vector<std::string> inputNames;
+  /// The dtypes of those inputs and of the graph outputs, where fusec has
+  /// them.
+  std::vector<std::optional<DType>> inputTypes, outputTypes;
   /// The op types of its nodes, each once, in first-use order.
   std::vector<std::string> opTypes;
   /// How many nodes its graph has.
@@ -50,7 +54,10 @@ Graph readOnnxGraph(const std::string &path, const OnnxOptions &options = {});
 
 /// A serialized TensorProto (the ONNX test suite's input_N.pb and
 /// output_N.pb files) as a tensor; throws fusec::Error naming the file.
-Tensor readTensorProtoFile(const std::string &path);
+/// With `expected` BF16, UINT16 data is read as bf16 bits: ONNX 1.12's test
+/// data stores bf16 tensors that way.
+Tensor readTensorProtoFile(const std::string &path,
+                           std::optional<DType> expected = std::nullopt);
 
 /// "Add 11-17", one line per supported ONNX op, sorted (--list-ops).
 std::vector<std::string> supportedOnnxOps();

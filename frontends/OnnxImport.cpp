@@ -1149,9 +1149,18 @@ OnnxModelSummary summarizeOnnxModel(const std::string &path) {
   summary.nodeCount = model.graph().node_size();
   summary.opsetSupported =
       summary.opset >= kMinOpset && summary.opset <= kMaxOpset;
+  auto dtypeOfValue = [](const onnx::ValueInfoProto &value) {
+    return value.type().has_tensor_type()
+               ? dtypeOfOnnx(value.type().tensor_type().elem_type())
+               : std::nullopt;
+  };
   for (const onnx::ValueInfoProto &input : model.graph().input())
-    if (!initializers.count(input.name()))
+    if (!initializers.count(input.name())) {
       summary.inputNames.push_back(input.name());
+      summary.inputTypes.push_back(dtypeOfValue(input));
+    }
+  for (const onnx::ValueInfoProto &output : model.graph().output())
+    summary.outputTypes.push_back(dtypeOfValue(output));
   for (const onnx::NodeProto &node : model.graph().node())
     if (std::find(summary.opTypes.begin(), summary.opTypes.end(),
                   node.op_type()) == summary.opTypes.end())
@@ -1159,11 +1168,14 @@ OnnxModelSummary summarizeOnnxModel(const std::string &path) {
   return summary;
 }
 
-Tensor readTensorProtoFile(const std::string &path) {
+Tensor readTensorProtoFile(const std::string &path,
+                           std::optional<DType> expected) {
   std::ifstream in(path, std::ios::binary);
   onnx::TensorProto proto;
   if (!in || !proto.ParseFromIstream(&in))
     throw Error(path + ": error: not a serialized ONNX TensorProto");
+  if (expected == DType::BF16 && proto.data_type() == onnx::TensorProto::UINT16)
+    proto.set_data_type(onnx::TensorProto::BFLOAT16);
   try {
     return tensorFromProto(proto, std::filesystem::path(path).parent_path());
   } catch (const Unsupported &unsupported) {
