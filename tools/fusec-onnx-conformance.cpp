@@ -250,11 +250,10 @@ void writeMarkdown(const std::string &path,
       out << "- `" << result.name << "` (" << outcomeName(result.outcome)
           << "): " << result.reason << "\n";
   out << "\nONNX 1.12's `test_cast_FLOAT_to_BFLOAT16` expects f32 -> bf16 to "
-         "truncate; ONNX's Cast rounds to nearest even, as fusec does, and "
-         "later ONNX releases fixed that test's data. Its "
-         "`castlike_*_expanded` "
-         "cases feed a `like` input of another shape than the model "
-         "declares.\n";
+         "truncate (0.48033667 -> 0.478515625); onnx 1.23's reference "
+         "evaluator rounds to nearest even (-> 0.48046875), as fusec does. "
+         "Its `castlike_*_expanded` cases feed a `like` input of another "
+         "shape than the model declares.\n";
   out << "\n## Other failures\n\n";
   for (const CaseResult &result : results)
     if (!isCovered(result, supported) && result.outcome == Outcome::Fail)
