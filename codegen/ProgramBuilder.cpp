@@ -220,34 +220,23 @@ private:
   LogicalResult buildKernel(FusionOp fusion, fusec::KernelDesc &desc) {
     unsigned index = program.kernels.size();
     bool cuda = program.target == fusec::Target::Cuda;
+    // Layout, reduction and contraction regions each have a builder that
+    // makes the whole kernel description.
+    auto adopt = [&](FailureOr<fusec::KernelDesc> kernel) -> LogicalResult {
+      if (failed(kernel))
+        return failure();
+      desc = std::move(*kernel);
+      usesHalfTypes |= regionUsesHalfTypes(fusion);
+      return success();
+    };
     switch (fuse::regionKindOf(fusion)) {
-    case fuse::RegionKind::Layout: {
-      FailureOr<fusec::KernelDesc> kernel =
-          buildLayoutKernel(fusion, index, program.target);
-      if (failed(kernel))
-        return failure();
-      desc = std::move(*kernel);
-      usesHalfTypes |= regionUsesHalfTypes(fusion);
-      return success();
-    }
-    case fuse::RegionKind::Reduction: {
-      FailureOr<fusec::KernelDesc> kernel =
-          buildReductionKernel(fusion, index, program.target, f32Functions);
-      if (failed(kernel))
-        return failure();
-      desc = std::move(*kernel);
-      usesHalfTypes |= regionUsesHalfTypes(fusion);
-      return success();
-    }
-    case fuse::RegionKind::Contraction: {
-      FailureOr<fusec::KernelDesc> kernel =
-          buildQuantizedMatmulKernel(fusion, index, program.target);
-      if (failed(kernel))
-        return failure();
-      desc = std::move(*kernel);
-      usesHalfTypes |= regionUsesHalfTypes(fusion);
-      return success();
-    }
+    case fuse::RegionKind::Layout:
+      return adopt(buildLayoutKernel(fusion, index, program.target));
+    case fuse::RegionKind::Reduction:
+      return adopt(
+          buildReductionKernel(fusion, index, program.target, f32Functions));
+    case fuse::RegionKind::Contraction:
+      return adopt(buildQuantizedMatmulKernel(fusion, index, program.target));
     case fuse::RegionKind::Pointwise:
       break;
     }

@@ -255,8 +255,16 @@ public:
   void addLayerNormStatistics(const onnx::NodeProto &proto,
                               const GraphNode &node);
 
+  /// Ops converted by a member of their own rather than a kOnnxOps row
+  /// (they emit several nodes, constants or aliases).
+  using SpecialConvert = void (OnnxConverter::*)(const onnx::NodeProto &);
+  static const std::vector<std::pair<const char *, SpecialConvert>> &
+  specialOps();
+
 private:
   void inferShapes(const onnx::ModelProto &model);
+  void convertConstant(const onnx::NodeProto &node);
+  void convertIdentity(const onnx::NodeProto &node);
   bool foldToConstants(const onnx::NodeProto &node);
   bool evaluateIntegerArithmetic(const onnx::NodeProto &node);
   void convertSplit(const onnx::NodeProto &node);
@@ -901,6 +909,55 @@ void OnnxConverter::addLayerNormStatistics(const onnx::NodeProto &proto,
   add("reciprocal", {deviation}, proto.output(2));
 }
 
+/// Constant: its `value` tensor, or a float or int (list) attribute.
+void OnnxConverter::convertConstant(const onnx::NodeProto &node) {
+  if (node.attribute_size() != 1)
+    throw Unsupported{"Constant needs exactly one value attribute"};
+  const onnx::AttributeProto &attr = node.attribute(0);
+  Tensor value;
+  if (attr.name() == "value") {
+    value = tensorFromProto(attr.t(), modelDir);
+  } else if (attr.name() == "value_float" || attr.name() == "value_int") {
+    bool isFloat = attr.name() == "value_float";
+    value = Tensor(isFloat ? DType::F32 : DType::I64, {});
+    if (isFloat)
+      value.set(0, attr.f());
+    else
+      value.as<int64_t>()[0] = attr.i();
+  } else if (attr.name() == "value_floats" || attr.name() == "value_ints") {
+    bool isFloat = attr.name() == "value_floats";
+    int64_t count = isFloat ? attr.floats_size() : attr.ints_size();
+    value = Tensor(isFloat ? DType::F32 : DType::I64, {count});
+    for (int64_t i = 0; i < count; ++i) {
+      if (isFloat)
+        value.set(i, attr.floats(i));
+      else
+        value.as<int64_t>()[i] = attr.ints(i);
+    }
+  } else {
+    throw Unsupported{"Constant attribute '" + attr.name() +
+                      "' is not supported"};
+  }
+  addConstant(node.output(0), std::move(value));
+}
+
+void OnnxConverter::convertIdentity(const onnx::NodeProto &node) {
+  aliases[node.output(0)] = resolve(node.input(0));
+}
+
+const std::vector<std::pair<const char *, OnnxConverter::SpecialConvert>> &
+OnnxConverter::specialOps() {
+  static const std::vector<std::pair<const char *, SpecialConvert>> ops = {
+      {"Constant", &OnnxConverter::convertConstant},
+      {"ConstantOfShape", &OnnxConverter::convertConstantOfShape},
+      {"Range", &OnnxConverter::convertRange},
+      {"Split", &OnnxConverter::convertSplit},
+      {"Pow", &OnnxConverter::convertPow},
+      {"Clip", &OnnxConverter::convertClip},
+      {"Identity", &OnnxConverter::convertIdentity}};
+  return ops;
+}
+
 bool OnnxConverter::isVariadic(const std::string &opType) {
   return opType == "Max" || opType == "Min" || opType == "Sum";
 }
@@ -1013,61 +1070,11 @@ void OnnxConverter::convertNode(const onnx::NodeProto &node) {
   if (!node.domain().empty() && node.domain() != "ai.onnx")
     throw Unsupported{"ops of domain '" + node.domain() +
                       "' are not supported"};
-  if (node.op_type() == "Constant") {
-    if (node.attribute_size() != 1)
-      throw Unsupported{"Constant needs exactly one value attribute"};
-    const onnx::AttributeProto &attr = node.attribute(0);
-    Tensor value;
-    if (attr.name() == "value") {
-      value = tensorFromProto(attr.t(), modelDir);
-    } else if (attr.name() == "value_float" || attr.name() == "value_int") {
-      bool isFloat = attr.name() == "value_float";
-      value = Tensor(isFloat ? DType::F32 : DType::I64, {});
-      if (isFloat)
-        value.set(0, attr.f());
-      else
-        value.as<int64_t>()[0] = attr.i();
-    } else if (attr.name() == "value_floats" || attr.name() == "value_ints") {
-      bool isFloat = attr.name() == "value_floats";
-      int64_t count = isFloat ? attr.floats_size() : attr.ints_size();
-      value = Tensor(isFloat ? DType::F32 : DType::I64, {count});
-      for (int64_t i = 0; i < count; ++i) {
-        if (isFloat)
-          value.set(i, attr.floats(i));
-        else
-          value.as<int64_t>()[i] = attr.ints(i);
-      }
-    } else {
-      throw Unsupported{"Constant attribute '" + attr.name() +
-                        "' is not supported"};
+  for (const auto &[opType, convert] : specialOps())
+    if (node.op_type() == opType) {
+      (this->*convert)(node);
+      return;
     }
-    addConstant(node.output(0), std::move(value));
-    return;
-  }
-  if (node.op_type() == "ConstantOfShape") {
-    convertConstantOfShape(node);
-    return;
-  }
-  if (node.op_type() == "Range") {
-    convertRange(node);
-    return;
-  }
-  if (node.op_type() == "Split") {
-    convertSplit(node);
-    return;
-  }
-  if (node.op_type() == "Pow") {
-    convertPow(node);
-    return;
-  }
-  if (node.op_type() == "Clip") {
-    convertClip(node);
-    return;
-  }
-  if (node.op_type() == "Identity") {
-    aliases[node.output(0)] = resolve(node.input(0));
-    return;
-  }
   const std::vector<OnnxOp> &table = onnxOps();
   auto row = std::find_if(table.begin(), table.end(), [&](const OnnxOp &op) {
     return node.op_type() == op.onnxName;
@@ -1188,9 +1195,11 @@ std::vector<std::string> supportedOnnxOps() {
   for (const OnnxOp &op : onnxOps())
     lines.push_back(std::string(op.onnxName) + " " + std::to_string(kMinOpset) +
                     "-" + std::to_string(kMaxOpset));
-  for (const char *extra : {"Clip", "Constant", "ConstantOfShape", "Identity",
-                            "Pow", "Range", "Shape", "Split"})
-    lines.push_back(std::string(extra) + " " + std::to_string(kMinOpset) + "-" +
+  std::vector<std::string> extras = {"Shape"}; // folded to constants
+  for (const auto &[opType, convert] : OnnxConverter::specialOps())
+    extras.push_back(opType);
+  for (const std::string &extra : extras)
+    lines.push_back(extra + " " + std::to_string(kMinOpset) + "-" +
                     std::to_string(kMaxOpset));
   std::sort(lines.begin(), lines.end());
   return lines;

@@ -12,12 +12,6 @@ Executable::Executable(Program program) : prog(std::move(program)) {
     return Error("fusec: internal error: the steps of '" + prog.name +
                  "': " + why);
   };
-  if (prog.steps.empty()) {
-    if (!prog.matmuls.empty())
-      throw internal("matmuls but no steps");
-    for (size_t k = 0; k < prog.kernels.size(); ++k)
-      prog.steps.push_back({StepKind::Kernel, static_cast<int>(k)});
-  }
   std::vector<int> kernelRuns(prog.kernels.size()),
       matmulRuns(prog.matmuls.size());
   for (size_t i = 0; i < prog.steps.size(); ++i) {
@@ -86,6 +80,9 @@ HostExecutable::HostExecutable(Program program,
   // The other temporaries share one arena by liveness.
   memoryPlan = planMemory(prog);
   arena.assign(memoryPlan.arenaBytes + kArenaAlignment, 0);
+  auto raw = reinterpret_cast<uintptr_t>(arena.data());
+  arenaBase = arena.data() +
+              (kArenaAlignment - raw % kArenaAlignment) % kArenaAlignment;
   for (size_t id = 0; id < prog.buffers.size(); ++id)
     if (prog.buffers[id].role == BufferRole::Temporary && outputSlot[id] < 0 &&
         memoryPlan.offset[id] < 0)
@@ -153,7 +150,7 @@ void HostExecutable::run(const std::vector<Tensor> &inputs,
       address[id] = const_cast<uint8_t *>(buffer.data.data());
     else if (buffer.role == BufferRole::Temporary)
       address[id] = outputSlot[id] >= 0 ? outputs[outputSlot[id]].data()
-                                        : arenaBase() + memoryPlan.offset[id];
+                                        : arenaBase + memoryPlan.offset[id];
   }
   // Aliases refer to earlier buffers (codegen resolves chains to the root).
   for (size_t id = 0; id < prog.buffers.size(); ++id)

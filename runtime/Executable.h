@@ -62,11 +62,8 @@ private:
   /// Temporaries that are not graph outputs, placed by `memoryPlan`.
   MemoryPlan memoryPlan;
   std::vector<uint8_t> arena;
-  uint8_t *arenaBase() {
-    auto raw = reinterpret_cast<uintptr_t>(arena.data());
-    return arena.data() +
-           ((kArenaAlignment - raw % kArenaAlignment) % kArenaAlignment);
-  }
+  /// The first kArenaAlignment-aligned byte of `arena`.
+  uint8_t *arenaBase = nullptr;
   /// Which graph output (index) each buffer is written into directly, or -1.
   std::vector<int> outputSlot;
   /// Scratch of run(): each buffer's address, each launch's arguments.
