@@ -16,9 +16,9 @@
 namespace fusec {
 
 /// A Program with its kernels compiled and loaded and its library calls
-/// prepared. A run performs `Program::steps` in order (a program without
-/// steps runs its kernels in order). Buffers are allocated once and reused
-/// by every run, so one Executable must not run on several threads at once.
+/// prepared. A run performs `Program::steps` in order. Buffers are allocated
+/// once and reused by every run, so one Executable must not run on several
+/// threads at once.
 class Executable {
 public:
   /// Throws an internal fusec::Error when the steps do not name every
