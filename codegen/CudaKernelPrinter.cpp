@@ -118,7 +118,7 @@ template <typename T, int N> struct alignas(sizeof(T) * N) FusecVector {
 };
 
 )") + kCombinersSource +
-         "\n" + kReductionCudaSource;
+         "\n" + kScalarMathSource + "\n" + kReductionCudaSource;
 }
 
 std::string printCudaKernel(const PointwiseKernel &kernel) {

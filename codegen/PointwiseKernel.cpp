@@ -145,6 +145,7 @@ std::string cppPrelude(bool withHalfTypes) {
     }
   prelude += "}\n\n";
   prelude += kCombinersSource;
+  prelude += kScalarMathSource;
   if (withHalfTypes)
     prelude += std::string("\n") + kHalfFloatSource;
   return prelude;
