@@ -1,6 +1,6 @@
 //===- CudaKernelPrinter.cpp - Pointwise regions as CUDA C ---------------===//
 //
-// The same per-element statements as the C++ target (ScalarExprPrinter),
+// The same per-element expressions as the C++ target (ScalarExpr.h),
 // wrapped in a grid-stride loop over vectors: each step a thread loads 16
 // bytes of every contiguous input, computes `width` elements and stores 16
 // bytes of every output; a scalar loop covers the tail. Broadcast inputs are
@@ -12,8 +12,8 @@
 
 #include "codegen/EmbeddedSources.h"
 
+#include "mlir/Support/IndentedOstream.h"
 #include <climits>
-#include <sstream>
 
 using fusec::DType;
 using fusec::Shape;
@@ -121,11 +121,116 @@ template <typename T, int N> struct alignas(sizeof(T) * N) FusecVector {
          "\n" + kScalarMathSource + "\n" + kReductionCudaSource;
 }
 
-std::string printCudaKernel(const PointwiseKernel &kernel) {
+/// The body of a CUDA kernel with elements: indices, the loop over whole
+/// vectors and the tail loop.
+static void printCudaLoops(mlir::raw_indented_ostream &os,
+                           const PointwiseKernel &kernel,
+                           const MathFunctionMap *f32Functions) {
   const int width = cudaVectorWidth(kernel);
   const int64_t count = kernel.numElements();
   const char *index = count > kMax32BitElements ? "int64_t" : "int32_t";
-  std::ostringstream os;
+  os << "const " << index << " count = " << count << ";\n";
+  os << "const " << index << " stride = (" << index
+     << ")gridDim.x * blockDim.x;\n";
+  os << "const " << index << " first = (" << index
+     << ")blockIdx.x * blockDim.x + threadIdx.x;\n";
+  auto loadElement = [&](size_t i, const std::string &element) {
+    const KernelInput &input = kernel.inputs[i];
+    os << "const " << computeType(input.dtype) << " " << input.value << " = "
+       << fromStorage(input.dtype, element) << ";\n";
+  };
+  auto loadBroadcastElement = [&](size_t i) {
+    const KernelInput &input = kernel.inputs[i];
+    std::string offset =
+        input.access == InputAccess::Contiguous
+            ? "i"
+            : broadcastOffsetExpression("i", input.accessShape, input.strides);
+    loadElement(i, "in" + std::to_string(i) + "[" + offset + "]");
+  };
+  for (size_t i = 0; i < kernel.inputs.size(); ++i)
+    if (kernel.inputs[i].access == InputAccess::Scalar)
+      loadElement(i, "in" + std::to_string(i) + "[0]");
+
+  ScalarExprPrinter printer(f32Functions);
+  auto vectorType = [&](DType dtype) { return cudaVectorType(dtype, width); };
+
+  // Whole vectors.
+  if (width > 1 && count >= width) {
+    os << "for (" << index << " vector = first; vector < count / " << width
+       << "; vector += stride) {\n";
+    auto vectorLoop = os.scope("", "}\n");
+    os << "const " << index << " base = vector * " << width << ";\n";
+    for (size_t i = 0; i < kernel.inputs.size(); ++i) {
+      const KernelInput &input = kernel.inputs[i];
+      std::string offset;
+      if (input.access == InputAccess::Contiguous)
+        offset = "base";
+      else if (isVectorBroadcast(input, width))
+        offset =
+            broadcastOffsetExpression("base", input.accessShape, input.strides);
+      else
+        continue;
+      os << "const " << vectorType(input.dtype) << " in" << i
+         << "_vector = *reinterpret_cast<const " << vectorType(input.dtype)
+         << " *>(in" << i << " + " << offset << ");\n";
+    }
+    for (size_t i = 0; i < kernel.outputs.size(); ++i)
+      os << vectorType(kernel.outputs[i].dtype) << " out" << i << "_vector;\n";
+    os << "#pragma unroll\n";
+    os << "for (int lane = 0; lane < " << width << "; ++lane) {\n";
+    {
+      auto laneLoop = os.scope("", "}\n");
+      bool elementIndexNeeded =
+          llvm::any_of(kernel.inputs, [&](const KernelInput &input) {
+            return input.access == InputAccess::Broadcast &&
+                   !isVectorBroadcast(input, width);
+          });
+      if (elementIndexNeeded)
+        os << "const " << index << " i = base + lane;\n";
+      for (size_t i = 0; i < kernel.inputs.size(); ++i) {
+        const KernelInput &input = kernel.inputs[i];
+        if (input.access == InputAccess::Scalar)
+          continue;
+        if (input.access == InputAccess::Contiguous ||
+            isVectorBroadcast(input, width))
+          loadElement(i, "in" + std::to_string(i) + "_vector.v[lane]");
+        else
+          loadBroadcastElement(i);
+      }
+      printer.print(kernel.lets, os);
+      for (size_t i = 0; i < kernel.outputs.size(); ++i)
+        os << "out" << i << "_vector.v[lane] = "
+           << toStorage(kernel.outputs[i].dtype, kernel.outputs[i].value)
+           << ";\n";
+    }
+    for (size_t i = 0; i < kernel.outputs.size(); ++i)
+      os << "*reinterpret_cast<" << vectorType(kernel.outputs[i].dtype)
+         << " *>(out" << i << " + base) = out" << i << "_vector;\n";
+  }
+
+  // The tail (or everything, for a width of 1), one element per step.
+  int64_t vectorized = width > 1 ? count / width * width : 0;
+  os << "for (" << index << " i = " << vectorized
+     << " + first; i < count; i += stride) {\n";
+  {
+    auto tailLoop = os.scope("", "}\n");
+    for (size_t i = 0; i < kernel.inputs.size(); ++i)
+      if (kernel.inputs[i].access != InputAccess::Scalar)
+        loadBroadcastElement(i);
+    printer.print(kernel.lets, os);
+    for (size_t i = 0; i < kernel.outputs.size(); ++i)
+      os << "out" << i << "[i] = "
+         << toStorage(kernel.outputs[i].dtype, kernel.outputs[i].value)
+         << ";\n";
+  }
+}
+
+std::string printCudaKernel(const PointwiseKernel &kernel,
+                            const MathFunctionMap *f32Functions) {
+  const int width = cudaVectorWidth(kernel);
+  std::string source;
+  llvm::raw_string_ostream raw(source);
+  mlir::raw_indented_ostream os(raw);
   os << "// " << kernel.name << ": ";
   for (size_t i = 0; i < kernel.ops.size(); ++i)
     os << (i ? " -> " : "") << kernel.ops[i];
@@ -140,110 +245,14 @@ std::string printCudaKernel(const PointwiseKernel &kernel) {
     os << (kernel.inputs.empty() && i == 0 ? "" : ", ")
        << storageType(kernel.outputs[i].dtype) << " *__restrict__ out" << i;
   os << ") {\n";
-  if (count == 0) {
-    os << "  // empty tensors: nothing to compute\n}\n";
-    return os.str();
+  {
+    auto body = os.scope("", "}\n");
+    if (kernel.numElements() == 0)
+      os << "// empty tensors: nothing to compute\n";
+    else
+      printCudaLoops(os, kernel, f32Functions);
   }
-  os << "  const " << index << " count = " << count << ";\n";
-  os << "  const " << index << " stride = (" << index
-     << ")gridDim.x * blockDim.x;\n";
-  os << "  const " << index << " first = (" << index
-     << ")blockIdx.x * blockDim.x + threadIdx.x;\n";
-  for (size_t i = 0; i < kernel.inputs.size(); ++i)
-    if (kernel.inputs[i].access == InputAccess::Scalar)
-      os << "  const " << computeType(kernel.inputs[i].dtype) << " "
-         << kernel.inputs[i].value << " = "
-         << fromStorage(kernel.inputs[i].dtype,
-                        "in" + std::to_string(i) + "[0]")
-         << ";\n";
-
-  auto vectorType = [&](DType dtype) { return cudaVectorType(dtype, width); };
-  auto printStatements = [&](const std::string &indent) {
-    for (const std::string &statement : kernel.statements)
-      os << indent << statement << "\n";
-  };
-  auto loadElement = [&](size_t i, const std::string &indent) {
-    const KernelInput &input = kernel.inputs[i];
-    std::string pointer = "in" + std::to_string(i);
-    std::string offset =
-        input.access == InputAccess::Contiguous
-            ? "i"
-            : broadcastOffsetExpression("i", input.accessShape, input.strides);
-    os << indent << "const " << computeType(input.dtype) << " " << input.value
-       << " = " << fromStorage(input.dtype, pointer + "[" + offset + "]")
-       << ";\n";
-  };
-
-  // Whole vectors.
-  if (width > 1 && count >= width) {
-    os << "  for (" << index << " vector = first; vector < count / " << width
-       << "; vector += stride) {\n";
-    os << "    const " << index << " base = vector * " << width << ";\n";
-    for (size_t i = 0; i < kernel.inputs.size(); ++i) {
-      const KernelInput &input = kernel.inputs[i];
-      std::string offset;
-      if (input.access == InputAccess::Contiguous)
-        offset = "base";
-      else if (isVectorBroadcast(input, width))
-        offset =
-            broadcastOffsetExpression("base", input.accessShape, input.strides);
-      else
-        continue;
-      os << "    const " << vectorType(input.dtype) << " in" << i
-         << "_vector = *reinterpret_cast<const " << vectorType(input.dtype)
-         << " *>(in" << i << " + " << offset << ");\n";
-    }
-    for (size_t i = 0; i < kernel.outputs.size(); ++i)
-      os << "    " << vectorType(kernel.outputs[i].dtype) << " out" << i
-         << "_vector;\n";
-    os << "#pragma unroll\n";
-    os << "    for (int lane = 0; lane < " << width << "; ++lane) {\n";
-    bool elementIndexNeeded =
-        llvm::any_of(kernel.inputs, [&](const KernelInput &input) {
-          return input.access == InputAccess::Broadcast &&
-                 !isVectorBroadcast(input, width);
-        });
-    if (elementIndexNeeded)
-      os << "      const " << index << " i = base + lane;\n";
-    for (size_t i = 0; i < kernel.inputs.size(); ++i) {
-      const KernelInput &input = kernel.inputs[i];
-      if (input.access == InputAccess::Scalar)
-        continue;
-      if (input.access == InputAccess::Contiguous ||
-          isVectorBroadcast(input, width))
-        os << "      const " << computeType(input.dtype) << " " << input.value
-           << " = "
-           << fromStorage(input.dtype,
-                          "in" + std::to_string(i) + "_vector.v[lane]")
-           << ";\n";
-      else
-        loadElement(i, "      ");
-    }
-    printStatements("      ");
-    for (size_t i = 0; i < kernel.outputs.size(); ++i)
-      os << "      out" << i << "_vector.v[lane] = "
-         << toStorage(kernel.outputs[i].dtype, kernel.outputs[i].value)
-         << ";\n";
-    os << "    }\n";
-    for (size_t i = 0; i < kernel.outputs.size(); ++i)
-      os << "    *reinterpret_cast<" << vectorType(kernel.outputs[i].dtype)
-         << " *>(out" << i << " + base) = out" << i << "_vector;\n";
-    os << "  }\n";
-  }
-
-  // The tail (or everything, for a width of 1), one element per step.
-  int64_t vectorized = width > 1 ? count / width * width : 0;
-  os << "  for (" << index << " i = " << vectorized
-     << " + first; i < count; i += stride) {\n";
-  for (size_t i = 0; i < kernel.inputs.size(); ++i)
-    if (kernel.inputs[i].access != InputAccess::Scalar)
-      loadElement(i, "    ");
-  printStatements("    ");
-  for (size_t i = 0; i < kernel.outputs.size(); ++i)
-    os << "    out" << i << "[i] = "
-       << toStorage(kernel.outputs[i].dtype, kernel.outputs[i].value) << ";\n";
-  os << "  }\n}\n";
-  return os.str();
+  return source;
 }
 
 } // namespace fuse

@@ -8,7 +8,9 @@
 #include "ir/ElementwiseOps.h"
 #include "ir/TypeUtils.h"
 
-#include <sstream>
+#include "mlir/Support/IndentedOstream.h"
+
+#include <optional>
 
 using namespace mlir;
 using fusec::DType;
@@ -49,9 +51,8 @@ static int64_t numElementsOf(Value value) {
   return cast<ShapedType>(value.getType()).getNumElements();
 }
 
-FailureOr<PointwiseKernel>
-analyzePointwiseRegion(FusionOp fusion, unsigned index,
-                       const MathFunctionMap *f32Functions) {
+FailureOr<PointwiseKernel> analyzePointwiseRegion(FusionOp fusion,
+                                                  unsigned index) {
   PointwiseKernel kernel;
   Block &body = fusion.getBody().front();
   YieldOp yield = fusion.getYield();
@@ -79,7 +80,7 @@ analyzePointwiseRegion(FusionOp fusion, unsigned index,
     kernel.ops.push_back(op.getName().stripDialect().str());
   }
 
-  ScalarExprPrinter printer(f32Functions);
+  auto builder = std::make_shared<ScalarExprBuilder>();
   for (BlockArgument arg : body.getArguments()) {
     KernelInput input;
     input.dtype = dtypeOf(arg.getType());
@@ -101,14 +102,15 @@ analyzePointwiseRegion(FusionOp fusion, unsigned index,
       input.access = InputAccess::Broadcast;
     input.strides = fusec::broadcastStrides(input.shape, input.accessShape);
     input.value = "a" + std::to_string(arg.getArgNumber());
-    printer.bind(arg, input.value);
+    builder->bind(arg, input.value);
     kernel.inputs.push_back(input);
   }
-  if (failed(printer.print(body, kernel.statements)))
+  if (failed(builder->build(body, kernel.lets)))
     return failure();
   for (Value value : yield.getValues())
     kernel.outputs.push_back(
-        {dtypeOf(value.getType()), printer.variableOf(value)});
+        {dtypeOf(value.getType()), builder->variableOf(value)});
+  kernel.expressions = std::move(builder);
 
   kernel.usesHalfTypes = regionUsesHalfTypes(fusion);
   // Broadcasts and views compute nothing: the name lists the ops that do.
@@ -198,86 +200,111 @@ static std::string rowOffsetExpression(const Shape &iteration,
       Shape(strides.begin(), strides.end() - 1));
 }
 
-std::string printCppKernel(const PointwiseKernel &kernel) {
-  std::ostringstream os;
+/// `// NAME: op -> op over SHAPE elements<suffix>`
+static void printKernelComment(raw_ostream &os, const PointwiseKernel &kernel,
+                               const std::string &suffix) {
   os << "// " << kernel.name << ": ";
   for (size_t i = 0; i < kernel.ops.size(); ++i)
     os << (i ? " -> " : "") << kernel.ops[i];
-  os << " over " << fusec::formatShape(kernel.iterationShape) << " elements\n";
-  os << "extern \"C\" void " << kernel.name
-     << "(const void *const *fusec_inputs, void *const *fusec_outputs) {\n";
-  if (kernel.numElements() == 0) {
-    os << "  (void)fusec_inputs;\n  (void)fusec_outputs; // empty tensors\n}\n";
-    return os.str();
-  }
+  os << " over " << fusec::formatShape(kernel.iterationShape) << " elements"
+     << suffix << "\n";
+}
+
+/// `const T aN = <element>;`: an input's element in its compute type.
+static void printInputElement(raw_ostream &os, const KernelInput &input,
+                              const std::string &element) {
+  os << "const " << computeType(input.dtype) << " " << input.value << " = "
+     << fromStorage(input.dtype, element) << ";\n";
+}
+
+/// The body of a C++ kernel with elements: pointers, loops, statements.
+static void printCppLoops(raw_indented_ostream &os,
+                          const PointwiseKernel &kernel) {
   for (size_t i = 0; i < kernel.inputs.size(); ++i) {
-    const char *type = fusec::dtypeInfo(kernel.inputs[i].dtype).storageCType;
-    os << "  const " << type << " *__restrict in" << i << " = (const " << type
+    const char *type = storageType(kernel.inputs[i].dtype);
+    os << "const " << type << " *__restrict in" << i << " = (const " << type
        << " *)fusec_inputs[" << i << "];\n";
   }
   for (size_t i = 0; i < kernel.outputs.size(); ++i) {
-    const char *type = fusec::dtypeInfo(kernel.outputs[i].dtype).storageCType;
-    os << "  " << type << " *__restrict out" << i << " = (" << type
+    const char *type = storageType(kernel.outputs[i].dtype);
+    os << type << " *__restrict out" << i << " = (" << type
        << " *)fusec_outputs[" << i << "];\n";
   }
   // Scalars are loaded once, outside the loops.
   for (size_t i = 0; i < kernel.inputs.size(); ++i)
     if (kernel.inputs[i].access == InputAccess::Scalar)
-      os << "  const " << fusec::dtypeInfo(kernel.inputs[i].dtype).computeCType
-         << " " << kernel.inputs[i].value << " = "
-         << fromStorage(kernel.inputs[i].dtype,
-                        "in" + std::to_string(i) + "[0]")
-         << ";\n";
+      printInputElement(os, kernel.inputs[i], "in" + std::to_string(i) + "[0]");
 
   bool parallel = kernel.numElements() >= kCpuParallelThreshold;
+  // Broadcast inputs read in the iteration shape: a loop over rows computes
+  // each input's row offset once, and the inner loop is contiguous.
   bool nested =
       kernel.hasBroadcastInput() && kernel.broadcastsInIterationShape();
-  std::string indent = nested ? "      " : "    ";
+  std::optional<raw_indented_ostream::DelimitedScope> rowLoop;
   if (nested) {
     int64_t columns = kernel.iterationShape.back();
     int64_t rows = kernel.numElements() / columns;
     if (parallel)
       os << "#pragma omp parallel for schedule(static)\n";
-    os << "  for (int64_t row = 0; row < " << rows << "; ++row) {\n";
+    os << "for (int64_t row = 0; row < " << rows << "; ++row) {\n";
+    rowLoop.emplace(os, "", "}\n");
     for (size_t i = 0; i < kernel.inputs.size(); ++i)
       if (kernel.inputs[i].access == InputAccess::Broadcast)
-        os << "    const int64_t in" << i << "_row = "
+        os << "const int64_t in" << i << "_row = "
            << rowOffsetExpression(kernel.iterationShape,
                                   kernel.inputs[i].strides)
            << ";\n";
     os << "#pragma omp simd\n";
-    os << "    for (int64_t col = 0; col < " << columns << "; ++col) {\n";
-    os << "      const int64_t i = row * " << columns << " + col;\n";
+    os << "for (int64_t col = 0; col < " << columns << "; ++col) {\n";
   } else {
     os << (parallel ? "#pragma omp parallel for simd schedule(static)\n"
                     : "#pragma omp simd\n");
-    os << "  for (int64_t i = 0; i < " << kernel.numElements() << "; ++i) {\n";
+    os << "for (int64_t i = 0; i < " << kernel.numElements() << "; ++i) {\n";
   }
-  for (size_t i = 0; i < kernel.inputs.size(); ++i) {
-    const KernelInput &input = kernel.inputs[i];
-    if (input.access == InputAccess::Scalar)
-      continue;
-    std::string pointer = "in" + std::to_string(i);
-    std::string index = "i";
-    if (input.access == InputAccess::Broadcast)
-      index = nested
-                  ? pointer + "_row" +
-                        (input.strides.back() != 0 ? std::string(" + col") : "")
-                  : broadcastOffsetExpression("i", input.accessShape,
-                                              input.strides);
-    os << indent << "const " << fusec::dtypeInfo(input.dtype).computeCType
-       << " " << input.value << " = "
-       << fromStorage(input.dtype, pointer + "[" + index + "]") << ";\n";
+  {
+    auto elementLoop = os.scope("", "}\n");
+    if (nested)
+      os << "const int64_t i = row * " << kernel.iterationShape.back()
+         << " + col;\n";
+    for (size_t i = 0; i < kernel.inputs.size(); ++i) {
+      const KernelInput &input = kernel.inputs[i];
+      if (input.access == InputAccess::Scalar)
+        continue;
+      std::string pointer = "in" + std::to_string(i);
+      std::string index = "i";
+      if (input.access == InputAccess::Broadcast)
+        index = nested ? pointer + "_row" +
+                             (input.strides.back() != 0 ? std::string(" + col")
+                                                        : "")
+                       : broadcastOffsetExpression("i", input.accessShape,
+                                                   input.strides);
+      printInputElement(os, input, pointer + "[" + index + "]");
+    }
+    ScalarExprPrinter().print(kernel.lets, os);
+    for (size_t i = 0; i < kernel.outputs.size(); ++i)
+      os << "out" << i << "[i] = "
+         << toStorage(kernel.outputs[i].dtype, kernel.outputs[i].value)
+         << ";\n";
   }
-  for (const std::string &statement : kernel.statements)
-    os << indent << statement << "\n";
-  for (size_t i = 0; i < kernel.outputs.size(); ++i)
-    os << indent << "out" << i << "[i] = "
-       << toStorage(kernel.outputs[i].dtype, kernel.outputs[i].value) << ";\n";
-  if (nested)
-    os << "    }\n";
-  os << "  }\n}\n";
-  return os.str();
+}
+
+std::string printCppKernel(const PointwiseKernel &kernel) {
+  std::string source;
+  llvm::raw_string_ostream raw(source);
+  raw_indented_ostream os(raw);
+  printKernelComment(os, kernel, "");
+  os << "extern \"C\" void " << kernel.name
+     << "(const void *const *fusec_inputs, void *const *fusec_outputs) {\n";
+  {
+    auto body = os.scope();
+    if (kernel.numElements() == 0) {
+      os << "(void)fusec_inputs;\n(void)fusec_outputs; // empty tensors\n";
+    } else {
+      printCppLoops(os, kernel);
+    }
+  }
+  os << "}\n";
+  return source;
 }
 
 } // namespace fuse

@@ -2,8 +2,8 @@
 //
 // The target-independent schedule of a pointwise region: its iteration
 // space, how each input is indexed (contiguous, one scalar, or broadcast
-// through strides), and the per-element statements produced by the shared
-// scalar-expression printer. Target printers (C++ today) wrap it in loops.
+// through strides), and the per-element computation as an expression tree
+// (ScalarExpr.h). The C++ and CUDA printers wrap it in their loops.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FUSE_CODEGEN_POINTWISEKERNEL_H
@@ -16,6 +16,7 @@
 #include "runtime/Shape.h"
 
 #include <climits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,8 +50,10 @@ struct PointwiseKernel {
   fusec::Shape iterationShape;
   std::vector<KernelInput> inputs;
   std::vector<KernelOutput> outputs;
-  /// One C statement per computed element value, in compute types.
-  std::vector<std::string> statements;
+  /// The per-element computation: one let per computed value, in order.
+  ScalarLets lets;
+  /// Owns the nodes of `lets`.
+  std::shared_ptr<const ScalarExprBuilder> expressions;
 
   int64_t numElements() const { return fusec::numElements(iterationShape); }
   /// Some value of the region (input, intermediate, output) is f16/bf16.
@@ -62,12 +65,9 @@ struct PointwiseKernel {
   bool broadcastsInIterationShape() const;
 };
 
-/// Analyzes a region. `f32Functions` renames the math calls of f32-computed
-/// expressions (fast-math intrinsics). Emits an error on the op that cannot
-/// be generated.
-mlir::FailureOr<PointwiseKernel>
-analyzePointwiseRegion(FusionOp fusion, unsigned index,
-                       const MathFunctionMap *f32Functions = nullptr);
+/// Analyzes a region. Emits an error on the op that cannot be generated.
+mlir::FailureOr<PointwiseKernel> analyzePointwiseRegion(FusionOp fusion,
+                                                        unsigned index);
 
 /// The kernel as C++ with OpenMP: `extern "C" void NAME(const void *const *,
 /// void *const *)`.
@@ -107,8 +107,10 @@ std::string cudaVectorType(fusec::DType dtype, int64_t width);
 fusec::LaunchGeometry cudaPointwiseLaunch(const PointwiseKernel &kernel);
 /// The kernel as CUDA C: `extern "C" __global__ void NAME(in0.., out0..)`,
 /// a grid-stride loop over vectors of `cudaVectorWidth` elements, then the
-/// tail.
-std::string printCudaKernel(const PointwiseKernel &kernel);
+/// tail. `f32Functions` renames the math calls of f32-computed expressions
+/// (fast-math intrinsics).
+std::string printCudaKernel(const PointwiseKernel &kernel,
+                            const MathFunctionMap *f32Functions = nullptr);
 /// What every CUDA translation unit of kernels starts with (NVRTC has no
 /// standard headers).
 std::string cudaPrelude();

@@ -240,14 +240,14 @@ private:
     case fuse::RegionKind::Pointwise:
       break;
     }
-    FailureOr<PointwiseKernel> kernel =
-        analyzePointwiseRegion(fusion, index, f32Functions);
+    FailureOr<PointwiseKernel> kernel = analyzePointwiseRegion(fusion, index);
     if (failed(kernel))
       return failure();
     desc.name = kernel->name;
     desc.ops = kernel->ops;
     desc.schedule = "pointwise";
-    desc.source = cuda ? printCudaKernel(*kernel) : printCppKernel(*kernel);
+    desc.source =
+        cuda ? printCudaKernel(*kernel, f32Functions) : printCppKernel(*kernel);
     if (cuda)
       desc.launch = cudaPointwiseLaunch(*kernel);
     usesHalfTypes |= kernel->usesHalfTypes;

@@ -34,6 +34,7 @@
 #include "llvm/ADT/SetVector.h"
 
 #include <algorithm>
+#include <optional>
 
 using namespace mlir;
 using fusec::DType;
@@ -431,39 +432,88 @@ struct PassSlices {
   }
 };
 
-/// Statements of one scope: loads bound, reduced values bound, ops printed.
+/// Softmax's two reductions over a row: a max of some g, then (alone at the
+/// next level) a sum of exp(g - max) that reads no other value of the max's
+/// level. Online softmax computes both in one pass over the row.
+struct OnlineSoftmax {
+  const ReductionInfo *max;
+  const ReductionInfo *sum;
+};
+
+std::optional<OnlineSoftmax> findOnlineSoftmax(const ReductionPlan &plan) {
+  for (const ReductionInfo &sum : plan.reductions) {
+    if (sum.combiner != ReductionCombiner::Sum ||
+        (sum.dtype != DType::F32 && sum.dtype != DType::F64) ||
+        llvm::count_if(plan.reductions, [&](const ReductionInfo &other) {
+          return other.level == sum.level;
+        }) != 1)
+      continue;
+    auto exp = sum.op->getOperand(0).getDefiningOp<ExpOp>();
+    auto sub = exp ? exp.getOperand().getDefiningOp<SubOp>() : SubOp();
+    if (!sub)
+      continue;
+    Value maxValue = sub.getRhs();
+    if (auto broadcast = maxValue.getDefiningOp<BroadcastToOp>())
+      maxValue = broadcast.getOperand();
+    const ReductionInfo *max = nullptr;
+    for (const ReductionInfo &candidate : plan.reductions)
+      if (candidate.op->getResult(0) == maxValue &&
+          candidate.combiner == ReductionCombiner::Max &&
+          candidate.dtype == sum.dtype && candidate.level + 1 == sum.level &&
+          candidate.op->getOperand(0) == sub.getLhs())
+        max = &candidate;
+    if (!max)
+      continue;
+    bool readsOnlyTheMax = true;
+    for (Operation *op : plan.fullSlice({exp.getResult()}))
+      for (Value operand : op->getOperands())
+        if (operand != maxValue &&
+            plan.roles.lookup(operand) == ValueRole::Reduced &&
+            plan.avail.lookup(operand) >= max->level)
+          readsOnlyTheMax = false;
+    if (readsOnlyTheMax)
+      return OnlineSoftmax{max, &sum};
+  }
+  return std::nullopt;
+}
+
+/// Statements of one scope: loads bound, reduced values bound, ops built
+/// into lets, lets printed for the target.
 class ScopePrinter {
 public:
   ScopePrinter(const ReductionPlan &plan, const MathFunctionMap *f32Functions,
                std::string prefix)
-      : plan(plan), printer(f32Functions, std::move(prefix)) {}
+      : plan(plan), builder(std::move(prefix)), printer(f32Functions) {}
 
   void bind(Value value, const std::string &variable) {
-    printer.bind(value, variable);
+    builder.bind(value, variable);
   }
   void divideByReciprocal(Value divisor, const std::string &reciprocal) {
-    printer.divideByReciprocal(divisor, reciprocal);
+    builder.divideByReciprocal(divisor, reciprocal);
   }
   /// Binds every value a load defines to the load's variable.
   void bindLoads(Load::Kind kind) {
     for (auto [value, index] : plan.loadOf)
       if (plan.loads[index].kind == kind)
-        printer.bind(value, plan.loads[index].variable);
+        builder.bind(value, plan.loads[index].variable);
   }
-  LogicalResult print(ArrayRef<Operation *> ops,
-                      std::vector<std::string> &statements) {
+  LogicalResult build(ArrayRef<Operation *> ops, ScalarLets &lets) {
     for (Operation *op : ops)
-      if (failed(printer.printOp(*op, statements)))
+      if (failed(builder.build(*op, lets)))
         return failure();
     return success();
   }
-  const std::string &variableOf(Value value) const {
-    return printer.variableOf(value);
+  void print(raw_indented_ostream &os, ArrayRef<ScalarLet> lets) const {
+    printer.print(lets, os);
   }
-  bool isBound(Value value) const { return printer.isBound(value); }
+  const std::string &variableOf(Value value) const {
+    return builder.variableOf(value);
+  }
+  bool isBound(Value value) const { return builder.isBound(value); }
 
 private:
   const ReductionPlan &plan;
+  ScalarExprBuilder builder;
   ScalarExprPrinter printer;
 };
 
@@ -544,12 +594,6 @@ Shape outputStrides(const ReductionPlan &plan) {
   return fusec::rowMajorStrides(plan.space.full);
 }
 
-void printStatements(raw_indented_ostream &os,
-                     const std::vector<std::string> &statements) {
-  for (const std::string &statement : statements)
-    os << statement << "\n";
-}
-
 //===----------------------------------------------------------------------===//
 // C++ (OpenMP)
 //===----------------------------------------------------------------------===//
@@ -591,12 +635,11 @@ protected:
   /// One point of a column schedule: the prologue's statements, the full
   /// outputs stored at `outputOffset`, each accumulator's lane `lane`
   /// combined with its operand.
-  void emitColumnStep(raw_indented_ostream &os,
-                      const std::vector<std::string> &statements,
+  void emitColumnStep(raw_indented_ostream &os, ArrayRef<ScalarLet> statements,
                       const ScopePrinter &printer,
                       const std::string &outputOffset,
                       const std::string &lane) {
-    printStatements(os, statements);
+    printer.print(os, statements);
     for (size_t i = 0; i < plan.outputs.size(); ++i)
       if (plan.outputs[i].full)
         os << "out" << i << "[" << outputOffset << "] = "
@@ -625,7 +668,7 @@ protected:
       return success();
     ScopePrinter printer(plan, f32Functions, "r" + std::to_string(level) + "_");
     scope.bindInto(printer);
-    std::vector<std::string> statements;
+    ScalarLets statements;
     // Constants the reduced ops use are printed with them.
     SmallVector<Operation *> withConstants;
     for (Operation *op : ready)
@@ -635,9 +678,9 @@ protected:
               !printer.isBound(constant))
             withConstants.push_back(constant);
     withConstants.append(ready.begin(), ready.end());
-    if (failed(printer.print(withConstants, statements)))
+    if (failed(printer.build(withConstants, statements)))
       return failure();
-    printStatements(os, statements);
+    printer.print(os, statements);
     for (Operation *op : withConstants)
       scope.bound.push_back(
           {op->getResult(0), printer.variableOf(op->getResult(0))});
@@ -748,14 +791,14 @@ private:
 
     for (size_t p = 0; p < passRoots.size(); ++p) {
       bool storesOutputs = p == plan.numLevels;
-      std::vector<std::string> statements;
+      ScalarLets statements;
       ScopePrinter printer(plan, nullptr, "v");
       scope.bindInto(printer);
       printer.bindLoads(Load::Full);
       for (auto [index, entry] : llvm::enumerate(kept))
         if (keptUses[p].contains(entry.first))
           printer.bind(entry.first, keptNames[index] + "[col]");
-      if (failed(printer.print(slices[p], statements)))
+      if (failed(printer.build(slices[p], statements)))
         return failure();
       std::vector<const ReductionInfo *> here;
       for (const ReductionInfo &reduction : plan.reductions)
@@ -776,7 +819,7 @@ private:
                                          colOffset(load.strides))
              << ";\n";
         }
-        printStatements(os, statements);
+        printer.print(os, statements);
         for (auto [index, entry] : llvm::enumerate(kept))
           if (entry.second == p)
             os << keptNames[index]
@@ -881,7 +924,7 @@ private:
     std::vector<Value> fullOutputs = plan.fullOutputs();
     roots.insert(roots.end(), fullOutputs.begin(), fullOutputs.end());
     SmallVector<Operation *> slice = plan.fullSlice(roots);
-    std::vector<std::string> statements;
+    ScalarLets statements;
     RowScope scope;
     for (auto [value, index] : plan.loadOf)
       if (plan.loads[index].kind != Load::Full)
@@ -889,7 +932,7 @@ private:
     ScopePrinter printer(plan, nullptr, "v");
     printer.bindLoads(Load::Full);
     scope.bindInto(printer);
-    if (failed(printer.print(slice, statements)))
+    if (failed(printer.build(slice, statements)))
       return failure();
     os << "for (int64_t k = 0; k < " << reduced.size() << "; ++k) {\n";
     os.indent();
@@ -1073,10 +1116,30 @@ private:
         cached[i] = fits && uses[i] > 1;
       return fits;
     };
+    // Rows that do not fit in registers are read from memory once per pass:
+    // softmax's max and sum share one pass (online softmax).
+    std::optional<OnlineSoftmax> online;
     if (!planCaches()) {
+      online = findOnlineSoftmax(plan);
+      if (online) {
+        passes.erase(passes.begin() + (online->sum->level - 1));
+        passRoots.erase(passRoots.begin() + (online->sum->level - 1));
+      }
       planned = PassSlices::plan(plan, passRoots, /*keepValues=*/false);
       planCaches();
     }
+    const std::string onlineState = "online";
+    const std::string onlineType =
+        online ? std::string("FusecMaxExpSum<") +
+                     computeType(online->max->dtype) + ">"
+               : "";
+    const std::string onlineCombiner =
+        online ? std::string("FusecOnlineSoftmax<") +
+                     computeType(online->max->dtype) + ">"
+               : "";
+    auto isOnlineMax = [&](const ReductionInfo *reduction) {
+      return online && reduction == online->max;
+    };
     std::vector<std::string> keptNames;
     for (size_t k = 0; k < kept.size(); ++k)
       keptNames.push_back("k" + std::to_string(k));
@@ -1094,14 +1157,20 @@ private:
                              : "a block of " + std::to_string(threads) +
                                    " threads per row") +
                      ", " + std::to_string(width) + " per access, " +
-                     std::to_string(steps) + " steps");
+                     std::to_string(steps) + " steps" +
+                     (online ? ", online softmax" : ""));
     os << signature(blockThreads, false);
     os.indent();
     int warps = static_cast<int>(threads / 32);
-    if (!warpPerRow)
+    if (!warpPerRow) {
       for (const ReductionInfo &reduction : plan.reductions)
-        os << "__shared__ " << computeType(reduction.dtype) << " "
-           << reduction.accumulator << "_scratch[" << warps << "];\n";
+        if (!online || (&reduction != online->max && &reduction != online->sum))
+          os << "__shared__ " << computeType(reduction.dtype) << " "
+             << reduction.accumulator << "_scratch[" << warps << "];\n";
+      if (online)
+        os << "__shared__ " << onlineType << " " << onlineState << "_scratch["
+           << warps << "];\n";
+    }
     if (warpPerRow) {
       os << "const int64_t row = (int64_t)blockIdx.x * " << kRowsPerWarpBlock
          << " + (threadIdx.x >> 5);\n";
@@ -1137,7 +1206,7 @@ private:
 
     for (size_t p = 0; p < passes.size(); ++p) {
       const RowPass &pass = passes[p];
-      std::vector<std::string> statements;
+      ScalarLets statements;
       ScopePrinter printer(plan, f32Functions, "v");
       scope.bindInto(printer);
       printer.bindLoads(Load::Full);
@@ -1171,11 +1240,16 @@ private:
         if (found)
           printer.divideByReciprocal(div.getRhs(), reciprocal);
       }
-      if (failed(printer.print(slices[p], statements)))
+      if (failed(printer.build(slices[p], statements)))
         return failure();
+      bool onlinePass = llvm::any_of(pass.reductions, isOnlineMax);
       for (const ReductionInfo *reduction : pass.reductions)
-        os << computeType(reduction->dtype) << " " << reduction->accumulator
-           << " = " << combiner(*reduction) << "::identity();\n";
+        if (isOnlineMax(reduction))
+          os << onlineType << " " << onlineState << " = " << onlineCombiner
+             << "::identity();\n";
+        else
+          os << computeType(reduction->dtype) << " " << reduction->accumulator
+             << " = " << combiner(*reduction) << "::identity();\n";
       os << "#pragma unroll\n";
       os << "for (int step = 0; step < " << steps << "; ++step) {\n";
       os.indent();
@@ -1202,6 +1276,9 @@ private:
           if (plan.outputs[i].full && vectorizable(outStrides))
             os << vectorType(plan.outputs[i].dtype) << " out" << i
                << "_vector;\n";
+      if (onlinePass)
+        os << computeType(online->max->dtype) << " " << onlineState
+           << "_values[" << width << "];\n";
       os << "#pragma unroll\n";
       os << "for (int lane = 0; lane < " << width << "; ++lane) {\n";
       os.indent();
@@ -1228,15 +1305,19 @@ private:
           os << "const " << computeType(dtypeOf(entry.first.getType())) << " "
              << keptNames[index] << " = " << keptNames[index]
              << "_cache[step * " << width << " + lane];\n";
-      printStatements(os, statements);
+      printer.print(os, statements);
       for (auto [index, entry] : llvm::enumerate(kept))
         if (entry.second == p)
           os << keptNames[index] << "_cache[step * " << width
              << " + lane] = " << printer.variableOf(entry.first) << ";\n";
       for (const ReductionInfo *reduction : pass.reductions)
-        os << reduction->accumulator << " = " << combiner(*reduction)
-           << "::combine(" << reduction->accumulator << ", "
-           << printer.variableOf(reduction->op->getOperand(0)) << ");\n";
+        if (isOnlineMax(reduction))
+          os << onlineState << "_values[lane] = "
+             << printer.variableOf(reduction->op->getOperand(0)) << ";\n";
+        else
+          os << reduction->accumulator << " = " << combiner(*reduction)
+             << "::combine(" << reduction->accumulator << ", "
+             << printer.variableOf(reduction->op->getOperand(0)) << ");\n";
       if (pass.storesOutputs)
         for (size_t i = 0; i < plan.outputs.size(); ++i) {
           if (!plan.outputs[i].full)
@@ -1251,6 +1332,9 @@ private:
         }
       os.unindent();
       os << "}\n";
+      if (onlinePass)
+        os << onlineState << " = " << onlineCombiner << "::add(" << onlineState
+           << ", " << onlineState << "_values);\n";
       if (pass.storesOutputs)
         for (size_t i = 0; i < plan.outputs.size(); ++i)
           if (plan.outputs[i].full && vectorizable(outStrides))
@@ -1263,22 +1347,39 @@ private:
       os << "}\n";
       for (unsigned index : passLoads[p])
         inCache[index] = inCache[index] || cached[index];
-      for (const ReductionInfo *reduction : pass.reductions) {
+      auto allReduce = [&](const std::string &state,
+                           const std::string &combinerType) {
         if (warpPerRow)
-          os << reduction->accumulator << " = fusec_warp_allreduce<"
-             << combiner(*reduction) << ">(" << reduction->accumulator
-             << ");\n";
+          os << state << " = fusec_warp_allreduce<" << combinerType << ">("
+             << state << ");\n";
         else
-          os << reduction->accumulator << " = fusec_block_allreduce<"
-             << combiner(*reduction) << ", " << warps << ">("
-             << reduction->accumulator << ", " << reduction->accumulator
-             << "_scratch);\n";
+          os << state << " = fusec_block_allreduce<" << combinerType << ", "
+             << warps << ">(" << state << ", " << state << "_scratch);\n";
+      };
+      for (const ReductionInfo *reduction : pass.reductions) {
+        if (isOnlineMax(reduction)) {
+          allReduce(onlineState, onlineCombiner);
+          const char *type = computeType(reduction->dtype);
+          os << "const " << type << " " << online->max->accumulator << " = "
+             << onlineState << ".max;\n";
+          os << "const " << type << " " << online->sum->accumulator << " = "
+             << onlineCombiner << "::sum(" << onlineState << ");\n";
+          scope.bound.push_back(
+              {online->sum->op->getResult(0), online->sum->accumulator});
+        } else {
+          allReduce(reduction->accumulator, combiner(*reduction));
+        }
         scope.bound.push_back(
             {reduction->op->getResult(0), reduction->accumulator});
       }
-      if (!pass.reductions.empty() &&
-          failed(emitReducedOps(os, scope, pass.reductions.front()->level)))
-        return failure();
+      if (!pass.reductions.empty()) {
+        unsigned level = pass.reductions.front()->level;
+        if (failed(emitReducedOps(os, scope, level)))
+          return failure();
+        // The sum's level was computed in this pass too.
+        if (onlinePass && failed(emitReducedOps(os, scope, level + 1)))
+          return failure();
+      }
     }
     os << "if (tid == 0) {\n";
     os.indent();
@@ -1388,11 +1489,11 @@ private:
     for (auto [value, index] : plan.loadOf)
       if (plan.loads[index].kind != Load::Full)
         scope.bound.push_back({value, plan.loads[index].variable});
-    std::vector<std::string> statements;
+    ScalarLets statements;
     ScopePrinter printer(plan, f32Functions, "v");
     scope.bindInto(printer);
     printer.bindLoads(Load::Full);
-    if (failed(printer.print(slice, statements)))
+    if (failed(printer.build(slice, statements)))
       return failure();
 
     for (const ReductionInfo &reduction : plan.reductions) {

@@ -1,10 +1,9 @@
 #include "codegen/ScalarExprPrinter.h"
 
 #include "ir/ElementwiseOps.h"
-#include "ir/FuseDialect.h"
-#include "ir/TypeUtils.h"
 
 #include <cctype>
+#include <cstdint>
 #include <cmath>
 #include <cstdio>
 
@@ -13,31 +12,19 @@ using fusec::DType;
 
 namespace fuse {
 
-void ScalarExprPrinter::bind(Value value, std::string variable) {
-  variables[value] = std::move(variable);
-}
-
-const std::string &ScalarExprPrinter::variableOf(Value value) const {
-  return variables.find(value)->second;
-}
-
-std::string ScalarExprPrinter::newVariable() {
-  return prefix + std::to_string(counter++);
+std::string ScalarExprPrinter::integerLiteral(int64_t value, DType dtype) {
+  if (fusec::dtypeInfo(dtype).kind == fusec::DTypeKind::Bool)
+    return value != 0 ? "true" : "false";
+  const char *type = fusec::dtypeInfo(dtype).computeCType;
+  // -9223372036854775808LL would be a positive literal out of range, negated.
+  if (value == INT64_MIN)
+    return std::string("(") + type + ")(-9223372036854775807LL - 1)";
+  return std::string("(") + type + ")" + std::to_string(value) + "LL";
 }
 
 std::string ScalarExprPrinter::literal(double value, DType dtype) {
   const char *type = fusec::dtypeInfo(dtype).computeCType;
   char text[64];
-  switch (fusec::dtypeInfo(dtype).kind) {
-  case fusec::DTypeKind::Bool:
-    return value != 0 ? "true" : "false";
-  case fusec::DTypeKind::Int:
-    std::snprintf(text, sizeof text, "(%s)%lldLL", type,
-                  static_cast<long long>(value));
-    return text;
-  case fusec::DTypeKind::Float:
-    break;
-  }
   if (std::isnan(value))
     return std::string("(") + type + ")NAN";
   if (std::isinf(value))
@@ -56,7 +43,7 @@ static std::string instantiate(const char *pattern,
   std::string result;
   for (const char *p = pattern; *p; ++p) {
     if (p[0] == '{' && p[1] >= '0' && p[1] <= '9' && p[2] == '}') {
-      result += operands[p[1] - '0']; // always a variable: no parentheses
+      result += operands[p[1] - '0'];
       p += 2;
     } else {
       result += *p;
@@ -106,68 +93,54 @@ static std::string castExpression(const std::string &operand, DType from,
   return std::string("(") + toType + ")(" + operand + ")";
 }
 
-LogicalResult ScalarExprPrinter::print(Block &body,
-                                       std::vector<std::string> &statements) {
-  for (Operation &op : body.without_terminator())
-    if (failed(printOp(op, statements)))
-      return failure();
-  return success();
+std::string ScalarExprPrinter::print(const ScalarExpr &expr) const {
+  // Leaves print as they are; an operand that is itself an expression is
+  // parenthesized, so templates need no parentheses around `{0}`.
+  auto printOperand = [&](const ScalarExpr *operand) {
+    bool leaf = operand->kind == ScalarExpr::Kind::Variable ||
+                operand->kind == ScalarExpr::Kind::Literal;
+    return leaf ? print(*operand) : "(" + print(*operand) + ")";
+  };
+  auto operandNames = [&] {
+    SmallVector<std::string> names;
+    for (const ScalarExpr *operand : expr.operands)
+      names.push_back(printOperand(operand));
+    return names;
+  };
+  switch (expr.kind) {
+  case ScalarExpr::Kind::Variable:
+    return expr.name;
+  case ScalarExpr::Kind::Literal:
+    return fusec::dtypeInfo(expr.dtype).kind == fusec::DTypeKind::Float
+               ? literal(expr.literal, expr.dtype)
+               : integerLiteral(expr.integer, expr.dtype);
+  case ScalarExpr::Kind::ScaleByReciprocal:
+    return printOperand(expr.operands[0]) + " * " + expr.name;
+  case ScalarExpr::Kind::Apply: {
+    DType operandDType = expr.operands[0]->dtype;
+    std::string expression =
+        instantiate(expr.op->cExpression(operandDType), operandNames());
+    if (f32Functions &&
+        std::string(fusec::dtypeInfo(operandDType).computeCType) == "float")
+      expression = renameCalls(expression, *f32Functions);
+    return expression;
+  }
+  case ScalarExpr::Kind::Select: {
+    SmallVector<std::string> names = operandNames();
+    return "(" + names[0] + " ? " + names[1] + " : " + names[2] + ")";
+  }
+  case ScalarExpr::Kind::Cast:
+    return castExpression(printOperand(expr.operands[0]),
+                          expr.operands[0]->dtype, expr.dtype);
+  }
+  llvm_unreachable("unknown scalar expression kind");
 }
 
-LogicalResult ScalarExprPrinter::printOp(Operation &op,
-                                         std::vector<std::string> &statements) {
-  {
-    auto operandVariables = [&] {
-      SmallVector<std::string> names;
-      for (Value operand : op.getOperands())
-        names.push_back(variableOf(operand));
-      return names;
-    };
-    if (isa<BroadcastToOp, ReshapeOp>(op)) {
-      // Inputs are read at broadcast indices already, and views keep the
-      // element order: nothing to compute.
-      bind(op.getResult(0), variableOf(op.getOperand(0)));
-      return success();
-    }
-    std::string expression;
-    if (auto constant = dyn_cast<ConstantOp>(op)) {
-      auto splat = dyn_cast<SplatElementsAttr>(constant.getValue());
-      if (!splat)
-        return op.emitError("codegen: a dense constant inside a fusion region "
-                            "must be passed in as a region input");
-      expression = literal(constantElement(splat, 0),
-                           dtypeOf(op.getResult(0).getType()));
-    } else if (auto div = dyn_cast<DivOp>(op);
-               div && reciprocals.count(div.getRhs())) {
-      expression =
-          variableOf(div.getLhs()) + " * " + reciprocals.lookup(div.getRhs());
-    } else if (auto elementwise = dyn_cast<ElementwiseOpInterface>(op)) {
-      const ElementwiseOpInfo *info = &elementwise.getInfo();
-      DType operandDType = dtypeOf(op.getOperand(0).getType());
-      expression =
-          instantiate(info->cExpression(operandDType), operandVariables());
-      if (f32Functions &&
-          std::string(fusec::dtypeInfo(operandDType).computeCType) == "float")
-        expression = renameCalls(expression, *f32Functions);
-    } else if (isa<SelectOp>(op)) {
-      SmallVector<std::string> names = operandVariables();
-      expression = "(" + names[0] + " ? " + names[1] + " : " + names[2] + ")";
-    } else if (auto cast = dyn_cast<CastOp>(op)) {
-      expression = castExpression(variableOf(cast.getOperand()),
-                                  dtypeOf(cast.getOperand().getType()),
-                                  dtypeOf(cast.getType()));
-    } else {
-      return op.emitError() << "codegen: " << describeOp(&op)
-                            << " cannot be part of a pointwise kernel";
-    }
-    std::string variable = newVariable();
-    const char *type =
-        fusec::dtypeInfo(dtypeOf(op.getResult(0).getType())).computeCType;
-    statements.push_back(std::string("const ") + type + " " + variable + " = " +
-                         expression + ";");
-    bind(op.getResult(0), variable);
-  }
-  return success();
+void ScalarExprPrinter::print(ArrayRef<ScalarLet> lets,
+                              llvm::raw_ostream &os) const {
+  for (const ScalarLet &let : lets)
+    os << "const " << fusec::dtypeInfo(let.variable->dtype).computeCType << " "
+       << let.variable->name << " = " << print(*let.value) << ";\n";
 }
 
 } // namespace fuse

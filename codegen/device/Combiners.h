@@ -46,3 +46,44 @@ template <typename T> struct FusecMin {
   FUSEC_COMBINER_FN T identity() { return FusecLimits<T>::highest(); }
   FUSEC_COMBINER_FN T combine(T a, T b) { return (b < a || b != b) ? b : a; }
 };
+
+// Online softmax's state: the running max of the values seen and the sum of
+// exp(x - max) over them, rescaled whenever the max grows, so one pass over
+// a row gives both of softmax's reductions. Every case matches the two
+// passes it replaces: -inf values add 0 (exp(-inf - m)), a row of only -inf
+// sums to NaN (exp(-inf - -inf)), and a NaN or +inf makes the sum NaN.
+template <typename T> struct FusecMaxExpSum {
+  T max;
+  T sum;
+};
+template <typename T> FUSEC_COMBINER_FN T fusec_rescale(T from, T to) {
+  return from == to ? T(1) : (T)exp(from - to);
+}
+template <typename T> struct FusecOnlineSoftmax {
+  FUSEC_COMBINER_FN FusecMaxExpSum<T> identity() {
+    return {FusecLimits<T>::lowest(), T(0)};
+  }
+  FUSEC_COMBINER_FN FusecMaxExpSum<T> combine(FusecMaxExpSum<T> a,
+                                              FusecMaxExpSum<T> b) {
+    T max = FusecMax<T>::combine(a.max, b.max);
+    return {max, a.sum * fusec_rescale(a.max, max) +
+                     b.sum * fusec_rescale(b.max, max)};
+  }
+  // Adds N values: one rescale for the N, not one per value.
+  template <int N>
+  FUSEC_COMBINER_FN FusecMaxExpSum<T> add(FusecMaxExpSum<T> state,
+                                          const T (&values)[N]) {
+    T max = state.max;
+    for (int i = 0; i < N; ++i)
+      max = FusecMax<T>::combine(max, values[i]);
+    T sum = state.sum * fusec_rescale(state.max, max);
+    for (int i = 0; i < N; ++i)
+      sum += values[i] == FusecLimits<T>::lowest() ? T(0)
+                                                   : (T)exp(values[i] - max);
+    return {max, sum};
+  }
+  // The sum of exp(x - max) as the two passes compute it.
+  FUSEC_COMBINER_FN T sum(FusecMaxExpSum<T> state) {
+    return state.max == FusecLimits<T>::lowest() ? (T)NAN : state.sum;
+  }
+};
