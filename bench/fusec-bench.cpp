@@ -209,7 +209,11 @@ std::vector<BenchCase> cudaCases() {
        [] {
          return sin4({2, 3});
        }},
-      {"gelu_f32_4096", [] { return geluGraph({4096}, DType::F32); }}};
+      {"gelu_f32_4096", [] { return geluGraph({4096}, DType::F32); }},
+      // Rows too long for registers (a vocabulary's logits): online softmax
+      // reads each row twice, not three times.
+      {"softmax_f32_512x131072",
+       [] { return softmaxGraph(512, 131072, DType::F32); }}};
   for (BenchCase &bench : reductionCases(16384, 4096))
     cases.push_back(std::move(bench));
   return cases;
