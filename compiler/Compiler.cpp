@@ -255,3 +255,4 @@ CompiledModel compileFile(const std::string &path,
 }
 
 } // namespace fusec
+  cudaOptions.zeroCopyMaxBytes = options.zeroCopyMaxBytes;

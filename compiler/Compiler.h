@@ -39,6 +39,10 @@ struct CompileOptions {
   bool tf32 = false;
   /// CUDA: replay each run as one captured CUDA graph (see CudaOptions).
   bool cudaGraph = true;
+  /// CUDA: graph inputs and outputs up to this size are read and written by
+  /// the kernels in mapped host memory, with no copies (see CudaOptions);
+  /// 0 copies every one.
+  int64_t zeroCopyMaxBytes = 16 * 1024;
   /// CUDA: NVRTC architecture ("sm_80"); "" for the device's own, or sm_90a
   /// when compiling without a GPU.
   std::string gpuArch;

@@ -28,6 +28,8 @@ using CUevent = struct CUevent_st *;
 using CUgraph = struct CUgraph_st *;
 using CUgraphExec = struct CUgraphExec_st *;
 
+/// CU_MEMHOSTALLOC_DEVICEMAP: page-locked host memory kernels can address.
+constexpr unsigned kMemHostAllocDeviceMap = 0x02;
 /// CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: a capture only sees this thread.
 constexpr int kStreamCaptureModeThreadLocal = 1;
 
@@ -61,6 +63,8 @@ constexpr int kStreamCaptureModeThreadLocal = 1;
   X(cuEventElapsedTime, (float *, CUevent, CUevent), true)                     \
   X(cuMemAllocHost, (void **, size_t), true)                                   \
   X(cuMemFreeHost, (void *), false)                                            \
+  X(cuMemHostAlloc, (void **, size_t, unsigned), false)                        \
+  X(cuMemHostGetDevicePointer, (CUdeviceptr *, void *, unsigned), true)        \
   X(cuStreamBeginCapture, (CUstream, int), true)                               \
   X(cuStreamEndCapture, (CUstream, CUgraph *), false)                          \
   X(cuGraphInstantiateWithFlags, (CUgraphExec *, CUgraph, unsigned long long), \

@@ -32,9 +32,41 @@ CudaExecutable::CudaExecutable(Program program,
     arena = DeviceAllocator::get().allocate(
         memoryPlan.arenaBytes, "the temporaries of '" + prog.name + "'");
   deviceAddress.assign(prog.buffers.size(), 0);
+  // Small graph inputs and outputs: mapped host memory, no copies.
+  // Library calls keep device memory: cuBLASLt's kernels may address their
+  // operands in ways that need it (TMA).
+  mappedHost.assign(prog.buffers.size(), nullptr);
+  std::vector<bool> libraryOperand(prog.buffers.size(), false);
+  auto rootOf = [&](int id) {
+    while (prog.buffers[id].role == BufferRole::Alias)
+      id = prog.buffers[id].aliasOf;
+    return id;
+  };
+  for (const MatmulCall &call : prog.matmuls)
+    for (int id : {call.a, call.b, call.bias, call.output})
+      if (id >= 0)
+        libraryOperand[rootOf(id)] = true;
+  auto mapSmall = [&](const std::vector<int> &ids) {
+    for (int id : ids) {
+      int64_t bytes = prog.buffers[id].byteSize();
+      if (prog.buffers[id].role == BufferRole::Alias || bytes == 0 ||
+          bytes > options.zeroCopyMaxBytes || mappedHost[id] ||
+          libraryOperand[id])
+        continue;
+      check(driver.cuMemHostAlloc(&mappedHost[id], bytes,
+                                  cuda::kMemHostAllocDeviceMap),
+            "cuMemHostAlloc", "buffer '" + prog.buffers[id].name + "'");
+      check(driver.cuMemHostGetDevicePointer(&deviceAddress[id], mappedHost[id],
+                                             0),
+            "cuMemHostGetDevicePointer",
+            "buffer '" + prog.buffers[id].name + "'");
+    }
+  };
+  mapSmall(prog.inputs);
+  mapSmall(prog.outputs);
   for (size_t id = 0; id < prog.buffers.size(); ++id) {
     const BufferDesc &buffer = prog.buffers[id];
-    if (buffer.role == BufferRole::Alias)
+    if (buffer.role == BufferRole::Alias || mappedHost[id])
       continue;
     if (memoryPlan.offset[id] >= 0) {
       deviceAddress[id] = arena + memoryPlan.offset[id];
@@ -144,19 +176,23 @@ CudaExecutable::~CudaExecutable() {
     driver.cuGraphExecDestroy(graphExec);
   if (graph)
     driver.cuGraphDestroy(graph);
-  for (void *pinned : pinnedInputs)
-    if (pinned)
-      driver.cuMemFreeHost(pinned);
-  for (void *pinned : pinnedOutputs)
-    if (pinned)
-      driver.cuMemFreeHost(pinned);
+  // Staging of a zero-copy buffer is its mapped memory, freed once below.
+  for (size_t i = 0; i < pinnedInputs.size(); ++i)
+    if (pinnedInputs[i] && !mappedHost[prog.inputs[i]])
+      driver.cuMemFreeHost(pinnedInputs[i]);
+  for (size_t i = 0; i < pinnedOutputs.size(); ++i)
+    if (pinnedOutputs[i] && !mappedHost[prog.outputs[i]])
+      driver.cuMemFreeHost(pinnedOutputs[i]);
+  for (void *mapped : mappedHost)
+    if (mapped)
+      driver.cuMemFreeHost(mapped);
   if (matmulWorkspace)
     DeviceAllocator::get().release(matmulWorkspace, matmulWorkspaceBytes);
   if (arena)
     DeviceAllocator::get().release(arena, memoryPlan.arenaBytes);
   for (size_t id = 0; id < prog.buffers.size(); ++id)
     if (prog.buffers[id].role != BufferRole::Alias && deviceAddress[id] &&
-        memoryPlan.offset[id] < 0)
+        memoryPlan.offset[id] < 0 && !mappedHost[id])
       DeviceAllocator::get().release(deviceAddress[id],
                                      prog.buffers[id].byteSize());
 }
@@ -212,7 +248,7 @@ void CudaExecutable::enqueueCopiesIn() {
   const cuda::Driver &driver = cuda::driver();
   for (size_t i = 0; i < prog.inputs.size(); ++i) {
     const BufferDesc &buffer = prog.buffers[prog.inputs[i]];
-    if (buffer.byteSize() > 0)
+    if (buffer.byteSize() > 0 && !mappedHost[prog.inputs[i]])
       check(driver.cuMemcpyHtoDAsync(deviceAddress[prog.inputs[i]],
                                      pinnedInputs[i], buffer.byteSize(),
                                      cuda::device().stream),
@@ -224,7 +260,7 @@ void CudaExecutable::enqueueCopiesOut() {
   const cuda::Driver &driver = cuda::driver();
   for (size_t i = 0; i < prog.outputs.size(); ++i) {
     const BufferDesc &buffer = prog.buffers[prog.outputs[i]];
-    if (buffer.byteSize() > 0)
+    if (buffer.byteSize() > 0 && !mappedHost[prog.outputs[i]])
       check(driver.cuMemcpyDtoHAsync(pinnedOutputs[i],
                                      deviceAddress[prog.outputs[i]],
                                      buffer.byteSize(), cuda::device().stream),
@@ -243,7 +279,9 @@ void CudaExecutable::run(const std::vector<Tensor> &inputs,
                         const std::vector<int> &ids) {
       pinned.assign(ids.size(), nullptr);
       for (size_t i = 0; i < ids.size(); ++i)
-        if (int64_t bytes = prog.buffers[ids[i]].byteSize())
+        if (mappedHost[ids[i]])
+          pinned[i] = mappedHost[ids[i]];
+        else if (int64_t bytes = prog.buffers[ids[i]].byteSize())
           check(driver.cuMemAllocHost(&pinned[i], bytes), "cuMemAllocHost",
                 "staging for '" + prog.buffers[ids[i]].name + "'");
     };

@@ -84,6 +84,11 @@ struct CudaOptions {
   /// one CUDA graph, captured on the first run: one launch instead of one
   /// per step and copy.
   bool cudaGraph = true;
+  /// Graph inputs and outputs of at most this many bytes live in mapped,
+  /// page-locked host memory that kernels read and write directly: a run
+  /// of a small model then copies nothing between host and device (each
+  /// copy costs microseconds; reading a few KiB over PCIe costs less).
+  int64_t zeroCopyMaxBytes = 16 * 1024;
 };
 
 /// Kernels compiled by NVRTC and matmuls by cuBLASLt, run on the GPU. Every
@@ -123,6 +128,8 @@ private:
   cuda::CUgraphExec graphExec = nullptr;
   /// Page-locked host copies of each graph input and output.
   std::vector<void *> pinnedInputs, pinnedOutputs;
+  /// Per buffer: its mapped host memory, when it is zero-copy.
+  std::vector<void *> mappedHost;
   std::vector<cuda::CUdeviceptr> deviceAddress; ///< per buffer
   MemoryPlan memoryPlan;
   cuda::CUdeviceptr arena = 0;  ///< the temporaries' shared storage
