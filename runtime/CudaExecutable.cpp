@@ -46,13 +46,24 @@ CudaExecutable::CudaExecutable(Program program,
     for (int id : {call.a, call.b, call.bias, call.output})
       if (id >= 0)
         libraryOperand[rootOf(id)] = true;
+  // Only in a small program (every buffer but the constants small): a
+  // large kernel may read a small input many times (a norm's weight, once
+  // per row), and each read would cross PCIe.
+  bool smallProgram = std::all_of(
+      prog.buffers.begin(), prog.buffers.end(), [&](const BufferDesc &b) {
+        return b.role == BufferRole::Constant ||
+               b.byteSize() <= options.zeroCopyMaxBytes;
+      });
   auto mapSmall = [&](const std::vector<int> &ids) {
     for (int id : ids) {
-      int64_t bytes = prog.buffers[id].byteSize();
-      if (prog.buffers[id].role == BufferRole::Alias || bytes == 0 ||
-          bytes > options.zeroCopyMaxBytes || mappedHost[id] ||
+      // Graph inputs, and outputs a kernel writes (not constants, views).
+      BufferRole role = prog.buffers[id].role;
+      if (!smallProgram ||
+          (role != BufferRole::Input && role != BufferRole::Temporary) ||
+          prog.buffers[id].byteSize() == 0 || mappedHost[id] ||
           libraryOperand[id])
         continue;
+      int64_t bytes = prog.buffers[id].byteSize();
       check(driver.cuMemHostAlloc(&mappedHost[id], bytes,
                                   cuda::kMemHostAllocDeviceMap),
             "cuMemHostAlloc", "buffer '" + prog.buffers[id].name + "'");

@@ -84,10 +84,11 @@ struct CudaOptions {
   /// one CUDA graph, captured on the first run: one launch instead of one
   /// per step and copy.
   bool cudaGraph = true;
-  /// Graph inputs and outputs of at most this many bytes live in mapped,
-  /// page-locked host memory that kernels read and write directly: a run
-  /// of a small model then copies nothing between host and device (each
-  /// copy costs microseconds; reading a few KiB over PCIe costs less).
+  /// In a program whose buffers (constants aside) are all at most this
+  /// many bytes, graph inputs and outputs live in mapped, page-locked host
+  /// memory that kernels read and write directly: a run of a small model
+  /// copies nothing between host and device (each copy costs microseconds;
+  /// reading a few KiB over PCIe costs less).
   int64_t zeroCopyMaxBytes = 16 * 1024;
 };
 

@@ -105,6 +105,10 @@ TEST_CASE("a replayed CUDA graph gives each run's own results", "[gpu]") {
   b.output(b.op("cos", {x})); // kernel
   b.output(
       b.op("reshape", {x}, {{"shape", std::vector<int64_t>{128}}})); // view
+  Tensor constant(DType::F32, {3});
+  for (int64_t i = 0; i < 3; ++i)
+    constant.set(i, 0.5 + i);
+  b.output(b.constant("c", constant)); // an output no kernel writes
   Graph graph = b.build();
   std::vector<CompiledModel> models;
   for (bool cudaGraph : {true, false})
