@@ -4,6 +4,7 @@
 #include "frontends/Onnx.h"
 #include "runtime/Compare.h"
 #include "runtime/CudaApi.h"
+#include "runtime/KernelCache.h"
 #include "runtime/MemoryPlan.h"
 #include "runtime/Npy.h"
 
@@ -18,6 +19,7 @@ using namespace fusec;
 namespace {
 
 const char *kUsage = R"(usage: fusec MODEL [options]
+       fusec --cache-stats | --cache-clear | --cache-cleanup [--cache-dir=DIR]
 
 Compiles a model (.json, .mlir or .onnx), fusing its pointwise work into
 kernels.
@@ -54,7 +56,16 @@ With no action, prints the kernels (name and fused ops) and library calls.
                           output; exit 1 past the dtype's tolerance
   --no-fuse               one kernel per op (the eager-like baseline)
   --cache-dir=DIR         kernel cache (default $FUSEC_CACHE_DIR, else
-                          $XDG_CACHE_HOME/fusec, else ~/.cache/fusec)
+                          $XDG_CACHE_HOME/fusec, else ~/.cache/fusec); its
+                          size limit is $FUSEC_CACHE_MAX_SIZE (e.g. 500M, 2G;
+                          0 for none; default 1G), least recently used
+                          entries evicted first
+  --cache-stats           print the cache's entries, size, limit, hit and
+                          miss counts, and work files left by dead processes;
+                          verifies every entry (no MODEL needed)
+  --cache-clear           remove every cache entry (no MODEL needed)
+  --cache-cleanup         remove work files of dead processes and evict
+                          down to the size limit (no MODEL needed)
   --seed=N                seed of the random inputs (default 0)
   --remarks               print why ops were not fused
   --help                  show this text
@@ -72,6 +83,8 @@ struct CliOptions {
   std::vector<std::string> expectFiles;
   double rtol = 1e-3, atol = 1e-7;
   bool run = false, check = false;
+  /// --cache-stats, --cache-clear, --cache-cleanup: run instead of a model.
+  bool cacheStats = false, cacheClear = false, cacheCleanup = false;
   uint64_t seed = 0;
   CompileOptions compile;
 };
@@ -174,6 +187,12 @@ CliOptions parseArguments(int argc, char **argv) {
       options.compile.inputShapes[spec.substr(0, equals)] = shape;
     } else if (is("--cache-dir")) {
       options.compile.cacheDir = value("--cache-dir");
+    } else if (arg == "--cache-stats") {
+      options.cacheStats = true;
+    } else if (arg == "--cache-clear") {
+      options.cacheClear = true;
+    } else if (arg == "--cache-cleanup") {
+      options.cacheCleanup = true;
     } else if (is("--outputs-dir")) {
       options.outputsDir = value("--outputs-dir");
     } else if (is("--seed")) {
@@ -211,6 +230,13 @@ CliOptions parseArguments(int argc, char **argv) {
                        "' and '" + arg + "'"};
     }
   }
+  bool cacheCommand =
+      options.cacheStats || options.cacheClear || options.cacheCleanup;
+  if (cacheCommand && !options.model.empty())
+    throw UsageError{"--cache-stats, --cache-clear and --cache-cleanup take "
+                     "no model"};
+  if (cacheCommand)
+    return options;
   if (options.model.empty())
     throw UsageError{"no model file given"};
   if (!options.outputsDir.empty() && !options.run)
@@ -315,7 +341,59 @@ std::string describeValues(const Tensor &tensor) {
   return os.str();
 }
 
+/// --cache-clear, then --cache-cleanup, then --cache-stats.
+int runCacheCommands(const CliOptions &options) {
+  KernelCache cache(options.compile.cacheDir);
+  if (options.cacheClear) {
+    cache.clear();
+    std::printf("cleared %s\n", cache.directory().c_str());
+  }
+  if (options.cacheCleanup) {
+    uint64_t stale = cache.removeStaleTemps();
+    uint64_t evicted = cache.cleanUp();
+    std::printf("cleaned up %s: %llu stale work file%s, %llu entr%s evicted\n",
+                cache.directory().c_str(),
+                static_cast<unsigned long long>(stale), stale == 1 ? "" : "s",
+                static_cast<unsigned long long>(evicted),
+                evicted == 1 ? "y" : "ies");
+  }
+  if (!options.cacheStats)
+    return 0;
+  CacheReport report = cache.report(/*verify=*/true);
+  auto count = [](uint64_t n) { return static_cast<unsigned long long>(n); };
+  std::printf("cache directory     %s\n", report.directory.c_str());
+  std::printf("entries             %llu (%llu host, %llu cuda)\n",
+              count(report.hostEntries + report.cudaEntries),
+              count(report.hostEntries), count(report.cudaEntries));
+  std::printf("corrupt entries     %llu\n", count(report.invalidEntries));
+  std::printf("failed sources      %llu\n", count(report.failedSources));
+  std::printf("size                %s\n",
+              report.bytes < 1000
+                  ? KernelCache::formatSize(report.bytes).c_str()
+                  : (KernelCache::formatSize(report.bytes) + " (" +
+                     std::to_string(report.bytes) + " bytes)")
+                        .c_str());
+  std::printf("size limit          %s\n",
+              report.maxSize == 0
+                  ? "none"
+                  : (KernelCache::formatSize(report.maxSize) + " (" +
+                     std::to_string(report.maxSize) + " bytes)")
+                        .c_str());
+  if (!report.maxSizeProblem.empty())
+    std::printf("warning: %s\n", report.maxSizeProblem.c_str());
+  std::printf("hits                %llu\n", count(report.counters.hits));
+  std::printf("misses              %llu\n", count(report.counters.misses));
+  std::printf("corrupt rebuilt     %llu\n",
+              count(report.counters.corruptEntries));
+  std::printf("evictions           %llu\n", count(report.counters.evictions));
+  std::printf("work files          %llu of running compiles, %llu stale\n",
+              count(report.liveTemps), count(report.staleTemps));
+  return 0;
+}
+
 int runCli(const CliOptions &options) {
+  if (options.cacheStats || options.cacheClear || options.cacheCleanup)
+    return runCacheCommands(options);
   bool wantsIR = options.emit == "ir" || options.emit == "fused";
   // --emit=ir and --emit=fused stop there: a later stage that fails does
   // not hide them.
