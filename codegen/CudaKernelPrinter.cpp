@@ -64,6 +64,7 @@ const MathFunctionMap &cudaFastMathFunctions() {
     MathFunctionMap map;
     map["sin"] = "__sinf";
     map["cos"] = "__cosf";
+    map["tan"] = "__tanf";
     map["exp"] = "__expf";
     map["log"] = "__logf";
     map["pow"] = "__powf";
@@ -103,6 +104,16 @@ static __device__ __forceinline__ uint16_t fusec_f32_to_bf16(float f) {
   uint16_t h;
   asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
   return h;
+}
+
+// f64 -> f32 rounded to odd (truncated, last bit set when inexact): then
+// rounding to f16/bf16 is the correctly rounded f64 -> f16/bf16 conversion,
+// as runtime/HalfFloat.h does on the host.
+static __device__ __forceinline__ float fusec_f64_to_f32_round_odd(double d) {
+  const float truncated = __double2float_rz(d);
+  if (d != d || (double)truncated == d)
+    return d != d ? (float)d : truncated;
+  return __uint_as_float(__float_as_uint(truncated) | 1u);
 }
 
 // tanh has no __tanhf: the hardware approximation (sm_75+), for --fast-math.

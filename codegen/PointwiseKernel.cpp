@@ -131,8 +131,11 @@ FailureOr<PointwiseKernel> analyzePointwiseRegion(FusionOp fusion,
 /// `simd` lets `#pragma omp simd` loops call the 4/8/16-lane versions
 /// instead of one scalar call per element (the runtime links -lmvec).
 static const char *const kLibmvecFunctions[][2] = {
-    {"sin", "1"},  {"cos", "1"}, {"exp", "1"}, {"log", "1"},
-    {"tanh", "1"}, {"erf", "1"}, {"pow", "2"}};
+    {"sin", "1"},  {"cos", "1"},   {"tan", "1"},   {"asin", "1"},
+    {"acos", "1"}, {"atan", "1"},  {"sinh", "1"},  {"cosh", "1"},
+    {"tanh", "1"}, {"asinh", "1"}, {"acosh", "1"}, {"atanh", "1"},
+    {"exp", "1"},  {"log", "1"},   {"log1p", "1"}, {"erf", "1"},
+    {"pow", "2"}};
 
 std::string cppPrelude(bool withHalfTypes) {
   std::string prelude = "#include <math.h>\n#include <stdint.h>\n\n"

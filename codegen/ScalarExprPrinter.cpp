@@ -3,8 +3,8 @@
 #include "ir/ElementwiseOps.h"
 
 #include <cctype>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 
 using namespace mlir;
@@ -82,14 +82,22 @@ static std::string castExpression(const std::string &operand, DType from,
   if (to == DType::I1)
     return "(" + operand + " != 0)";
   // An explicit cast to a 16-bit float rounds, even though the value stays
-  // in f32 inside the kernel.
-  if (to == DType::F16)
-    return "fusec_f16_to_f32(fusec_f32_to_f16((float)(" + operand + ")))";
-  if (to == DType::BF16)
-    return "fusec_bf16_to_f32(fusec_f32_to_bf16((float)(" + operand + ")))";
+  // in f32 inside the kernel. It rounds once: f64 and integers (exact in
+  // f64 up to 2^53) go through f32 rounded to odd.
+  if (to == DType::F16 || to == DType::BF16) {
+    const char *name = to == DType::F16 ? "f16" : "bf16";
+    std::string f32 =
+        from == DType::F32 || from == DType::F16 || from == DType::BF16
+            ? "(float)(" + operand + ")"
+            : "fusec_f64_to_f32_round_odd((double)(" + operand + "))";
+    return std::string("fusec_") + name + "_to_f32(fusec_f32_to_" + name + "(" +
+           f32 + "))";
+  }
   const char *toType = fusec::dtypeInfo(to).computeCType;
   if (std::string(fusec::dtypeInfo(from).computeCType) == toType)
     return operand;
+  if (fusec::isFloat(from) && fusec::dtypeInfo(to).kind == fusec::DTypeKind::Int)
+    return std::string("fusec_float_to_int<") + toType + ">(" + operand + ")";
   return std::string("(") + toType + ")(" + operand + ")";
 }
 

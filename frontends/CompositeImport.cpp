@@ -3,7 +3,9 @@
 // reduce_* (ONNX ReduceSum & co.: `axes`, `keepdims`,
 // `noop_with_empty_axes`), softmax/log_softmax (`axis`), layer_norm and
 // rms_norm (`axis`, `epsilon`, optional weight and bias), gelu
-// (`approximate`), silu and dequantize_linear (`axis`).
+// (`approximate`), silu, dequantize_linear (`axis`), the activations with
+// float attrs (leaky_relu, elu, selu, celu, hard_sigmoid, shrink), isinf
+// (`detect_positive`, `detect_negative`) and clip (optional min and max).
 //
 //===----------------------------------------------------------------------===//
 
@@ -142,6 +144,79 @@ FailureOr<Value> importSilu(NodeImport &node) {
   return SiluOp::create(node.builder, node.loc, node.operands[0]).getResult();
 }
 
+/// An activation whose attrs are floats with ONNX's names and defaults:
+/// `attrs` lists them in the op's builder order.
+template <typename OpTy, size_t N>
+FailureOr<Value>
+importActivation(NodeImport &node,
+                 const std::pair<const char *, double> (&attrs)[N]) {
+  if (failed(node.expectOperands(1, 1)))
+    return failure();
+  SmallVector<NamedAttribute> named;
+  for (const auto &[name, fallback] : attrs) {
+    FailureOr<double> value = node.getFloat(name, fallback);
+    if (failed(value))
+      return failure();
+    named.push_back(
+        node.builder.getNamedAttr(name, node.builder.getF64FloatAttr(*value)));
+  }
+  return OpTy::create(node.builder, node.loc, node.operands[0].getType(),
+                      ValueRange{node.operands[0]}, named)
+      .getResult();
+}
+
+FailureOr<Value> importLeakyRelu(NodeImport &node) {
+  static const std::pair<const char *, double> attrs[] = {{"alpha", 0.01}};
+  return importActivation<LeakyReluOp>(node, attrs);
+}
+FailureOr<Value> importElu(NodeImport &node) {
+  static const std::pair<const char *, double> attrs[] = {{"alpha", 1.0}};
+  return importActivation<EluOp>(node, attrs);
+}
+FailureOr<Value> importSelu(NodeImport &node) {
+  static const std::pair<const char *, double> attrs[] = {
+      {"alpha", 1.67326319217681884765625},
+      {"gamma", 1.05070102214813232421875}};
+  return importActivation<SeluOp>(node, attrs);
+}
+FailureOr<Value> importCelu(NodeImport &node) {
+  static const std::pair<const char *, double> attrs[] = {{"alpha", 1.0}};
+  return importActivation<CeluOp>(node, attrs);
+}
+FailureOr<Value> importHardSigmoid(NodeImport &node) {
+  static const std::pair<const char *, double> attrs[] = {{"alpha", 0.2},
+                                                          {"beta", 0.5}};
+  return importActivation<HardSigmoidOp>(node, attrs);
+}
+FailureOr<Value> importShrink(NodeImport &node) {
+  static const std::pair<const char *, double> attrs[] = {{"bias", 0.0},
+                                                          {"lambd", 0.5}};
+  return importActivation<ShrinkOp>(node, attrs);
+}
+
+FailureOr<Value> importIsInf(NodeImport &node) {
+  if (failed(node.expectOperands(1, 1)))
+    return failure();
+  FailureOr<int64_t> positive = node.getInt("detect_positive", 1);
+  FailureOr<int64_t> negative = node.getInt("detect_negative", 1);
+  if (failed(positive) || failed(negative))
+    return failure();
+  auto type = cast<RankedTensorType>(node.operands[0].getType());
+  return IsInfOp::create(node.builder, node.loc,
+                         type.clone(node.builder.getI1Type()), node.operands[0],
+                         *positive, *negative)
+      .getResult();
+}
+
+FailureOr<Value> importClip(NodeImport &node) {
+  if (failed(node.expectOperands(1, 3)))
+    return failure();
+  return ClipOp::create(node.builder, node.loc, node.operands[0].getType(),
+                        node.operands[0], node.operandOrNull(1),
+                        node.operandOrNull(2))
+      .getResult();
+}
+
 } // namespace
 
 std::optional<FailureOr<Value>> importReductionOrComposite(NodeImport &node) {
@@ -161,6 +236,14 @@ std::optional<FailureOr<Value>> importReductionOrComposite(NodeImport &node) {
       {"gelu", importGelu},
       {"silu", importSilu},
       {"dequantize_linear", importDequantizeLinear},
+      {"leaky_relu", importLeakyRelu},
+      {"elu", importElu},
+      {"selu", importSelu},
+      {"celu", importCelu},
+      {"hard_sigmoid", importHardSigmoid},
+      {"shrink", importShrink},
+      {"isinf", importIsInf},
+      {"clip", importClip},
   };
   for (const auto &[name, importer] : kImporters)
     if (node.node.op == name)

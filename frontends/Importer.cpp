@@ -291,6 +291,11 @@ private:
     auto other = kOtherArity.find(node.op);
     if (!info && other == kOtherArity.end())
       return emitError(loc) << "unknown op '" << node.op << "'";
+    if (info && !node.attrs.empty())
+      return emitError(loc)
+             << "'" << node.op << "' takes no attrs, but \""
+             << node.attrs.begin()->first << "\" was given"
+             << (node.op == "mod" ? " (ONNX Mod's fmod=1 is op 'fmod')" : "");
     unsigned arity = info ? info->arity : other->second;
     if (node.inputs.size() != arity)
       return emitError(loc) << "'" << node.op << "' takes " << arity << " input"

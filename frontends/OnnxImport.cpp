@@ -25,6 +25,7 @@
 #include <set>
 #include <sstream>
 #include <unordered_map>
+#include <variant>
 
 namespace fusec {
 
@@ -150,8 +151,12 @@ Tensor tensorFromProto(const onnx::TensorProto &proto,
                        std::to_string(have)};
   };
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
-    Tensor tensor(*dtype, shape);
-    tensor.bytes = readExternalData(proto, modelDir, bytes);
+    // The file's size is checked first: nothing is allocated for dims the
+    // file cannot hold.
+    std::vector<uint8_t> data = readExternalData(proto, modelDir, bytes);
+    Tensor tensor(*dtype, {});
+    tensor.shape = shape;
+    tensor.bytes = std::move(data);
     return tensor;
   }
   if (proto.has_raw_data()) {
@@ -159,7 +164,8 @@ Tensor tensorFromProto(const onnx::TensorProto &proto,
       throw sizeError("raw_data (bytes)",
                       static_cast<int64_t>(proto.raw_data().size()));
     Tensor tensor(*dtype, shape);
-    std::memcpy(tensor.data(), proto.raw_data().data(), bytes);
+    if (bytes > 0) // an empty tensor's data() may be null
+      std::memcpy(tensor.data(), proto.raw_data().data(), bytes);
     return tensor;
   }
   // Typed fields: f16/bf16 bits, i8 and bool live in int32_data.
@@ -273,7 +279,6 @@ private:
   /// The dtype of `name` (graph input, constant or inferred).
   std::optional<DType> dtypeOf(const std::string &name) const;
   void convertPow(const onnx::NodeProto &node);
-  void convertClip(const onnx::NodeProto &node);
   void convertConstantOfShape(const onnx::NodeProto &node);
   void convertRange(const onnx::NodeProto &node);
   void convertNode(const onnx::NodeProto &node);
@@ -359,6 +364,17 @@ void padValue(OnnxConverter &, const onnx::NodeProto &, GraphNode &node) {
       it->second = list->empty() ? 0.0 : static_cast<double>((*list)[0]);
 }
 
+void modKind(OnnxConverter &, const onnx::NodeProto &, GraphNode &node) {
+  auto it = node.attrs.find("fmod");
+  if (it == node.attrs.end())
+    return;
+  const int64_t *fmod = std::get_if<int64_t>(&it->second);
+  if (!fmod || (*fmod != 0 && *fmod != 1))
+    throw Unsupported{"Mod's fmod must be the integer 0 or 1"};
+  node.op = *fmod ? "fmod" : "mod";
+  node.attrs.erase(it);
+}
+
 const std::vector<OnnxOp> &onnxOps() {
   static const std::vector<OnnxOp> ops = [] {
     std::vector<OnnxOp> table;
@@ -390,7 +406,30 @@ const std::vector<OnnxOp> &onnxOps() {
         {"LessOrEqual", "le"},
         {"Greater", "gt"},
         {"GreaterOrEqual", "ge"},
-        {"Where", "select"}};
+        {"Where", "select"},
+        {"Tan", "tan"},
+        {"Asin", "asin"},
+        {"Acos", "acos"},
+        {"Atan", "atan"},
+        {"Sinh", "sinh"},
+        {"Cosh", "cosh"},
+        {"Asinh", "asinh"},
+        {"Acosh", "acosh"},
+        {"Atanh", "atanh"},
+        {"Round", "round"},
+        {"Sign", "sign"},
+        {"IsNaN", "isnan"},
+        {"Softplus", "softplus"},
+        {"Softsign", "softsign"},
+        {"Mish", "mish"},
+        {"HardSwish", "hard_swish"},
+        {"Xor", "xor"},
+        {"BitwiseAnd", "bitwise_and"},
+        {"BitwiseOr", "bitwise_or"},
+        {"BitwiseXor", "bitwise_xor"},
+        {"BitwiseNot", "bitwise_not"},
+        // Clip (opset 11 on): min and max are optional inputs.
+        {"Clip", "clip"}};
     for (auto [onnxName, graphOp] : elementwise)
       table.push_back({onnxName, graphOp, {}, {}, nullptr});
     // Max, Min and Sum take one or more inputs (convertNode chains them).
@@ -398,6 +437,21 @@ const std::vector<OnnxOp> &onnxOps() {
     table.push_back({"Min", "min", {}, {}, nullptr});
     table.push_back({"Sum", "add", {}, {}, nullptr});
     table.push_back({"Cast", "cast", {"to"}, {}, castTarget});
+    // Mod: fmod=0 takes the divisor's sign (mod), fmod=1 the dividend's.
+    table.push_back({"Mod", "mod", {"fmod"}, {}, modKind});
+    // Activations with float attributes (composite ops) and IsInf.
+    table.push_back({"LeakyRelu", "leaky_relu", {"alpha"}, {}, nullptr});
+    table.push_back({"Elu", "elu", {"alpha"}, {}, nullptr});
+    table.push_back({"Selu", "selu", {"alpha", "gamma"}, {}, nullptr});
+    table.push_back({"Celu", "celu", {"alpha"}, {}, nullptr});
+    table.push_back(
+        {"HardSigmoid", "hard_sigmoid", {"alpha", "beta"}, {}, nullptr});
+    table.push_back({"Shrink", "shrink", {"bias", "lambd"}, {}, nullptr});
+    table.push_back({"IsInf",
+                     "isinf",
+                     {"detect_positive", "detect_negative"},
+                     {},
+                     nullptr});
     table.push_back({"MatMul", "matmul", {}, {}, nullptr});
     table.push_back(
         {"Gemm", "gemm", {"alpha", "beta", "transA", "transB"}, {}, nullptr});
@@ -514,6 +568,30 @@ void OnnxConverter::inferShapes(const onnx::ModelProto &model) {
     for (int64_t dim : given->second)
       shape->add_dim()->set_dim_value(dim);
   }
+  // ONNX 1.12's shape inference reads out of bounds on some malformed
+  // nodes (a Conv whose input has the wrong rank: fuzz-onnx). A node fusec
+  // neither converts nor can fold (its op has no ONNX data propagation)
+  // fails conversion whatever its shapes, so it is left out of inference.
+  auto inferable = [&](const onnx::NodeProto &node) {
+    if (!node.domain().empty() && node.domain() != "ai.onnx")
+      return false;
+    for (const OnnxOp &op : onnxOps())
+      if (node.op_type() == op.onnxName)
+        return true;
+    for (const auto &special : specialOps())
+      if (node.op_type() == special.first)
+        return true;
+    const onnx::OpSchema *schema =
+        onnx::OpSchemaRegistry::Schema(node.op_type(), opset, "");
+    return schema && schema->has_data_propagation_function();
+  };
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> &nodes =
+      *graph.mutable_node();
+  nodes.erase(std::remove_if(nodes.begin(), nodes.end(),
+                             [&](const onnx::NodeProto &node) {
+                               return !inferable(node);
+                             }),
+              nodes.end());
   std::unordered_map<std::string, onnx::TensorShapeProto> data;
   try {
     onnx::shape_inference::InferShapes(
@@ -657,8 +735,10 @@ std::optional<DType> OnnxConverter::dtypeOf(const std::string &name) const {
 /// Pow with ONNX's operand types: the exponent may have another dtype than
 /// the base, and the result has the base's. A float base takes the
 /// exponent cast to its dtype (exact for the integer exponents ONNX
-/// allows); an integer base is raised in f64, as NumPy computes it, and the
-/// result converted back.
+/// allows); an integer base with an integer exponent is raised exactly in
+/// i64 (the integer pow row: wrapping, as NumPy's) and wrapped back to the
+/// base's dtype; with a float exponent it is raised in f64, as NumPy
+/// computes it, and the result converted back (truncated).
 void OnnxConverter::convertPow(const onnx::NodeProto &node) {
   if (node.input_size() != 2 || node.attribute_size() != 0)
     throw Unsupported{"Pow takes a base and an exponent and no attributes"};
@@ -682,7 +762,9 @@ void OnnxConverter::convertPow(const onnx::NodeProto &node) {
     return output;
   };
   bool floatBase = isFloat(*baseType);
-  DType computeType = floatBase ? *baseType : DType::F64;
+  DType computeType = floatBase                ? *baseType
+                      : isFloat(*exponentType) ? DType::F64
+                                               : DType::I64;
   auto asCompute = [&](const std::string &value, DType dtype,
                        const std::string &suffix) {
     return dtype == computeType
@@ -692,41 +774,14 @@ void OnnxConverter::convertPow(const onnx::NodeProto &node) {
   };
   std::string x = asCompute(base, *baseType, "_base");
   std::string y = asCompute(exponent, *exponentType, "_exponent");
-  if (floatBase) {
+  if (computeType == *baseType) {
     add("pow", {x, y}, node.output(0));
     return;
   }
-  std::string power = add("pow", {x, y}, node.output(0) + "_f64");
+  std::string power =
+      add("pow", {x, y}, node.output(0) + "_" + dtypeName(computeType));
   add("cast", {power}, node.output(0),
       {{"dtype", std::string(dtypeName(*baseType))}});
-}
-
-/// Clip (opset 11+: optional min and max inputs) as NumPy's clip,
-/// min(max(x, low), high): NaN stays NaN, and a low above high gives high.
-void OnnxConverter::convertClip(const onnx::NodeProto &node) {
-  if (node.attribute_size() != 0)
-    throw Unsupported{"Clip's min and max must be inputs (opset 11 on)"};
-  std::string value = resolve(node.input(0));
-  std::string name = node.name().empty() ? node.output(0) : node.name();
-  const char *ops[] = {"max", "min"};
-  int last = node.input_size() > 2 && !node.input(2).empty()   ? 2
-             : node.input_size() > 1 && !node.input(1).empty() ? 1
-                                                               : 0;
-  if (last == 0) {
-    aliases[node.output(0)] = value;
-    return;
-  }
-  for (int i = 1; i <= last; ++i) {
-    if (node.input(i).empty())
-      continue;
-    GraphNode bound;
-    bound.name = i == last ? name : name + "_low";
-    bound.op = ops[i - 1];
-    bound.inputs = {value, resolve(node.input(i))};
-    bound.outputs = {i == last ? node.output(0) : node.output(0) + "_low"};
-    value = bound.outputs[0];
-    graph.nodes.push_back(std::move(bound));
-  }
 }
 
 /// Split: one slice per output along `axis`, sized by the constant
@@ -953,7 +1008,6 @@ OnnxConverter::specialOps() {
       {"Range", &OnnxConverter::convertRange},
       {"Split", &OnnxConverter::convertSplit},
       {"Pow", &OnnxConverter::convertPow},
-      {"Clip", &OnnxConverter::convertClip},
       {"Identity", &OnnxConverter::convertIdentity}};
   return ops;
 }
@@ -1053,6 +1107,12 @@ Graph OnnxConverter::convert(const onnx::ModelProto &model) {
       errors.push_back(path + ": node '" + node.name() + "' (" +
                        node.op_type() + ", opset " + std::to_string(opset) +
                        "): error: " + unsupported.reason);
+    } catch (const std::bad_variant_access &) {
+      // An attribute read as another type than the model gave it (a float
+      // `axis`, a string `to`, ...): fuzz-onnx.
+      errors.push_back(path + ": node '" + node.name() + "' (" +
+                       node.op_type() + ", opset " + std::to_string(opset) +
+                       "): error: an attribute has the wrong type");
     }
   }
   if (!errors.empty()) {
@@ -1070,6 +1130,18 @@ void OnnxConverter::convertNode(const onnx::NodeProto &node) {
   if (!node.domain().empty() && node.domain() != "ai.onnx")
     throw Unsupported{"ops of domain '" + node.domain() +
                       "' are not supported"};
+  // The converters index output 0 and some ops' fixed inputs: arity is
+  // checked before any of them does (protobuf does not).
+  static const std::map<std::string, int> kMinInputs = {
+      {"ConstantOfShape", 1}, {"Range", 3},
+      {"Split", 1},           {"Pow", 2},
+      {"Identity", 1},        {"LayerNormalization", 2}};
+  auto minInputs = kMinInputs.find(node.op_type());
+  if (node.output_size() < 1 ||
+      (minInputs != kMinInputs.end() && node.input_size() < minInputs->second))
+    throw Unsupported{node.op_type() + " has " +
+                      std::to_string(node.input_size()) + " inputs and " +
+                      std::to_string(node.output_size()) + " outputs: too few"};
   for (const auto &[opType, convert] : specialOps())
     if (node.op_type() == opType) {
       (this->*convert)(node);

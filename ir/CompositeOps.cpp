@@ -82,6 +82,38 @@ LogicalResult GeluOp::verify() {
   return success();
 }
 
+LogicalResult IsInfOp::verify() {
+  auto type = cast<RankedTensorType>(getOperand().getType());
+  if (getType() != type.clone(IntegerType::get(getContext(), 1)))
+    return emitOpError() << "result must be "
+                         << typeString(
+                                type.clone(IntegerType::get(getContext(), 1)))
+                         << " (the operand's shape, i1)";
+  return success();
+}
+
+LogicalResult ClipOp::verify() {
+  auto type = cast<RankedTensorType>(getOperand().getType());
+  if (getType() != type)
+    return emitOpError("result type must match the operand's");
+  for (auto [what, bound] :
+       {std::pair<const char *, Value>{"min", getMin()}, {"max", getMax()}}) {
+    if (!bound)
+      continue;
+    auto boundType = cast<RankedTensorType>(bound.getType());
+    if (boundType.getElementType() != type.getElementType())
+      return emitOpError() << what << " has dtype "
+                           << boundType.getElementType()
+                           << " but the operand has " << type.getElementType();
+    if (!fusec::broadcastsTo(toShape(boundType), toShape(type)))
+      return emitOpError() << what << " of shape ["
+                           << fusec::formatShape(toShape(boundType))
+                           << "] does not broadcast to the operand's shape ["
+                           << fusec::formatShape(toShape(type)) << "]";
+  }
+  return success();
+}
+
 LogicalResult DequantizeLinearOp::verify() {
   auto type = getOperand().getType();
   auto scaleType = getScale().getType();

@@ -118,8 +118,19 @@ static FailureOr<Attribute> scalarAttr(Type elementType, double value,
   unsigned width = elementType.getIntOrFloatBitWidth();
   if (width == 1)
     return Attribute(IntegerAttr::get(elementType, value != 0 ? 1 : 0));
-  if (fromFloat && !(std::fabs(value) < 9.2e18))
-    return failure();
+  if (fromFloat) {
+    // A float converted to an integer truncates, saturates to the range and
+    // maps NaN to 0, as the kernels do (codegen/device/ScalarMath.h).
+    const double bound = std::ldexp(1.0, width - 1); // 2^(n-1)
+    if (std::isnan(value))
+      value = 0;
+    else if (value <= -bound)
+      return Attribute(
+          IntegerAttr::get(elementType, APInt::getSignedMinValue(width)));
+    else if (value >= bound)
+      return Attribute(
+          IntegerAttr::get(elementType, APInt::getSignedMaxValue(width)));
+  }
   APInt bits(width, static_cast<uint64_t>(static_cast<int64_t>(value)),
              /*isSigned=*/false, /*implicitTrunc=*/true);
   return Attribute(IntegerAttr::get(elementType, bits));

@@ -15,9 +15,12 @@
 
 namespace fuse {
 
-enum class OperandClass { Float, Numeric, Bool, Any };
+enum class OperandClass { Float, Numeric, Int, Bool, Any };
 enum class ResultClass { Same, Bool };
-enum class InputDomain { Real, Positive };
+/// Where test inputs are drawn from so that the op is defined there:
+/// Real (any), Positive (> 0), Unit ((-1, 1): asin, acos, atanh) and
+/// AboveOne (> 1: acosh).
+enum class InputDomain { Real, Positive, Unit, AboveOne };
 
 struct ElementwiseOpInfo {
   const char *mnemonic;

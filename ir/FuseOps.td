@@ -286,6 +286,89 @@ def Fuse_SiluOp : Fuse_CompositeOp<"silu", [SameOperandsAndResultType]> {
   let assemblyFormat = "$operand attr-dict `:` type($operand)";
 }
 
+// ONNX's activations with float attributes (named and defaulted as ONNX
+// names them): each defined once, by its decomposition into rows of the
+// elementwise table (passes/DecomposeComposites.cpp).
+class Fuse_ActivationOp<string mnemonic, string formula>
+    : Fuse_CompositeOp<mnemonic, [SameOperandsAndResultType]> {
+  let summary = "ONNX " # formula;
+  let results = (outs Fuse_FloatTensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($operand)";
+}
+
+def Fuse_LeakyReluOp : Fuse_ActivationOp<"leaky_relu",
+    "LeakyRelu: x < 0 ? alpha * x : x"> {
+  let arguments = (ins Fuse_FloatTensor:$operand,
+                       DefaultValuedAttr<F64Attr, "0.01">:$alpha);
+}
+
+def Fuse_EluOp : Fuse_ActivationOp<"elu",
+    "Elu: x < 0 ? alpha * (exp(x) - 1) : x"> {
+  let arguments = (ins Fuse_FloatTensor:$operand,
+                       DefaultValuedAttr<F64Attr, "1.0">:$alpha);
+}
+
+def Fuse_SeluOp : Fuse_ActivationOp<"selu",
+    "Selu: gamma * (x > 0 ? x : alpha * exp(x) - alpha)"> {
+  let arguments = (ins Fuse_FloatTensor:$operand,
+      DefaultValuedAttr<F64Attr, "1.67326319217681884765625">:$alpha,
+      DefaultValuedAttr<F64Attr, "1.05070102214813232421875">:$gamma);
+}
+
+def Fuse_CeluOp : Fuse_ActivationOp<"celu",
+    "Celu: max(0, x) + min(0, alpha * (exp(x / alpha) - 1))"> {
+  let arguments = (ins Fuse_FloatTensor:$operand,
+                       DefaultValuedAttr<F64Attr, "1.0">:$alpha);
+}
+
+def Fuse_HardSigmoidOp : Fuse_ActivationOp<"hard_sigmoid",
+    "HardSigmoid: max(0, min(1, alpha * x + beta))"> {
+  let arguments = (ins Fuse_FloatTensor:$operand,
+                       DefaultValuedAttr<F64Attr, "0.2">:$alpha,
+                       DefaultValuedAttr<F64Attr, "0.5">:$beta);
+}
+
+def Fuse_ShrinkOp : Fuse_CompositeOp<"shrink", [SameOperandsAndResultType]> {
+  let summary = "ONNX Shrink: x < -lambd ? x + bias : x > lambd ? x - bias : 0";
+  let description = [{
+    Integers are computed in f64 and truncated back toward zero, as ONNX's
+    reference does (`astype`).
+  }];
+  let arguments = (ins Fuse_NumericTensor:$operand,
+                       DefaultValuedAttr<F64Attr, "0.0">:$bias,
+                       DefaultValuedAttr<F64Attr, "0.5">:$lambd);
+  let results = (outs Fuse_NumericTensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($operand)";
+}
+
+def Fuse_IsInfOp : Fuse_CompositeOp<"isinf"> {
+  let summary = "ONNX IsInf: x is +inf (detect_positive), -inf (detect_negative)";
+  let arguments = (ins Fuse_FloatTensor:$operand,
+                       DefaultValuedAttr<I64Attr, "1">:$detect_positive,
+                       DefaultValuedAttr<I64Attr, "1">:$detect_negative);
+  let results = (outs Fuse_BoolTensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($operand) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Fuse_ClipOp : Fuse_CompositeOp<"clip", [AttrSizedOperandSegments]> {
+  let summary = "ONNX Clip (NumPy's clip): min(max(x, min), max)";
+  let description = [{
+    Either bound is optional. NaN stays NaN (max and min propagate it); a
+    lower bound above the upper gives the upper. The bounds have the
+    operand's dtype and broadcast to its shape, which is the result's.
+  }];
+  let arguments = (ins Fuse_NumericTensor:$operand,
+                       Optional<Fuse_NumericTensor>:$min,
+                       Optional<Fuse_NumericTensor>:$max);
+  let results = (outs Fuse_NumericTensor:$result);
+  let assemblyFormat = [{
+    $operand (`min` $min^)? (`max` $max^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 // Layout ops (transpose, slice, concat, gather, pad, argmax/argmin).
 include "ir/LayoutOps.td"
 

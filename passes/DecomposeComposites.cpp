@@ -72,6 +72,10 @@ public:
     return OpTy::create(builder, loc, type, operand, axes, keepdims)
         .getResult();
   }
+  Value select(Value cond, Value trueValue, Value falseValue) {
+    return SelectOp::create(builder, loc, cond, trueValue, falseValue)
+        .getResult();
+  }
   Value reshape(Value operand, Type type) {
     return ReshapeOp::create(builder, loc, type, operand).getResult();
   }
@@ -181,6 +185,97 @@ Value decompose(Decomposer &d, SiluOp op) {
   return d.toType(d.binary<MulOp>(x, d.unary<SigmoidOp>(x)), op.getType());
 }
 
+// ONNX's activations with float attributes: their one definition. Every
+// comparison is false on NaN, so NaN reaches the result through the
+// arithmetic on x (or, for shrink, becomes 0, as ONNX's Where computes).
+
+Value decompose(Decomposer &d, LeakyReluOp op) {
+  Value x = d.toCompute(op.getOperand());
+  double alpha = op.getAlpha().convertToDouble();
+  Value negative = d.binary<LtOp>(x, d.scalarLike(x, 0.0));
+  Value scaled = d.binary<MulOp>(x, d.scalarLike(x, alpha));
+  return d.toType(d.select(negative, scaled, x), op.getType());
+}
+
+Value decompose(Decomposer &d, EluOp op) {
+  Value x = d.toCompute(op.getOperand());
+  double alpha = op.getAlpha().convertToDouble();
+  Value negative = d.binary<LtOp>(x, d.scalarLike(x, 0.0));
+  Value expm1 = d.binary<SubOp>(d.unary<ExpOp>(x), d.scalarLike(x, 1.0));
+  Value scaled = d.binary<MulOp>(expm1, d.scalarLike(x, alpha));
+  return d.toType(d.select(negative, scaled, x), op.getType());
+}
+
+Value decompose(Decomposer &d, SeluOp op) {
+  Value x = d.toCompute(op.getOperand());
+  Value alpha = d.scalarLike(x, op.getAlpha().convertToDouble());
+  Value positive = d.binary<GtOp>(x, d.scalarLike(x, 0.0));
+  Value negativePart =
+      d.binary<SubOp>(d.binary<MulOp>(d.unary<ExpOp>(x), alpha), alpha);
+  Value y = d.binary<MulOp>(d.select(positive, x, negativePart),
+                            d.scalarLike(x, op.getGamma().convertToDouble()));
+  return d.toType(y, op.getType());
+}
+
+Value decompose(Decomposer &d, CeluOp op) {
+  Value x = d.toCompute(op.getOperand());
+  Value alpha = d.scalarLike(x, op.getAlpha().convertToDouble());
+  Value expm1 = d.binary<SubOp>(d.unary<ExpOp>(d.binary<DivOp>(x, alpha)),
+                                d.scalarLike(x, 1.0));
+  Value negativePart =
+      d.binary<MinOp>(d.binary<MulOp>(expm1, alpha), d.scalarLike(x, 0.0));
+  return d.toType(d.binary<AddOp>(d.unary<ReluOp>(x), negativePart),
+                  op.getType());
+}
+
+Value decompose(Decomposer &d, HardSigmoidOp op) {
+  Value x = d.toCompute(op.getOperand());
+  Value linear = d.binary<AddOp>(
+      d.binary<MulOp>(x, d.scalarLike(x, op.getAlpha().convertToDouble())),
+      d.scalarLike(x, op.getBeta().convertToDouble()));
+  Value y = d.binary<MaxOp>(d.binary<MinOp>(linear, d.scalarLike(x, 1.0)),
+                            d.scalarLike(x, 0.0));
+  return d.toType(y, op.getType());
+}
+
+Value decompose(Decomposer &d, ShrinkOp op) {
+  Value x = op.getOperand();
+  auto type = cast<RankedTensorType>(x.getType());
+  // Integers: in f64, truncated back (ONNX's reference computes x + bias in
+  // NumPy's float64 and converts with astype).
+  x = isa<IntegerType>(type.getElementType())
+          ? d.toType(x, type.clone(d.builder.getF64Type()))
+          : d.toCompute(x);
+  double lambd = op.getLambd().convertToDouble();
+  Value bias = d.scalarLike(x, op.getBias().convertToDouble());
+  Value below = d.binary<LtOp>(x, d.scalarLike(x, -lambd));
+  Value above = d.binary<GtOp>(x, d.scalarLike(x, lambd));
+  Value y =
+      d.select(below, d.binary<AddOp>(x, bias),
+               d.select(above, d.binary<SubOp>(x, bias), d.scalarLike(x, 0.0)));
+  return d.toType(y, op.getType());
+}
+
+Value decompose(Decomposer &d, IsInfOp op) {
+  Value x = op.getOperand();
+  bool positive = op.getDetectPositive() != 0,
+       negative = op.getDetectNegative() != 0;
+  if (positive && negative)
+    return d.binary<EqOp>(d.unary<AbsOp>(x), d.scalarLike(x, INFINITY));
+  // Neither: x == NaN, false everywhere with the result's shape.
+  double target = positive ? INFINITY : negative ? -INFINITY : NAN;
+  return d.binary<EqOp>(x, d.scalarLike(x, target));
+}
+
+Value decompose(Decomposer &d, ClipOp op) {
+  Value y = op.getOperand();
+  if (Value low = op.getMin())
+    y = d.binary<MaxOp>(y, low);
+  if (Value high = op.getMax())
+    y = d.binary<MinOp>(y, high);
+  return y;
+}
+
 Value decompose(Decomposer &d, ReduceMeanOp op) {
   Value x = d.toCompute(op.getOperand());
   Value sum = d.reduce<ReduceSumOp>(x, op.getAxes(), op.getKeepdims());
@@ -286,8 +381,9 @@ LogicalResult fuse::decomposeComposite(Operation *op) {
   Value replacement =
       TypeSwitch<Operation *, Value>(op)
           .Case<SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp, GeluOp, SiluOp,
-                ReduceMeanOp, ReduceL2Op, ReduceLogSumExpOp, GemmOp,
-                DequantizeLinearOp>(
+                LeakyReluOp, EluOp, SeluOp, CeluOp, HardSigmoidOp, ShrinkOp,
+                IsInfOp, ClipOp, ReduceMeanOp, ReduceL2Op, ReduceLogSumExpOp,
+                GemmOp, DequantizeLinearOp>(
               [&](auto concrete) { return decompose(d, concrete); })
           .Default([](Operation *) { return Value(); });
   if (!replacement)

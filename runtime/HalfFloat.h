@@ -70,4 +70,26 @@ static inline uint16_t fusec_f32_to_bf16(float value) {
   return (uint16_t)(bits >> 16);
 }
 
+/* f64 to f32 rounded to odd: truncated, with the last bit set when
+ * anything was cut off. Rounding that to f16 or bf16 (to nearest even) is
+ * the correctly rounded f64 -> f16/bf16 conversion, with no double-rounding
+ * error: f32 keeps more than two bits beyond either format. */
+static inline float fusec_f64_to_f32_round_odd(double value) {
+  float rounded = (float)value;
+  if (value != value || (double)rounded == value)
+    return rounded; /* nan, or exact */
+  uint32_t bits = fusec_f32_to_bits(rounded);
+  if (fabs((double)rounded) > fabs(value))
+    --bits; /* rounded away from zero (up to inf): step back toward it */
+  return fusec_bits_to_f32(bits | 1u);
+}
+
+static inline uint16_t fusec_f64_to_f16(double value) {
+  return fusec_f32_to_f16(fusec_f64_to_f32_round_odd(value));
+}
+
+static inline uint16_t fusec_f64_to_bf16(double value) {
+  return fusec_f32_to_bf16(fusec_f64_to_f32_round_odd(value));
+}
+
 #endif /* FUSEC_HALF_FLOAT_H */

@@ -52,11 +52,9 @@ void Tensor::set(int64_t i, double value) {
   case DType::F32:
     return store<float>(bytes, i, static_cast<float>(value));
   case DType::F16:
-    return store<uint16_t>(bytes, i,
-                           fusec_f32_to_f16(static_cast<float>(value)));
+    return store<uint16_t>(bytes, i, fusec_f64_to_f16(value));
   case DType::BF16:
-    return store<uint16_t>(bytes, i,
-                           fusec_f32_to_bf16(static_cast<float>(value)));
+    return store<uint16_t>(bytes, i, fusec_f64_to_bf16(value));
   case DType::I8:
     return store<int8_t>(bytes, i, wrapInteger<int8_t>(value));
   case DType::I32:

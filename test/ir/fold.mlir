@@ -97,3 +97,16 @@ func.func @exact_integers() -> (tensor<i64>, tensor<i64>, tensor<f32>) {
   %2 = fuse.cast %a : tensor<i64> to tensor<f32>
   return %0, %1, %2 : tensor<i64>, tensor<i64>, tensor<f32>
 }
+
+// Float to int saturates to the range and maps NaN to 0, as kernels do.
+// CHECK-LABEL: func.func @saturating_casts
+func.func @saturating_casts() -> (tensor<4xi8>, tensor<3xi64>) {
+  %f = fuse.constant dense<[300.75, -300.75, 0x7FC00000, -128.75]> : tensor<4xf32>
+  %d = fuse.constant dense<[1.0e20, -1.0e20, 0x7FF0000000000000]> : tensor<3xf64>
+  // CHECK-DAG: fuse.constant dense<[127, -128, 0, -128]> : tensor<4xi8>
+  // CHECK-DAG: fuse.constant dense<[9223372036854775807, -9223372036854775808, 9223372036854775807]> : tensor<3xi64>
+  // CHECK-NOT: fuse.cast
+  %0 = fuse.cast %f : tensor<4xf32> to tensor<4xi8>
+  %1 = fuse.cast %d : tensor<3xf64> to tensor<3xi64>
+  return %0, %1 : tensor<4xi8>, tensor<3xi64>
+}

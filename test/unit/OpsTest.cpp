@@ -8,13 +8,17 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ReferenceOps.h"
 #include "TestUtil.h"
 
 #include "ir/ElementwiseOps.h"
+#include "runtime/CudaApi.h"
 
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
+#include <map>
 
 using namespace fusec;
 
@@ -37,18 +41,33 @@ const ShapeCase kShapeCases[] = {
 /// Input ranges per domain: transcendental ops see a few periods, ints stay
 /// small enough that i8 products wrap only sometimes.
 std::pair<double, double> inputRange(DType dtype, fuse::InputDomain domain) {
-  bool positive = domain == fuse::InputDomain::Positive;
-  if (isFloat(dtype))
-    return positive ? std::make_pair(0.25, 3.0) : std::make_pair(-3.0, 3.0);
+  bool positive = domain != fuse::InputDomain::Real;
+  if (isFloat(dtype)) {
+    switch (domain) {
+    case fuse::InputDomain::Real:
+      return {-3.0, 3.0};
+    case fuse::InputDomain::Positive:
+      return {0.25, 3.0};
+    case fuse::InputDomain::Unit:
+      return {-0.95, 0.95};
+    case fuse::InputDomain::AboveOne:
+      return {1.0, 4.0};
+    }
+  }
   return positive ? std::make_pair(1.0, 50.0) : std::make_pair(-50.0, 50.0);
 }
+
+const fuse::InputDomain kDomains[] = {
+    fuse::InputDomain::Real, fuse::InputDomain::Positive,
+    fuse::InputDomain::Unit, fuse::InputDomain::AboveOne};
 
 struct Expected {
   std::string value;
   Tensor reference;
 };
 
-/// The table's reference for `info` on (a, b), broadcast to the result shape.
+/// The table's reference for `info` on (a, b), broadcast to the result
+/// shape; integers exactly in int64 (wrapped to the dtype), floats in f64.
 Tensor referenceResult(const fuse::ElementwiseOpInfo &info, const Tensor &a,
                        const Tensor *b) {
   Shape shape = b ? *broadcastShapes(a.shape, b->shape) : a.shape;
@@ -57,9 +76,16 @@ Tensor referenceResult(const fuse::ElementwiseOpInfo &info, const Tensor &a,
   std::optional<BroadcastIndexer> indexB;
   if (b)
     indexB.emplace(b->shape, shape);
-  for (int64_t i = 0; i < result.numElements(); ++i)
+  for (int64_t i = 0; i < result.numElements(); ++i) {
+    if (!isFloat(a.dtype)) {
+      ref::setInt(result, i,
+                  info.refInt(ref::intAt(a, indexA(i)),
+                              b ? ref::intAt(*b, (*indexB)(i)) : 0));
+      continue;
+    }
     result.set(i, info.reference(a.dtype, a.at(indexA(i)),
                                  b ? b->at((*indexB)(i)) : 0.0));
+  }
   return result;
 }
 
@@ -77,24 +103,31 @@ void test::checkAllOps(DType dtype, Target target) {
           randomTensor(type, shape, rng, range.first, range.second));
       return builder.input(name, type, shape);
     };
-    auto real = inputRange(dtype, fuse::InputDomain::Real);
-    auto positive = inputRange(dtype, fuse::InputDomain::Positive);
-    std::string x = addInput("x", dtype, shapes.lhs, real);
-    std::string y = addInput("y", dtype, shapes.rhs, real);
-    std::string px = addInput("px", dtype, shapes.lhs, positive);
-    std::string py = addInput("py", dtype, shapes.rhs, positive);
+    // One pair of inputs per domain: x0/y0 on the reals, x1/y1 positive,
+    // x2/y2 in (-1, 1), x3/y3 above 1.
+    std::map<fuse::InputDomain, std::pair<std::string, std::string>> names;
+    for (fuse::InputDomain domain : kDomains) {
+      std::string suffix = std::to_string(static_cast<int>(domain));
+      auto range = inputRange(dtype, domain);
+      names[domain] = {addInput("x" + suffix, dtype, shapes.lhs, range),
+                       addInput("y" + suffix, dtype, shapes.rhs, range)};
+    }
+    std::string x = names[fuse::InputDomain::Real].first,
+                y = names[fuse::InputDomain::Real].second;
     std::string cond = addInput("cond", DType::I1, shapes.rhs, {0, 1});
-    const Tensor &tx = inputs[0], &ty = inputs[1], &tpx = inputs[2],
-                 &tpy = inputs[3], &tcond = inputs[4];
+    const Tensor &tx = inputs[0], &ty = inputs[1], &tcond = inputs.back();
+    auto inputOf = [&](fuse::InputDomain domain,
+                       int operand) -> const Tensor & {
+      return inputs[2 * static_cast<int>(domain) + operand];
+    };
 
     std::vector<std::pair<std::string, Tensor>> expected;
     for (const fuse::ElementwiseOpInfo &info : fuse::elementwiseOps()) {
       if (!info.accepts(dtype))
         continue;
-      bool positiveDomain = info.domain == fuse::InputDomain::Positive;
-      const Tensor &a = positiveDomain ? tpx : tx;
-      const Tensor &b = positiveDomain ? tpy : ty;
-      std::string lhs = positiveDomain ? px : x, rhs = positiveDomain ? py : y;
+      const Tensor &a = inputOf(info.domain, 0);
+      const Tensor &b = inputOf(info.domain, 1);
+      auto [lhs, rhs] = names[info.domain];
       std::string out = info.arity == 1 ? builder.op(info.mnemonic, {lhs})
                                         : builder.op(info.mnemonic, {lhs, rhs});
       builder.output(out);
@@ -227,5 +260,363 @@ TEST_CASE("max and min and relu propagate NaN from either operand", "[ops]") {
     CHECK(std::isnan(outputs[3].at(0)));
     CHECK(outputs[3].at(1) == 1.0);
     CHECK(outputs[3].at(2) == 0.0);
+  }
+}
+
+namespace {
+
+/// NaN, infinities, signed zeros, ties of rounding, the edges of the unit
+/// interval and values where f32 overflows.
+const double kSpecialFloats[] = {NAN,  INFINITY, -INFINITY, 0.0,  -0.0, 0.5,
+                                 -0.5, 1.5,      2.5,       -2.5, 1.0,  -1.0,
+                                 3.0,  -7.0,     0.75,      100,  -100, 1e-3};
+
+/// The extremes of `dtype` and small values around 0, 1 and -1.
+std::vector<int64_t> specialInts(DType dtype) {
+  int64_t low = ref::intMin(dtype), high = ref::intMax(dtype);
+  return {0, 1, -1, 2, -2, 3, -3, 7, -7, 64, low, low + 1, high, high - 1};
+}
+
+/// Every row of the table that accepts `dtype`, on every (a, b) pair of
+/// `values` (a outer product: a in the rows, b in the columns), fused and
+/// unfused, against the table's reference. Zeros must also match in sign.
+void checkRowsOnValues(DType dtype, const std::vector<double> &values,
+                       const std::vector<int64_t> &ints,
+                       Target target = Target::Cpu) {
+  bool isFloatType = isFloat(dtype);
+  int64_t n = isFloatType ? values.size() : ints.size();
+  Tensor a(dtype, {n, 1}), b(dtype, {1, n});
+  for (int64_t i = 0; i < n; ++i) {
+    if (isFloatType) {
+      a.set(i, values[i]);
+      b.set(i, values[i]);
+    } else {
+      ref::setInt(a, i, ints[i]);
+      ref::setInt(b, i, ints[i]);
+    }
+  }
+  GraphBuilder builder(std::string("specials_") + dtypeName(dtype));
+  std::string x = builder.input("a", dtype, {n, 1});
+  std::string y = builder.input("b", dtype, {1, n});
+  std::vector<std::pair<std::string, Tensor>> expected;
+  for (const fuse::ElementwiseOpInfo &info : fuse::elementwiseOps()) {
+    if (!info.accepts(dtype))
+      continue;
+    builder.output(info.arity == 1 ? builder.op(info.mnemonic, {x})
+                                   : builder.op(info.mnemonic, {x, y}));
+    expected.emplace_back(
+        info.mnemonic,
+        referenceResult(info, a, info.arity == 2 ? &b : nullptr));
+  }
+  if (target == Target::Cpu)
+    test::compileForGpus(builder.build());
+  for (bool fuse : {true, false}) {
+    INFO((fuse ? "fused" : "unfused") << " on " << targetName(target));
+    std::vector<Tensor> outputs =
+        compile(builder.build(), test::testOptions(fuse, target)).run({a, b});
+    REQUIRE(outputs.size() == expected.size());
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      INFO("op " << expected[i].first);
+      const Tensor &got = outputs[i], &want = expected[i].second;
+      Comparison comparison = compareTensors(got, want);
+      INFO(test::describeMismatch(got, want, comparison));
+      CHECK(comparison.ok());
+      if (!isFloat(got.dtype))
+        continue;
+      for (int64_t e = 0; e < got.numElements(); ++e)
+        if (want.at(e) == 0 && got.at(e) == 0 &&
+            std::signbit(want.at(e)) != std::signbit(got.at(e)))
+          FAIL_CHECK("element " << e << ": got " << got.at(e) << ", expected "
+                                << want.at(e) << " (the sign of zero)");
+    }
+  }
+}
+
+} // namespace
+
+TEST_CASE("every float op on NaN infinities signed zeros and ties", "[ops]") {
+  for (DType dtype : {DType::F32, DType::F64}) {
+    INFO("dtype " << dtypeName(dtype));
+    checkRowsOnValues(dtype,
+                      std::vector<double>(std::begin(kSpecialFloats),
+                                          std::end(kSpecialFloats)),
+                      {});
+  }
+}
+
+TEST_CASE("every integer op on zero and -1 divisors and the extremes",
+          "[ops]") {
+  // Division and remainder by 0 and INT_MIN / -1 (which traps on x86) give
+  // the documented results, never a trap; pow with negative exponents.
+  for (DType dtype : {DType::I8, DType::I32, DType::I64}) {
+    INFO("dtype " << dtypeName(dtype));
+    checkRowsOnValues(dtype, {}, specialInts(dtype));
+  }
+}
+
+TEST_CASE("every op on special values matches the reference on the GPU",
+          "[gpu]") {
+  // The same results as the CPU's: no integer division traps or differs.
+  FUSEC_SKIP_IF(cuda::unavailableReason());
+  for (DType dtype : {DType::F32, DType::F64}) {
+    INFO("dtype " << dtypeName(dtype));
+    checkRowsOnValues(dtype,
+                      std::vector<double>(std::begin(kSpecialFloats),
+                                          std::end(kSpecialFloats)),
+                      {}, Target::Cuda);
+  }
+  for (DType dtype : {DType::I8, DType::I32, DType::I64}) {
+    INFO("dtype " << dtypeName(dtype));
+    checkRowsOnValues(dtype, {}, specialInts(dtype), Target::Cuda);
+  }
+}
+
+namespace {
+
+/// One output per listed case: the op's result on `x` and the expected
+/// tensor written down by hand (ONNX's and NumPy's documented values).
+struct LiteralCase {
+  const char *op;
+  std::vector<double> x, y, expected;
+};
+
+} // namespace
+
+TEST_CASE("new ops give ONNX's and NumPy's documented values", "[ops]") {
+  const double nan = NAN, inf = INFINITY;
+  const LiteralCase cases[] = {
+      {"round",
+       {2.5, -0.5, 0.5, 1.5, -2.5, 2.4, -2.6, nan, -inf},
+       {},
+       {2.0, -0.0, 0.0, 2.0, -2.0, 2.0, -3.0, nan, -inf}},
+      {"sign", {-0.0, 0.0, -3.5, 2.0, nan, -inf}, {}, {0, 0, -1, 1, nan, -1}},
+      {"atanh", {1, -1, 2, 0}, {}, {inf, -inf, nan, 0}},
+      {"acosh", {0.5, 1, -1}, {}, {nan, 0, nan}},
+      {"asin", {1.5, 1, -1}, {}, {nan, M_PI / 2, -M_PI / 2}},
+      {"isnan", {nan, inf, 0, -1}, {}, {1, 0, 0, 0}},
+      {"mod",
+       {5, -5, 5, -5, 0, -0.0, 3, -3, 1},
+       {3, 3, -3, -3, -2, 2, inf, inf, 0},
+       {2, 1, -1, -2, -0.0, 0.0, 3, inf, nan}},
+      {"fmod",
+       {5, -5, 5, -5, 1, inf},
+       {3, 3, -3, -3, 0, 2},
+       {2, -2, 2, -2, nan, nan}},
+      {"softplus",
+       {0, 100, -100, inf, -inf},
+       {},
+       {M_LN2, 100, std::exp(-100.0), inf, 0}},
+      {"hard_swish",
+       {-3, 3, 0, 1, -inf},
+       {},
+       {-0.0, 3, 0, 1.0 * (1.0 / 6 + 0.5), nan}},
+      {"softsign", {1, -3, inf}, {}, {0.5, -0.75, nan}},
+  };
+  for (const LiteralCase &c : cases) {
+    INFO("op " << c.op);
+    int64_t n = c.x.size();
+    GraphBuilder builder("literal");
+    std::vector<Tensor> inputs;
+    std::vector<std::string> names;
+    for (const std::vector<double> *values : {&c.x, &c.y}) {
+      if (values->empty())
+        continue;
+      Tensor t(DType::F64, {n});
+      for (int64_t i = 0; i < n; ++i)
+        t.set(i, (*values)[i]);
+      names.push_back(
+          builder.input("in" + std::to_string(names.size()), DType::F64, {n}));
+      inputs.push_back(std::move(t));
+    }
+    builder.output(builder.op(c.op, names));
+    Tensor got = compile(builder.build(), test::testOptions()).run(inputs)[0];
+    for (int64_t i = 0; i < n; ++i) {
+      INFO("element " << i << ": got " << got.at(i) << ", expected "
+                      << c.expected[i]);
+      double want = c.expected[i], value = got.at(i);
+      if (std::isnan(want)) {
+        CHECK(std::isnan(value));
+        continue;
+      }
+      CHECK((value == want ||
+             std::fabs(value - want) <= 1e-12 * std::fabs(want)));
+      CHECK(std::signbit(value) == std::signbit(want));
+    }
+  }
+}
+
+TEST_CASE("integer div mod fmod and pow give the documented results", "[ops]") {
+  struct IntCase {
+    const char *op;
+    DType dtype;
+    std::vector<int64_t> x, y, expected;
+  };
+  const int64_t i32min = INT32_MIN, i64min = INT64_MIN;
+  const IntCase cases[] = {
+      // Truncation; x / 0 is 0; INT_MIN / -1 wraps to INT_MIN.
+      {"div",
+       DType::I32,
+       {7, -7, 7, 5, i32min, i32min},
+       {2, 2, 0, -1, -1, 1},
+       {3, -3, 0, -5, i32min, i32min}},
+      {"div", DType::I64, {i64min, -9, 9}, {-1, 0, -4}, {i64min, 0, -2}},
+      {"div", DType::I8, {-128, -128, 100}, {-1, 0, 7}, {-128, 0, 14}},
+      // The divisor's sign; x % 0 and INT_MIN % -1 are 0.
+      {"mod",
+       DType::I32,
+       {5, -5, 5, -5, 7, i32min, 6},
+       {3, 3, -3, -3, 0, -1, 3},
+       {2, 1, -1, -2, 0, 0, 0}},
+      {"mod", DType::I64, {i64min, i64min, -1}, {-1, 3, i64min}, {0, 1, -1}},
+      // The dividend's sign.
+      {"fmod",
+       DType::I32,
+       {5, -5, 5, -5, 7, i32min},
+       {3, 3, -3, -3, 0, -1},
+       {2, -2, 2, -2, 0, 0}},
+      {"fmod", DType::I8, {-128, -128, 127}, {-1, 0, -2}, {0, 0, 1}},
+      // Exact and wrapping; negative exponents truncate 1 / x^n.
+      {"pow",
+       DType::I64,
+       {3, 2, 2, -2, 1, -1, -1, 0, 5, 0},
+       {39, 63, 64, 63, -5, -3, -4, -1, 0, 0},
+       {4052555153018976267, i64min, 0, i64min, 1, -1, 1, 0, 1, 1}},
+      {"pow", DType::I32, {3, 2, -3}, {21, 31, 3}, {1870418611, i32min, -27}},
+      {"pow", DType::I8, {3, 2}, {5, 7}, {-13, -128}},
+      {"bitwise_and", DType::I32, {12, -1}, {10, i32min}, {8, i32min}},
+      {"bitwise_or", DType::I8, {12, -128}, {3, 1}, {15, -127}},
+      {"bitwise_xor", DType::I64, {12, -1}, {10, 0}, {6, -1}},
+  };
+  for (const IntCase &c : cases) {
+    INFO("op " << c.op << " on " << dtypeName(c.dtype));
+    int64_t n = c.x.size();
+    Tensor x(c.dtype, {n}), y(c.dtype, {n});
+    for (int64_t i = 0; i < n; ++i) {
+      ref::setInt(x, i, c.x[i]);
+      ref::setInt(y, i, c.y[i]);
+    }
+    GraphBuilder builder("ints");
+    builder.output(builder.op(c.op, {builder.input("x", c.dtype, {n}),
+                                     builder.input("y", c.dtype, {n})}));
+    for (bool fuse : {true, false}) {
+      Tensor got =
+          compile(builder.build(), test::testOptions(fuse)).run({x, y})[0];
+      for (int64_t i = 0; i < n; ++i) {
+        INFO("element " << i);
+        CHECK(ref::intAt(got, i) == c.expected[i]);
+      }
+    }
+  }
+}
+
+namespace {
+
+/// Sets a few elements of a float tensor to NaN, +-inf and -0.
+void addSpecials(Tensor &t) {
+  const double specials[] = {NAN, INFINITY, -INFINITY, -0.0};
+  for (int64_t i = 0; i < 4 && i < t.numElements(); ++i)
+    t.set(i * 7 % t.numElements(), specials[i]);
+}
+
+} // namespace
+
+TEST_CASE("activations with attributes isinf and clip match the reference",
+          "[ops]") {
+  for (DType dtype : {DType::F64, DType::F32, DType::F16, DType::BF16}) {
+    INFO("dtype " << dtypeName(dtype));
+    std::mt19937_64 rng(11);
+    Tensor input = randomTensor(dtype, {5, 31}, rng, -4.0, 4.0);
+    addSpecials(input);
+    Tensor low = randomTensor(dtype, {31}, rng, -2.0, 0.0);
+    Tensor high = randomTensor(dtype, {1, 1}, rng, 0.0, 2.0);
+    GraphBuilder b("activations");
+    std::string x = b.input("x", dtype, {5, 31});
+    std::string lo = b.input("lo", dtype, {31});
+    std::string hi = b.input("hi", dtype, {1, 1});
+    std::vector<std::pair<std::string, Tensor>> expected;
+    auto add = [&](const std::string &label, std::string value,
+                   Tensor reference) {
+      b.output(value);
+      expected.emplace_back(label, std::move(reference));
+    };
+    add("leaky_relu", b.op("leaky_relu", {x}), ref::leakyRelu(input, 0.01));
+    add("leaky_relu alpha", b.op("leaky_relu", {x}, {{"alpha", 0.25}}),
+        ref::leakyRelu(input, 0.25));
+    add("elu", b.op("elu", {x}), ref::elu(input, 1.0));
+    add("elu alpha", b.op("elu", {x}, {{"alpha", 0.5}}), ref::elu(input, 0.5));
+    add("selu", b.op("selu", {x}),
+        ref::selu(input, 1.67326319217681884765625, 1.05070102214813232421875));
+    add("selu attrs", b.op("selu", {x}, {{"alpha", 2.0}, {"gamma", 0.5}}),
+        ref::selu(input, 2.0, 0.5));
+    add("celu", b.op("celu", {x}), ref::celu(input, 1.0));
+    add("celu alpha", b.op("celu", {x}, {{"alpha", 2.5}}),
+        ref::celu(input, 2.5));
+    add("hard_sigmoid", b.op("hard_sigmoid", {x}),
+        ref::hardSigmoid(input, 0.2, 0.5));
+    add("hard_sigmoid attrs",
+        b.op("hard_sigmoid", {x}, {{"alpha", 0.5}, {"beta", 0.25}}),
+        ref::hardSigmoid(input, 0.5, 0.25));
+    add("shrink", b.op("shrink", {x}), ref::shrink(input, 0.0, 0.5));
+    add("shrink attrs", b.op("shrink", {x}, {{"bias", 1.5}, {"lambd", 1.5}}),
+        ref::shrink(input, 1.5, 1.5));
+    add("isinf", b.op("isinf", {x}), ref::isInf(input, true, true));
+    add("isinf positive", b.op("isinf", {x}, {{"detect_negative", int64_t(0)}}),
+        ref::isInf(input, true, false));
+    add("isinf negative", b.op("isinf", {x}, {{"detect_positive", int64_t(0)}}),
+        ref::isInf(input, false, true));
+    add("isinf neither",
+        b.op(
+            "isinf", {x},
+            {{"detect_positive", int64_t(0)}, {"detect_negative", int64_t(0)}}),
+        ref::isInf(input, false, false));
+    add("clip", b.op("clip", {x, lo, hi}), ref::clip(input, &low, &high));
+    add("clip min", b.op("clip", {x, lo}), ref::clip(input, &low, nullptr));
+    add("clip max", b.op("clip", {x, "", hi}),
+        ref::clip(input, nullptr, &high));
+    add("clip none", b.op("clip", {x}), ref::clip(input, nullptr, nullptr));
+    test::compileForGpus(b.build());
+    for (bool fuse : {true, false}) {
+      INFO((fuse ? "fused" : "unfused"));
+      std::vector<Tensor> outputs =
+          compile(b.build(), test::testOptions(fuse)).run({input, low, high});
+      REQUIRE(outputs.size() == expected.size());
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        INFO(expected[i].first);
+        Comparison comparison = compareTensors(outputs[i], expected[i].second,
+                                               toleranceFor(outputs[i].dtype));
+        INFO(
+            test::describeMismatch(outputs[i], expected[i].second, comparison));
+        CHECK(comparison.ok());
+      }
+    }
+  }
+}
+
+TEST_CASE("shrink and clip on integers match the reference", "[ops]") {
+  for (DType dtype : {DType::I8, DType::I32, DType::I64}) {
+    INFO("dtype " << dtypeName(dtype));
+    std::mt19937_64 rng(5);
+    Tensor input = randomTensor(dtype, {3, 17}, rng, -20, 20);
+    Tensor low = randomTensor(dtype, {}, rng, -10, 0);
+    Tensor high = randomTensor(dtype, {17}, rng, -5, 10);
+    GraphBuilder b("int_activations");
+    std::string x = b.input("x", dtype, {3, 17});
+    std::string lo = b.input("lo", dtype, {});
+    std::string hi = b.input("hi", dtype, {17});
+    b.output(b.op("shrink", {x}, {{"bias", 2.5}, {"lambd", 3.0}}));
+    b.output(b.op("shrink", {x}));
+    b.output(b.op("clip", {x, lo, hi}));
+    std::vector<Tensor> expected = {ref::shrink(input, 2.5, 3.0),
+                                    ref::shrink(input, 0.0, 0.5),
+                                    ref::clip(input, &low, &high)};
+    test::compileForGpus(b.build());
+    std::vector<Tensor> outputs =
+        compile(b.build(), test::testOptions()).run({input, low, high});
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      INFO("output " << i);
+      Comparison comparison = compareTensors(outputs[i], expected[i]);
+      INFO(test::describeMismatch(outputs[i], expected[i], comparison));
+      CHECK(comparison.ok());
+    }
   }
 }

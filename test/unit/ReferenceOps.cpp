@@ -8,6 +8,7 @@
 
 #include "ReferenceOps.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -589,6 +590,101 @@ Tensor silu(const Tensor &x) {
   for (int64_t i = 0; i < x.numElements(); ++i) {
     long double v = x.at(i);
     result.set(i, static_cast<double>(v / (1 + std::exp(-v))));
+  }
+  return result;
+}
+
+namespace {
+
+/// f applied to every element, read as a double, into an F64 tensor.
+template <typename F> Tensor mapF64(const Tensor &x, F f) {
+  Tensor result(DType::F64, x.shape);
+  for (int64_t i = 0; i < x.numElements(); ++i)
+    result.set(i, f(x.at(i)));
+  return result;
+}
+
+} // namespace
+
+Tensor leakyRelu(const Tensor &x, double alpha) {
+  return mapF64(x, [&](double v) { return v < 0 ? alpha * v : v; });
+}
+
+Tensor elu(const Tensor &x, double alpha) {
+  return mapF64(x, [&](double v) { return v < 0 ? alpha * std::expm1(v) : v; });
+}
+
+Tensor selu(const Tensor &x, double alpha, double gamma) {
+  return mapF64(x, [&](double v) {
+    return gamma * (v > 0 ? v : alpha * std::exp(v) - alpha);
+  });
+}
+
+Tensor celu(const Tensor &x, double alpha) {
+  return mapF64(x, [&](double v) {
+    if (std::isnan(v))
+      return v;
+    return std::max(0.0, v) + std::min(0.0, alpha * std::expm1(v / alpha));
+  });
+}
+
+Tensor hardSigmoid(const Tensor &x, double alpha, double beta) {
+  return mapF64(x, [&](double v) {
+    if (std::isnan(v))
+      return v;
+    return std::max(0.0, std::min(1.0, alpha * v + beta));
+  });
+}
+
+Tensor shrink(const Tensor &x, double bias, double lambd) {
+  auto f = [&](double v) {
+    return v < -lambd ? v + bias : v > lambd ? v - bias : 0.0;
+  };
+  if (isFloat(x.dtype))
+    return mapF64(x, f);
+  Tensor result(x.dtype, x.shape);
+  for (int64_t i = 0; i < x.numElements(); ++i)
+    setInt(
+        result, i,
+        static_cast<int64_t>(std::trunc(f(static_cast<double>(intAt(x, i))))));
+  return result;
+}
+
+Tensor isInf(const Tensor &x, bool positive, bool negative) {
+  Tensor result(DType::I1, x.shape);
+  for (int64_t i = 0; i < x.numElements(); ++i) {
+    double v = x.at(i);
+    bool hit = std::isinf(v) && (v > 0 ? positive : negative);
+    result.set(i, hit ? 1.0 : 0.0);
+  }
+  return result;
+}
+
+Tensor clip(const Tensor &x, const Tensor *low, const Tensor *high) {
+  Tensor result(x.dtype, x.shape);
+  std::optional<Broadcast> il, ih;
+  if (low)
+    il.emplace(low->shape, x.shape);
+  if (high)
+    ih.emplace(high->shape, x.shape);
+  for (int64_t i = 0; i < x.numElements(); ++i) {
+    if (!isFloat(x.dtype)) {
+      int64_t v = intAt(x, i);
+      if (low)
+        v = std::max(v, intAt(*low, (*il)(i)));
+      if (high)
+        v = std::min(v, intAt(*high, (*ih)(i)));
+      setInt(result, i, v);
+      continue;
+    }
+    double v = x.at(i);
+    double lo = low ? low->at((*il)(i)) : -INFINITY;
+    double hi = high ? high->at((*ih)(i)) : INFINITY;
+    if (std::isnan(v) || std::isnan(lo) || std::isnan(hi))
+      v = NAN;
+    else
+      v = std::min(std::max(v, lo), hi);
+    result.set(i, v);
   }
   return result;
 }

@@ -4,7 +4,9 @@
 // Plain coordinate loops over fusec::Tensor, sharing no code with the
 // compiler: reductions over arbitrary axes (ONNX ReduceSum opset 13 and the
 // other Reduce* ops of opset 18), softmax / log_softmax along an axis,
-// LayerNormalization, RMSNormalization, GELU (erf and tanh forms) and SiLU.
+// LayerNormalization, RMSNormalization, GELU (erf and tanh forms), SiLU, and
+// ONNX's activations with attributes (LeakyRelu, Elu, Selu, Celu,
+// HardSigmoid, Shrink), IsInf and Clip.
 //
 // Float inputs are read as doubles and every result is computed in f64 and
 // returned as an F64 tensor (the caller compares against it with a
@@ -86,6 +88,29 @@ Tensor rmsNorm(const Tensor &x, const Tensor *weight, int64_t axis,
 Tensor gelu(const Tensor &x, bool tanhApproximation);
 /// x * sigmoid(x).
 Tensor silu(const Tensor &x);
+
+/// ONNX's activations with float attributes, elementwise in f64 (F64
+/// results), by their ONNX formulas:
+///   leaky_relu  x < 0 ? alpha x : x
+///   elu         x < 0 ? alpha (e^x - 1) : x
+///   selu        gamma (x > 0 ? x : alpha e^x - alpha)
+///   celu        max(0, x) + min(0, alpha (e^(x/alpha) - 1))
+///   hard_sigmoid max(0, min(1, alpha x + beta)), NaN staying NaN
+Tensor leakyRelu(const Tensor &x, double alpha);
+Tensor elu(const Tensor &x, double alpha);
+Tensor selu(const Tensor &x, double alpha, double gamma);
+Tensor celu(const Tensor &x, double alpha);
+Tensor hardSigmoid(const Tensor &x, double alpha, double beta);
+/// Shrink: x < -lambd ? x + bias : x > lambd ? x - bias : 0 (NaN gives 0).
+/// Float inputs give F64; integer inputs their own dtype, the f64 value
+/// truncated toward zero (ONNX's astype).
+Tensor shrink(const Tensor &x, double bias, double lambd);
+/// IsInf with detect_positive / detect_negative: an I1 tensor.
+Tensor isInf(const Tensor &x, bool positive, bool negative);
+/// np.clip(x, low, high), either bound optional (nullptr), broadcast to x:
+/// min(max(x, low), high) with NaN from any operand propagated. In x's
+/// dtype (exact).
+Tensor clip(const Tensor &x, const Tensor *low, const Tensor *high);
 
 /// Elementwise f(a) and f(a, b) with NumPy broadcasting, in f64 (F64
 /// results), for composing references of small graphs.
