@@ -18,23 +18,28 @@ done
 mkdir -p stage/lib
 cp -L /usr/lib/x86_64-linux-gnu/libonnx_proto.so.1 \
   /usr/lib/x86_64-linux-gnu/libonnx.so.1 stage/lib/
-# The ONNX node tests (27 MB), for the conformance run on the GPU.
-if [ -d /usr/share/libonnx-testdata/data/node ]; then
+# The ONNX node tests (27 MB), for the conformance run on the GPU: only on
+# request (FUSEC_STAGE_ONNX_NODE=1), as they take half the 64 MiB carry.
+if [ "${FUSEC_STAGE_ONNX_NODE:-0}" = 1 ] &&
+  [ -d /usr/share/libonnx-testdata/data/node ]; then
   cp -r /usr/share/libonnx-testdata/data/node stage/onnx-node
 fi
 cp examples/*.json stage/examples/
 cp test/models/*.json stage/models/
-cp -r test/models/onnx stage/models/onnx
+# The ONNX models travel with the checkout (the device gets the working
+# tree too): run-gpu.sh links them rather than carrying them twice.
 # The peers' script, when the shared folder is next to the checkout.
 if [ -f ../shared/peers/torch_peers.py ]; then
   cp ../shared/peers/torch_peers.py stage/
 fi
-cp bench/torch_matmul_peers.py bench/torch_model_peers.py stage/
+cp bench/torch_matmul_peers.py bench/torch_model_peers.py \
+  bench/ort_model_peers.py stage/
 cat > stage/run-gpu.sh <<'SCRIPT'
 #!/usr/bin/env bash
 # On the GPU machine: GPU tests, the CLI on the example, benchmarks.
 set -uo pipefail
 cd "$(dirname "$0")"
+[ -e models/onnx ] || ln -s ../../test/models/onnx models/onnx
 export FUSEC_CACHE_DIR=$PWD/cache FUSEC_TEST_CACHE_DIR=$PWD/test-cache
 out=${OUT:-$PWD/out}
 mkdir -p "$out"
@@ -56,10 +61,14 @@ if [ -d onnx-node ]; then
 fi
 echo "== benchmarks"
 bin/fusec-bench --target=cuda 2>&1 | tee "$out/bench-cuda.jsonl"
-echo "== whole models: fusec, then PyTorch on the same GPU"
-bin/fusec-bench --target=cuda $(ls models/onnx/{mlp_block,gpt2,bert,llama}.onnx |
-  sed 's/^/--model=/') 2>&1 | tee "$out/bench-models.jsonl"
-python3 torch_model_peers.py 2>&1 | tee "$out/torch-model-peers.jsonl"
+echo "== whole models: fusec, PyTorch on the same GPU, ONNX Runtime on the CPU"
+models="mlp_block gpt2 bert llama gpt2_d256 llama_d256 bert_d128"
+bin/fusec-bench --target=cuda $(printf -- '--model=models/onnx/%s.onnx ' $models) \
+  2>&1 | tee "$out/bench-models.jsonl"
+bin/fusec-bench --target=cpu $(printf -- '--model=models/onnx/%s.onnx ' $models) \
+  2>&1 | tee "$out/bench-models-cpu.jsonl"
+python3 torch_model_peers.py $models 2>&1 | tee "$out/torch-model-peers.jsonl"
+python3 ort_model_peers.py $models 2>&1 | tee "$out/ort-model-peers.jsonl"
 echo "== PyTorch matmul peers (same GPU)"
 python3 torch_matmul_peers.py 2>&1 | tee "$out/torch-matmul-peers.jsonl"
 SCRIPT
