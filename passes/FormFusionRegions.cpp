@@ -334,6 +334,19 @@ struct FormFusionRegions
     return true;
   }
 
+  /// Gives a "not fused with its consumer" remark its structured form, for
+  /// tools that draw the graph (fusec --emit=dot): metadata holding the
+  /// consumer's location and the reason. Metadata is not printed.
+  static void attachEdge(InFlightDiagnostic &remark, Operation *consumer,
+                         StringRef reason) {
+    if (Diagnostic *diagnostic = remark.getUnderlyingDiagnostic()) {
+      diagnostic->getMetadata().push_back(
+          DiagnosticArgument(Attribute(consumer->getLoc())));
+      diagnostic->getMetadata().push_back(DiagnosticArgument(
+          Attribute(StringAttr::get(consumer->getContext(), reason))));
+    }
+  }
+
   /// Merges the group producing `operand` into `op`'s, or remarks why not.
   void fuseProducer(Value operand, Operation *op, FusionGroups &groups) {
     Operation *producer = operand.getDefiningOp();
@@ -345,15 +358,20 @@ struct FormFusionRegions
     if (std::optional<std::string> reason =
             whyNotFused(operand, op, groups.group(producerGroup),
                         groups.group(consumerGroup), combined)) {
-      producer->emitRemark() << "not fused with its consumer " << describeOp(op)
-                             << ": " << *reason;
+      InFlightDiagnostic remark = producer->emitRemark()
+                                  << "not fused with its consumer "
+                                  << describeOp(op) << ": " << *reason;
+      attachEdge(remark, op, *reason);
       return;
     }
     if (Operation *exit = groups.cycleThrough(producerGroup, consumerGroup,
                                               groups.position(op))) {
-      producer->emitRemark() << "not fused with its consumer " << describeOp(op)
-                             << ": the path through " << describeOp(exit)
-                             << " outside the region would form a cycle";
+      std::string reason = "the path through " + describeOp(exit) +
+                           " outside the region would form a cycle";
+      InFlightDiagnostic remark = producer->emitRemark()
+                                  << "not fused with its consumer "
+                                  << describeOp(op) << ": " << reason;
+      attachEdge(remark, op, reason);
       return;
     }
     groups.merge(producerGroup, consumerGroup, std::move(combined));

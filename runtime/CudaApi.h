@@ -58,6 +58,7 @@ constexpr int kStreamCaptureModeThreadLocal = 1;
   X(cuStreamCreate, (CUstream *, unsigned), false)                             \
   X(cuStreamSynchronize, (CUstream), false)                                    \
   X(cuEventCreate, (CUevent *, unsigned), false)                               \
+  X(cuEventDestroy, (CUevent), true)                                           \
   X(cuEventRecord, (CUevent, CUstream), false)                                 \
   X(cuEventSynchronize, (CUevent), false)                                      \
   X(cuEventElapsedTime, (float *, CUevent, CUevent), true)                     \

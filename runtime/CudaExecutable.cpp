@@ -183,6 +183,8 @@ CudaExecutable::CudaExecutable(Program program,
 
 CudaExecutable::~CudaExecutable() {
   const cuda::Driver &driver = cuda::driver();
+  for (cuda::CUevent event : stepEvents)
+    driver.cuEventDestroy(event);
   if (graphExec)
     driver.cuGraphExecDestroy(graphExec);
   if (graph)
@@ -220,22 +222,56 @@ void CudaExecutable::upload(const std::vector<Tensor> &inputs) {
 }
 
 void CudaExecutable::launch() {
+  for (const Step &step : prog.steps)
+    launchStep(step);
+}
+
+void CudaExecutable::launchStep(const Step &step) {
   const cuda::Driver &driver = cuda::driver();
   cuda::CUstream stream = cuda::device().stream;
-  for (const Step &step : prog.steps) {
-    if (step.kind == StepKind::Matmul) {
-      matmulCalls[step.index]->enqueue(stream, matmulWorkspace);
-      continue;
-    }
-    if (step.kind != StepKind::Kernel)
-      continue; // a view is only another name for its root's storage
-    Launch &launch = launches[step.index];
-    const LaunchGeometry &geometry = launch.geometry;
-    check(driver.cuLaunchKernel(
-              launch.function, static_cast<unsigned>(geometry.gridX),
-              geometry.gridY, 1, geometry.blockX, geometry.blockY, 1,
-              geometry.sharedBytes, stream, launch.parameters.data(), nullptr),
-          "cuLaunchKernel", "kernel '" + prog.kernels[step.index].name + "'");
+  if (step.kind == StepKind::Matmul) {
+    matmulCalls[step.index]->enqueue(stream, matmulWorkspace);
+    return;
+  }
+  if (step.kind != StepKind::Kernel)
+    return; // a view is only another name for its root's storage
+  Launch &launch = launches[step.index];
+  const LaunchGeometry &geometry = launch.geometry;
+  check(driver.cuLaunchKernel(
+            launch.function, static_cast<unsigned>(geometry.gridX),
+            geometry.gridY, 1, geometry.blockX, geometry.blockY, 1,
+            geometry.sharedBytes, stream, launch.parameters.data(), nullptr),
+        "cuLaunchKernel", "kernel '" + prog.kernels[step.index].name + "'");
+}
+
+void CudaExecutable::runTimed(const std::vector<Tensor> &inputs,
+                              std::vector<Tensor> &outputs,
+                              std::vector<double> &stepMicros) {
+  const cuda::Driver &driver = cuda::driver();
+  cuda::CUstream stream = cuda::device().stream;
+  while (stepEvents.size() < prog.steps.size() + 1) {
+    cuda::CUevent event = nullptr;
+    check(driver.cuEventCreate(&event, 0), "cuEventCreate",
+          "profiling '" + prog.name + "'");
+    stepEvents.push_back(event);
+  }
+  // Step by step, no CUDA graph: event i before step i, event i+1 after.
+  upload(inputs);
+  check(driver.cuEventRecord(stepEvents[0], stream), "cuEventRecord",
+        "profiling '" + prog.name + "'");
+  for (size_t i = 0; i < prog.steps.size(); ++i) {
+    launchStep(prog.steps[i]);
+    check(driver.cuEventRecord(stepEvents[i + 1], stream), "cuEventRecord",
+          "profiling '" + prog.name + "'");
+  }
+  download(outputs);
+  synchronize();
+  stepMicros.assign(prog.steps.size(), 0.0);
+  for (size_t i = 0; i < prog.steps.size(); ++i) {
+    float millis = 0;
+    check(driver.cuEventElapsedTime(&millis, stepEvents[i], stepEvents[i + 1]),
+          "cuEventElapsedTime", "profiling '" + prog.name + "'");
+    stepMicros[i] = prog.steps[i].kind == StepKind::View ? 0.0 : millis * 1e3;
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include "runtime/Error.h"
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 
@@ -139,7 +140,31 @@ void HostExecutable::run(const std::vector<Tensor> &inputs,
                          std::vector<Tensor> &outputs) {
   checkInputs(inputs);
   prepareOutputs(outputs);
+  bindBuffers(inputs, outputs);
+  for (const Step &step : prog.steps)
+    runStep(step);
+  copyOutputs(outputs);
+}
 
+void HostExecutable::runTimed(const std::vector<Tensor> &inputs,
+                              std::vector<Tensor> &outputs,
+                              std::vector<double> &stepMicros) {
+  checkInputs(inputs);
+  prepareOutputs(outputs);
+  bindBuffers(inputs, outputs);
+  stepMicros.assign(prog.steps.size(), 0.0);
+  for (size_t i = 0; i < prog.steps.size(); ++i) {
+    auto start = std::chrono::steady_clock::now();
+    runStep(prog.steps[i]);
+    stepMicros[i] = std::chrono::duration<double, std::micro>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+  }
+  copyOutputs(outputs);
+}
+
+void HostExecutable::bindBuffers(const std::vector<Tensor> &inputs,
+                                 std::vector<Tensor> &outputs) {
   // Where every buffer lives for this run (members: no allocation per run).
   address.assign(prog.buffers.size(), nullptr);
   for (size_t i = 0; i < prog.inputs.size(); ++i)
@@ -156,24 +181,26 @@ void HostExecutable::run(const std::vector<Tensor> &inputs,
   for (size_t id = 0; id < prog.buffers.size(); ++id)
     if (prog.buffers[id].role == BufferRole::Alias)
       address[id] = address[prog.buffers[id].aliasOf];
+}
 
-  for (const Step &step : prog.steps) {
-    if (step.kind == StepKind::Kernel) {
-      const KernelDesc &kernel = prog.kernels[step.index];
-      kernelInputs.clear();
-      kernelOutputs.clear();
-      for (int id : kernel.inputs)
-        kernelInputs.push_back(address[id]);
-      for (int id : kernel.outputs)
-        kernelOutputs.push_back(address[id]);
-      kernelFns[step.index](kernelInputs.data(), kernelOutputs.data());
-    } else if (step.kind == StepKind::Matmul) {
-      const MatmulCall &call = prog.matmuls[step.index];
-      matmulCalls[step.index].run(address[call.a], address[call.b],
-                                  address[call.output], matmulScratch);
-    } // a view is only another name for its root's storage
-  }
+void HostExecutable::runStep(const Step &step) {
+  if (step.kind == StepKind::Kernel) {
+    const KernelDesc &kernel = prog.kernels[step.index];
+    kernelInputs.clear();
+    kernelOutputs.clear();
+    for (int id : kernel.inputs)
+      kernelInputs.push_back(address[id]);
+    for (int id : kernel.outputs)
+      kernelOutputs.push_back(address[id]);
+    kernelFns[step.index](kernelInputs.data(), kernelOutputs.data());
+  } else if (step.kind == StepKind::Matmul) {
+    const MatmulCall &call = prog.matmuls[step.index];
+    matmulCalls[step.index].run(address[call.a], address[call.b],
+                                address[call.output], matmulScratch);
+  } // a view is only another name for its root's storage
+}
 
+void HostExecutable::copyOutputs(std::vector<Tensor> &outputs) {
   // Outputs not written in place: inputs, constants, aliases, repeats.
   for (size_t i = 0; i < prog.outputs.size(); ++i) {
     int id = prog.outputs[i];

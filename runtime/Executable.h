@@ -36,6 +36,14 @@ public:
 
   const Program &program() const { return prog; }
 
+  /// Like run(), timing each step on its own, for `fusec --profile`:
+  /// `stepMicros[i]` is step i's time in microseconds (0 for views). On the
+  /// GPU the steps are launched one by one (no CUDA graph) with an event
+  /// recorded between consecutive steps.
+  virtual void runTimed(const std::vector<Tensor> &inputs,
+                        std::vector<Tensor> &outputs,
+                        std::vector<double> &stepMicros) = 0;
+
 protected:
   void checkInputs(const std::vector<Tensor> &inputs) const;
   /// Sizes `outputs` for the program, keeping tensors that already fit.
@@ -53,8 +61,17 @@ public:
   using Executable::run;
   void run(const std::vector<Tensor> &inputs,
            std::vector<Tensor> &outputs) override;
+  void runTimed(const std::vector<Tensor> &inputs, std::vector<Tensor> &outputs,
+                std::vector<double> &stepMicros) override;
 
 private:
+  /// The parts of a run: where each buffer lives, one step, and the
+  /// outputs not written in place.
+  void bindBuffers(const std::vector<Tensor> &inputs,
+                   std::vector<Tensor> &outputs);
+  void runStep(const Step &step);
+  void copyOutputs(std::vector<Tensor> &outputs);
+
   std::shared_ptr<KernelLibrary> library;
   std::vector<KernelLibrary::KernelFn> kernelFns;
   std::vector<openblas::HostMatmul> matmulCalls; ///< per Program::matmuls
@@ -104,6 +121,8 @@ public:
   using Executable::run;
   void run(const std::vector<Tensor> &inputs,
            std::vector<Tensor> &outputs) override;
+  void runTimed(const std::vector<Tensor> &inputs, std::vector<Tensor> &outputs,
+                std::vector<double> &stepMicros) override;
 
   /// The steps of a run, for benchmarks that time the kernels alone.
   void upload(const std::vector<Tensor> &inputs);
@@ -123,6 +142,8 @@ private:
   /// GPU reads and writes directly (and a graph can hold).
   void enqueueCopiesIn();
   void enqueueCopiesOut();
+  /// Enqueues one step (a kernel or a matmul; a view does nothing).
+  void launchStep(const Step &step);
 
   bool useGraph = true;
   cuda::CUgraph graph = nullptr;
@@ -139,6 +160,9 @@ private:
   std::vector<std::unique_ptr<cuda::CublasLtMatmul>> matmulCalls;
   cuda::CUdeviceptr matmulWorkspace = 0;
   size_t matmulWorkspaceBytes = 0;
+  /// runTimed()'s events, one before the first step and one after each,
+  /// created on first use.
+  std::vector<cuda::CUevent> stepEvents;
 };
 
 /// The executable for the program's target.

@@ -1,12 +1,14 @@
 //===- fusec.cpp - The fusec command line --------------------------------===//
 
 #include "compiler/Driver.h"
+#include "compiler/ProfileReport.h"
 #include "frontends/Onnx.h"
 #include "runtime/Compare.h"
 #include "runtime/CudaApi.h"
 #include "runtime/KernelCache.h"
 #include "runtime/MemoryPlan.h"
 #include "runtime/Npy.h"
+#include "runtime/Profile.h"
 
 #include <cstdio>
 #include <fstream>
@@ -30,7 +32,10 @@ With no action, prints the kernels (name and fused ops) and library calls.
   --emit=STAGE            print a stage: ir (imported fuse IR), fused (after
                           fusion), plan (JSON steps, kernels and buffers),
                           source (generated kernels, then the library calls),
-                          ptx (CUDA only)
+                          ptx (CUDA only), dot (the fusion graph in Graphviz
+                          DOT: a cluster per kernel, unfused edges labelled
+                          with the reason), svg (that graph rendered by
+                          Graphviz's dot, which must be on PATH)
   --gpu-arch=sm_XY        CUDA architecture to compile for (default: the
                           GPU's own, or sm_90a without a GPU)
   --fast-math             CUDA: fast intrinsics (__sinf, __expf, ...)
@@ -52,6 +57,13 @@ With no action, prints the kernels (name and fused ops) and library calls.
                           error and exits 1 past --rtol/--atol
   --rtol R, --atol A      --expect's bound (default 1e-3 and 1e-7)
   --outputs-dir=DIR       with --run, write DIR/<output name>.npy
+  --profile[=N]           with --run: run N more times (default 20) after a
+                          warm-up, timing each kernel and library call, and
+                          print a table: median time, bytes moved, GB/s,
+                          FLOPs, TFLOP/s, the fraction of the device's copy
+                          ceiling or peak FLOP rate, memory- or compute-bound
+  --profile-json=FILE     with --run: write the profile as JSON to FILE
+                          (implies --profile)
   --check                 run fused and unfused; print max abs/rel error per
                           output; exit 1 past the dtype's tolerance
   --no-fuse               one kernel per op (the eager-like baseline)
@@ -71,6 +83,9 @@ With no action, prints the kernels (name and fused ops) and library calls.
   --help                  show this text
 )";
 
+/// --profile's runs when no N is given.
+constexpr int kDefaultProfileRuns = 20;
+
 struct CliOptions {
   std::string model;
   std::string emit;
@@ -83,6 +98,9 @@ struct CliOptions {
   std::vector<std::string> expectFiles;
   double rtol = 1e-3, atol = 1e-7;
   bool run = false, check = false;
+  /// --profile: timed runs (0: no profile); --profile-json: where to write it.
+  int profileRuns = 0;
+  std::string profileJsonPath;
   /// --cache-stats, --cache-clear, --cache-cleanup: run instead of a model.
   bool cacheStats = false, cacheClear = false, cacheCleanup = false;
   uint64_t seed = 0;
@@ -144,15 +162,33 @@ CliOptions parseArguments(int argc, char **argv) {
       options.emit = value("--emit");
       if (options.emit != "ir" && options.emit != "fused" &&
           options.emit != "plan" && options.emit != "source" &&
-          options.emit != "ptx")
+          options.emit != "ptx" && options.emit != "dot" &&
+          options.emit != "svg")
         throw UsageError{"unknown --emit stage '" + options.emit +
-                         "' (expected ir, fused, plan, source or ptx)"};
+                         "' (expected ir, fused, plan, source, ptx, dot or "
+                         "svg)"};
     } else if (arg == "-o") {
       options.outputPath = value("-o");
     } else if (is("--dump-kernels")) {
       options.dumpKernelsDir = value("--dump-kernels");
     } else if (arg == "--run") {
       options.run = true;
+    } else if (arg == "--profile" || startsWith(arg, "--profile=")) {
+      options.profileRuns = kDefaultProfileRuns;
+      if (arg != "--profile") {
+        std::string runs = value("--profile");
+        char *end = nullptr;
+        long count = std::strtol(runs.c_str(), &end, 10);
+        if (runs.empty() || *end || count < 1 || count > 1000000)
+          throw UsageError{"--profile=N needs a positive number of runs, "
+                           "got '" +
+                           runs + "'"};
+        options.profileRuns = static_cast<int>(count);
+      }
+    } else if (is("--profile-json")) {
+      options.profileJsonPath = value("--profile-json");
+      if (options.profileRuns == 0)
+        options.profileRuns = kDefaultProfileRuns;
     } else if (arg == "--check") {
       options.check = true;
     } else if (arg == "--no-fuse") {
@@ -241,6 +277,8 @@ CliOptions parseArguments(int argc, char **argv) {
     throw UsageError{"no model file given"};
   if (!options.outputsDir.empty() && !options.run)
     throw UsageError{"--outputs-dir needs --run"};
+  if (options.profileRuns > 0 && !options.run)
+    throw UsageError{"--profile and --profile-json need --run"};
   if (!options.expectFiles.empty() && !options.run)
     throw UsageError{"--expect needs --run"};
   if (!options.inputFiles.empty() && !options.run && !options.check)
@@ -275,6 +313,11 @@ std::string emitStage(const CliOptions &options, const Lowering &lowering) {
     return lowering.fusedIR;
   if (options.emit == "plan")
     return lowering.program.planJson();
+  if (options.emit == "dot" || options.emit == "svg") {
+    std::string dot =
+        fusionGraphDot(options.model, options.compile, lowering.program);
+    return options.emit == "dot" ? dot : renderDot(dot, "svg");
+  }
   if (options.emit == "ptx") {
     return cuda::compileCuda(lowering.program.source,
                              resolveGpuArch(options.compile),
@@ -467,6 +510,17 @@ int runCli(const CliOptions &options) {
                 static_cast<long long>(memory.peakBytes),
                 static_cast<long long>(memory.arenaBytes),
                 static_cast<long long>(memory.unsharedBytes));
+  }
+  if (options.profileRuns > 0) {
+    DeviceLimits limits = deviceLimits(
+        program.target,
+        KernelCache::forDirectory(options.compile.cacheDir)->directory(),
+        options.compile.tf32);
+    Profile profile = profileExecutable(executableOf(model), inputs,
+                                        options.profileRuns, limits);
+    std::cout << formatProfileTable(profile) << std::flush;
+    if (!options.profileJsonPath.empty())
+      writeText(options.profileJsonPath, profileJson(profile));
   }
   bool expectedOk = true;
   if (!options.expectFiles.empty()) {
