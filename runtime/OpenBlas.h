@@ -52,11 +52,12 @@ struct Api {
 /// Why OpenBLAS cannot be used here, or "" when it can.
 std::string unavailableReason();
 
-/// The loaded OpenBLAS, its threads set (once) to $OMP_NUM_THREADS, else
-/// to the hardware's; throws fusec::Error saying why there is none.
+/// The loaded OpenBLAS, single-threaded (calls are split across OpenMP's
+/// threads instead); throws fusec::Error saying why there is none.
 const Api &api();
 
-/// The threads OpenBLAS runs with (0 when it cannot say).
+/// The threads a host matmul is split across (OpenMP's, $OMP_NUM_THREADS
+/// or the hardware's).
 int threads();
 
 /// f32 working memory that f16 and bf16 calls convert through; one per
