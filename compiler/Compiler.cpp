@@ -18,6 +18,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <algorithm>
 #include <iostream>
 #include <mutex>
 
@@ -125,6 +126,50 @@ private:
   std::chrono::steady_clock::time_point start;
 };
 
+/// The most elements a tensor of a model may have: the JSON reader's limit,
+/// far from int64 overflow in every size and index computation.
+constexpr int64_t kMaxElements = int64_t(1) << 48;
+
+/// Whether a static shape has more than kMaxElements elements, computed
+/// without overflowing (ShapedType::getNumElements would).
+bool tooManyElements(Type type) {
+  auto shaped = dyn_cast<ShapedType>(type);
+  if (!shaped || !shaped.hasRank())
+    return false;
+  int64_t elements = 1;
+  for (int64_t dim : shaped.getShape()) {
+    if (ShapedType::isDynamic(dim))
+      continue; // the verifiers reject dynamic shapes
+    if (dim > kMaxElements / std::max<int64_t>(elements, 1))
+      return true;
+    elements *= std::max<int64_t>(dim, 1);
+  }
+  return false;
+}
+
+/// A .mlir model's sizes, checked as the JSON and ONNX readers check
+/// theirs before anything downstream computes a size from them.
+LogicalResult checkTensorSizes(ModuleOp module) {
+  WalkResult walked = module.walk([](Operation *op) {
+    SmallVector<Type> types(op->getResultTypes());
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument argument : block.getArguments())
+          types.push_back(argument.getType());
+    if (auto function = dyn_cast<func::FuncOp>(op)) {
+      llvm::append_range(types, function.getFunctionType().getInputs());
+      llvm::append_range(types, function.getFunctionType().getResults());
+    }
+    for (Type type : types)
+      if (tooManyElements(type)) {
+        op->emitError() << "type " << type << " has more than 2^48 elements";
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  return failure(walked.wasInterrupted());
+}
+
 /// Runs the stages after the frontend on `makeModule`'s module.
 template <typename MakeModule>
 Lowering lower(const CompileOptions &options, bool captureIR, Stage stopAfter,
@@ -200,6 +245,23 @@ std::vector<KernelInfo> CompiledModel::kernels() const {
 
 Lowering lowerGraph(const Graph &graph, const CompileOptions &options,
                     bool captureIR, Stage stopAfter) {
+  // A "shape" attribute (reshape, broadcast_to) is held to the same 2^48
+  // elements as every tensor, before the importer multiplies its dims
+  // (fuzz-onnx: a Reshape to [8e18, 1e14, -1] overflowed int64).
+  for (const GraphNode &node : graph.nodes) {
+    auto shape = node.attrs.find("shape");
+    if (shape == node.attrs.end() ||
+        !std::holds_alternative<std::vector<int64_t>>(shape->second))
+      continue;
+    int64_t elements = 1;
+    for (int64_t dim : std::get<std::vector<int64_t>>(shape->second)) {
+      if (dim > 0 && dim > kMaxElements / elements)
+        throw Error((graph.sourcePath.empty() ? "" : graph.sourcePath + ": ") +
+                    "node '" + node.name +
+                    "': error: attr \"shape\" has more than 2^48 elements");
+      elements *= std::max<int64_t>(dim, 1);
+    }
+  }
   return lower(options, captureIR, stopAfter, [&](MLIRContext &context) {
     return fuse::importGraph(graph, &context);
   });
@@ -211,7 +273,10 @@ Lowering lowerFile(const std::string &path, const CompileOptions &options,
     return lowerGraph(readJsonGraph(path), options, captureIR, stopAfter);
   if (endsWith(path, ".mlir"))
     return lower(options, captureIR, stopAfter, [&](MLIRContext &context) {
-      return fuse::parseMlirFile(path, &context);
+      OwningOpRef<ModuleOp> module = fuse::parseMlirFile(path, &context);
+      if (module && failed(checkTensorSizes(*module)))
+        return OwningOpRef<ModuleOp>();
+      return module;
     });
   if (endsWith(path, ".onnx")) {
     OnnxOptions onnx;
@@ -240,6 +305,7 @@ CompiledModel load(Program program, const CompileOptions &options) {
   cudaOptions.fastMath = options.fastMath;
   cudaOptions.tf32 = options.tf32;
   cudaOptions.cudaGraph = options.cudaGraph;
+  cudaOptions.zeroCopyMaxBytes = options.zeroCopyMaxBytes;
   return CompiledModel(
       makeExecutable(std::move(program),
                      KernelCache::forDirectory(options.cacheDir), cudaOptions));
@@ -255,4 +321,3 @@ CompiledModel compileFile(const std::string &path,
 }
 
 } // namespace fusec
-  cudaOptions.zeroCopyMaxBytes = options.zeroCopyMaxBytes;

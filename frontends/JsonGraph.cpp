@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <fstream>
 #include <sstream>
+#include <sys/stat.h>
 
 using nlohmann::json;
 
@@ -37,7 +38,8 @@ public:
     json document;
     try {
       document = json::parse(text.str());
-    } catch (const json::parse_error &e) {
+    } catch (const json::exception &e) {
+      // parse_error, and out_of_range for a number past double's range.
       throw Error(path + ": error: malformed JSON: " + stripPrefix(e.what()));
     }
     if (!document.is_object())
@@ -201,11 +203,21 @@ private:
     size_t slash = path.rfind('/');
     std::string resolved =
         (slash == std::string::npos ? "" : path.substr(0, slash + 1)) + file;
+    // Only a regular file has a size to check the shape against: a
+    // directory reports a huge one, a FIFO or device would block or never
+    // end.
+    struct stat info;
+    if (stat(resolved.c_str(), &info) != 0)
+      throw fail(where, "cannot open constant file '" + resolved + "'");
+    if (!S_ISREG(info.st_mode))
+      throw fail(where, "constant file '" + resolved + "' is not a file");
     std::ifstream in(resolved, std::ios::binary);
     if (!in)
       throw fail(where, "cannot open constant file '" + resolved + "'");
     in.seekg(0, std::ios::end);
     int64_t size = in.tellg();
+    if (size < 0)
+      throw fail(where, "cannot read constant file '" + resolved + "'");
     int64_t needed =
         numElements(valueShape) * static_cast<int64_t>(dtypeBytes(valueDType));
     if (offset > size || needed > size - offset)

@@ -204,7 +204,8 @@ void HostExecutable::copyOutputs(std::vector<Tensor> &outputs) {
   // Outputs not written in place: inputs, constants, aliases, repeats.
   for (size_t i = 0; i < prog.outputs.size(); ++i) {
     int id = prog.outputs[i];
-    if (outputSlot[id] != static_cast<int>(i))
+    // (An empty tensor has no storage: memcpy must not see its null.)
+    if (outputSlot[id] != static_cast<int>(i) && !outputs[i].bytes.empty())
       std::memcpy(outputs[i].data(), address[id], outputs[i].bytes.size());
   }
 }

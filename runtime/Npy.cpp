@@ -2,54 +2,121 @@
 
 #include "runtime/Error.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 namespace fusec {
 
 static const char kMagic[] = "\x93NUMPY";
 
+/// The largest element count a .npy file may declare: index computations
+/// stay far from int64 overflow (the JSON reader's limit).
+constexpr int64_t kMaxElements = int64_t(1) << 48;
+constexpr uint32_t kMaxHeaderBytes = 65536;
+
 Tensor readNpy(const std::string &path, std::optional<DType> expected) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
     throw Error(path + ": error: cannot open .npy file");
   auto fail = [&](const std::string &reason) -> Error {
     return Error(path + ": error: " + reason);
   };
+  // Every declared size (header length, shape) is checked against the bytes
+  // the file holds before anything is allocated. A pipe (--inputs
+  // <(command)) has no size to ask for: it is read whole first.
+  std::istream *stream = &file;
+  std::istringstream piped;
+  file.seekg(0, std::ios::end);
+  std::streamoff fileSize = file.tellg();
+  if (fileSize < 0) {
+    file.clear();
+    std::ostringstream bytes;
+    bytes << file.rdbuf();
+    piped.str(bytes.str());
+    stream = &piped;
+    fileSize = static_cast<std::streamoff>(piped.str().size());
+  } else {
+    file.seekg(0);
+  }
+  std::istream &in = *stream;
   char magic[8];
   if (!in.read(magic, 8) || std::memcmp(magic, kMagic, 6) != 0)
     throw fail("not a .npy file (bad magic)");
+  // Version 1.0 has a 2-byte header length; 2.0 and 3.0 a 4-byte one.
   uint32_t headerLength = 0;
-  if (magic[6] == 1) {
-    uint16_t length;
-    in.read(reinterpret_cast<char *>(&length), 2);
-    headerLength = length;
-  } else {
-    in.read(reinterpret_cast<char *>(&headerLength), 4);
-  }
+  int lengthBytes = magic[6] == 1 ? 2 : 4;
+  if (magic[6] < 1 || magic[6] > 3)
+    throw fail("unsupported .npy format version " +
+               std::to_string(static_cast<unsigned char>(magic[6])));
+  unsigned char length[4] = {0, 0, 0, 0};
+  if (!in.read(reinterpret_cast<char *>(length), lengthBytes))
+    throw fail("truncated .npy header");
+  headerLength = length[0] | length[1] << 8 | uint32_t(length[2]) << 16 |
+                 uint32_t(length[3]) << 24;
+  std::streamoff dataOffset = 8 + lengthBytes + std::streamoff(headerLength);
+  if (dataOffset > fileSize)
+    throw fail("truncated .npy header: it declares " +
+               std::to_string(headerLength) + " bytes but the file has " +
+               std::to_string(fileSize) + " in all");
+  // NumPy itself reads no header over 10,000 bytes unless told to.
+  if (headerLength > kMaxHeaderBytes)
+    throw fail("the .npy header is " + std::to_string(headerLength) +
+               " bytes long; at most " + std::to_string(kMaxHeaderBytes) +
+               " are read");
   std::string header(headerLength, '\0');
   if (!in.read(header.data(), headerLength))
     throw fail("truncated .npy header");
 
-  std::smatch match;
-  if (!std::regex_search(header, match,
-                         std::regex("'descr'\\s*:\\s*'([^']*)'")))
+  // The header is a Python dict literal:
+  //   {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
+  auto valueOf = [&](const char *key) -> std::optional<size_t> {
+    size_t at = header.find(std::string("'") + key + "'");
+    if (at == std::string::npos)
+      return std::nullopt;
+    at = header.find_first_not_of(" \t", at + std::strlen(key) + 2);
+    if (at == std::string::npos || header[at] != ':')
+      return std::nullopt;
+    at = header.find_first_not_of(" \t", at + 1);
+    if (at == std::string::npos)
+      return std::nullopt;
+    return at;
+  };
+  std::optional<size_t> at = valueOf("descr");
+  size_t close = at && header[*at] == '\'' ? header.find('\'', *at + 1)
+                                           : std::string::npos;
+  if (close == std::string::npos)
     throw fail("the .npy header has no 'descr'");
-  std::string descr = match[1];
-  if (std::regex_search(header, match,
-                        std::regex("'fortran_order'\\s*:\\s*True")))
+  std::string descr = header.substr(*at + 1, close - *at - 1);
+  at = valueOf("fortran_order");
+  if (at && header.compare(*at, 4, "True") == 0)
     throw fail("Fortran-order arrays are not supported; save in C order");
-  if (!std::regex_search(header, match,
-                         std::regex("'shape'\\s*:\\s*\\(([^)]*)\\)")))
+  at = valueOf("shape");
+  close = at && header[*at] == '(' ? header.find(')', *at) : std::string::npos;
+  if (close == std::string::npos)
     throw fail("the .npy header has no 'shape'");
+  std::string shapeText = header.substr(*at + 1, close - *at - 1);
   Shape shape;
-  std::stringstream dims(match[1].str());
+  int64_t elements = 1;
+  std::stringstream dims(shapeText);
   std::string dim;
-  while (std::getline(dims, dim, ','))
-    if (dim.find_first_not_of(" ") != std::string::npos)
-      shape.push_back(std::stoll(dim));
+  while (std::getline(dims, dim, ',')) {
+    size_t first = dim.find_first_not_of(" \t\n");
+    if (first == std::string::npos)
+      continue;
+    size_t last = dim.find_last_not_of(" \t\n");
+    std::string digits = dim.substr(first, last - first + 1);
+    if (digits.size() > 18 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      throw fail("bad .npy shape (" + shapeText +
+                 "): dims must be non-negative integers");
+    shape.push_back(std::stoll(digits));
+    if (shape.back() > kMaxElements / std::max<int64_t>(elements, 1))
+      throw fail("the .npy shape (" + shapeText +
+                 ") has more than 2^48 elements");
+    elements *= std::max<int64_t>(shape.back(), 1);
+  }
 
   std::optional<DType> dtype;
   for (const DType *it = allDTypesBegin(); it != allDTypesEnd(); ++it)
@@ -64,6 +131,12 @@ Tensor readNpy(const std::string &path, std::optional<DType> expected) {
   if (expected && *dtype != *expected)
     throw fail(std::string("holds ") + dtypeName(*dtype) + " but " +
                dtypeName(*expected) + " is expected");
+  int64_t needed =
+      numElements(shape) * static_cast<int64_t>(dtypeBytes(*dtype));
+  if (needed > fileSize - dataOffset)
+    throw fail("truncated .npy data: expected " + std::to_string(needed) +
+               " bytes for " + dtypeName(*dtype) + "[" + formatShape(shape) +
+               "] but the file holds " + std::to_string(fileSize - dataOffset));
   Tensor tensor(*dtype, shape);
   if (!in.read(reinterpret_cast<char *>(tensor.data()), tensor.bytes.size()))
     throw fail("truncated .npy data: expected " +

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # Installs, from Debian's packages, whatever fusec needs that is missing.
+#   scripts/install-deps.sh [--fuzz]
+# --fuzz adds clang 22 and its libFuzzer/ASan/UBSan runtimes, which only the
+# fuzz harnesses need (scripts/fuzz.sh).
 set -euo pipefail
 
 packages=(
@@ -10,6 +13,9 @@ packages=(
   libonnx-dev libprotobuf-dev # reading .onnx models
   libonnx-testdata # the ONNX backend test cases the conformance tests run
 )
+if [ "${1:-}" = "--fuzz" ]; then
+  packages+=(clang-22 libclang-rt-22-dev)
+fi
 missing=()
 for package in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null |
