@@ -319,11 +319,18 @@ void printCase(const std::string &name, const char *target, double us,
               "\"GBps\": %.1f, \"pct_of_copy\": %.1f, \"unfused_us\": %.2f, "
               "\"speedup_vs_unfused\": %.2f, \"copy_GBps\": %.1f, "
               "\"kernels\": %zu, \"unfused_kernels\": %zu, "
-              "\"outputs_agree\": %s%s}\n",
+              "\"outputs_agree\": %s, \"slower_than_unfused\": %s%s}\n",
               name.c_str(), target, us, gbps, 100.0 * gbps / ceiling, unfusedUs,
               unfusedUs / us, ceiling, kernels, unfusedKernels,
-              agree ? "true" : "false", extra.c_str());
+              agree ? "true" : "false", us > unfusedUs ? "true" : "false",
+              extra.c_str());
   std::fflush(stdout);
+  // A fused kernel must never lose to its unfused chain: say so loudly.
+  if (us > unfusedUs)
+    std::fprintf(stderr,
+                 "fusec-bench: warning: %s on %s: fused (%.2f us) is slower "
+                 "than unfused (%.2f us)\n",
+                 name.c_str(), target, us, unfusedUs);
 }
 
 bool outputsAgree(const std::vector<Tensor> &a, const std::vector<Tensor> &b) {
