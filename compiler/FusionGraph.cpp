@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Driver.h"
+#include "compiler/FuseContext.h"
 
 #include "codegen/RegionKind.h"
 #include "frontends/Importer.h"
@@ -431,12 +432,8 @@ std::string findOnPath(const std::string &program) {
 std::string fusionGraphDot(const std::string &path,
                            const CompileOptions &options,
                            const Program &program) {
-  DialectRegistry registry;
-  registry.insert<fuse::FuseDialect, func::FuncDialect>();
-  MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-  context.disableMultithreading();
-  context.printOpOnDiagnostic(false);
+  std::unique_ptr<MLIRContext> ownedContext = newFuseContext();
+  MLIRContext &context = *ownedContext;
 
   DenseMap<Location, int> tagOf;
   std::map<std::pair<int, int>, std::string> reasons;
