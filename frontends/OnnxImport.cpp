@@ -25,6 +25,7 @@
 #include <set>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 #include <variant>
 
 namespace fusec {
@@ -585,13 +586,43 @@ void OnnxConverter::inferShapes(const onnx::ModelProto &model) {
         onnx::OpSchemaRegistry::Schema(node.op_type(), opset, "");
     return schema && schema->has_data_propagation_function();
   };
+  // It also dereferences null for an input defined nowhere, and for a
+  // LayerNormalization of a rank-0 input (fuzz-onnx): nodes that read a
+  // value no kept node, graph input or initializer defines are left out too
+  // (conversion reports them), and so are such normalizations.
+  std::unordered_set<std::string> defined = {""}; // "" is an absent input
+  std::unordered_map<std::string, int> declaredRank;
+  for (const onnx::ValueInfoProto &input : graph.input()) {
+    defined.insert(input.name());
+    if (input.type().tensor_type().has_shape())
+      declaredRank[input.name()] =
+          input.type().tensor_type().shape().dim_size();
+  }
+  for (const onnx::TensorProto &initializer : graph.initializer()) {
+    defined.insert(initializer.name());
+    declaredRank[initializer.name()] = initializer.dims_size();
+  }
+  auto keep = [&](const onnx::NodeProto &node) {
+    if (!inferable(node))
+      return false;
+    for (const std::string &input : node.input())
+      if (!defined.count(input))
+        return false;
+    if (node.op_type() == "LayerNormalization" && node.input_size() > 0) {
+      auto rank = declaredRank.find(node.input(0));
+      if (rank != declaredRank.end() && rank->second == 0)
+        return false;
+    }
+    for (const std::string &output : node.output())
+      defined.insert(output);
+    return true;
+  };
   google::protobuf::RepeatedPtrField<onnx::NodeProto> &nodes =
       *graph.mutable_node();
-  nodes.erase(std::remove_if(nodes.begin(), nodes.end(),
-                             [&](const onnx::NodeProto &node) {
-                               return !inferable(node);
-                             }),
-              nodes.end());
+  nodes.erase(
+      std::remove_if(nodes.begin(), nodes.end(),
+                     [&](const onnx::NodeProto &node) { return !keep(node); }),
+      nodes.end());
   std::unordered_map<std::string, onnx::TensorShapeProto> data;
   try {
     onnx::shape_inference::InferShapes(
