@@ -8,9 +8,22 @@
 #include <climits>
 #include <cstring>
 
+#ifdef _OPENMP
 #include <omp.h>
+#endif
 
 namespace fusec::openblas {
+
+namespace {
+/// The threads a call is split across.
+int maxThreads() {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+} // namespace
 
 namespace {
 
@@ -71,7 +84,7 @@ const Api &api() {
 
 int threads() {
   api(); // the threads exist only where OpenBLAS does
-  return omp_get_max_threads();
+  return maxThreads();
 }
 
 HostMatmul::HostMatmul(const MatmulCall &call, size_t step, Scratch &scratch)
@@ -126,7 +139,7 @@ void gemmBatches(Gemm gemm, const MatmulCall &call, const T *a, const T *b,
   int64_t slices = 1;
   if (call.batch * m * n * k >= kParallelMultiplyAdds)
     slices = std::max<int64_t>(
-        1, std::min<int64_t>(omp_get_max_threads(), extent / kMinSlice));
+        1, std::min<int64_t>(maxThreads(), extent / kMinSlice));
   const int64_t sliceSize = (extent + slices - 1) / slices;
   const int64_t items = call.batch * slices;
   const blasint lda = static_cast<blasint>(call.transposeA ? m : k);
