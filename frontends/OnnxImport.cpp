@@ -13,6 +13,7 @@
 
 #include "runtime/Error.h"
 
+#include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
@@ -625,6 +626,11 @@ void OnnxConverter::inferShapes(const onnx::ModelProto &model) {
       nodes.end());
   std::unordered_map<std::string, onnx::TensorShapeProto> data;
   try {
+    // ONNX's inference trusts what its checker guarantees (fuzz-onnx found
+    // further null dereferences in it on models the checker rejects): a
+    // model the checker rejects is converted without inferred shapes, and
+    // conversion reports what is wrong with it.
+    onnx::checker::check_model(copy);
     onnx::shape_inference::InferShapes(
         copy, onnx::OpSchemaRegistry::Instance(),
         onnx::ShapeInferenceOptions(false, 0, /*data propagation=*/true),
