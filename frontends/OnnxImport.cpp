@@ -630,6 +630,10 @@ void OnnxConverter::inferShapes(const onnx::ModelProto &model) {
     // further null dereferences in it on models the checker rejects): a
     // model the checker rejects is converted without inferred shapes, and
     // conversion reports what is wrong with it.
+    // The checker refuses IR versions newer than its own, a limit that says
+    // nothing about the graph: the copy claims at most the one it knows.
+    if (copy.ir_version() > onnx::IR_VERSION)
+      copy.set_ir_version(onnx::IR_VERSION);
     onnx::checker::check_model(copy);
     onnx::shape_inference::InferShapes(
         copy, onnx::OpSchemaRegistry::Instance(),

@@ -174,3 +174,18 @@ for index, name in enumerate(feeds):
 for index, array in enumerate(outputs):
     with open(f"pointwise_ops_output_{index}.pb", "wb") as f:
         f.write(numpy_helper.from_array(array).SerializeToString())
+
+
+# A newer IR version than Debian's libonnx 1.12 knows (its checker refuses
+# it), with a Shape -> Reshape subgraph that must still fold.
+w = numpy_helper.from_array(rng.uniform(-1, 1, (8, 8)).astype(np.float32), "w")
+model = helper.make_model(helper.make_graph(
+    [helper.make_node("MatMul", ["x", "w"], ["m"]),
+     helper.make_node("Shape", ["m"], ["s"]),
+     helper.make_node("Reshape", ["m", "s"], ["y"])],
+    "newer_ir",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])], [w]),
+    opset_imports=OPSET, producer_name="fusec")
+model.ir_version = 10
+onnx.save(model, "newer_ir.onnx")
