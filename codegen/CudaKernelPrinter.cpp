@@ -242,11 +242,8 @@ std::string printCudaKernel(const PointwiseKernel &kernel,
   std::string source;
   llvm::raw_string_ostream raw(source);
   mlir::raw_indented_ostream os(raw);
-  os << "// " << kernel.name << ": ";
-  for (size_t i = 0; i < kernel.ops.size(); ++i)
-    os << (i ? " -> " : "") << kernel.ops[i];
-  os << " over " << fusec::formatShape(kernel.iterationShape) << " elements, "
-     << width << " per thread and step\n";
+  printKernelComment(os, kernel,
+                     ", " + std::to_string(width) + " per thread and step");
   os << "extern \"C\" __global__ void __launch_bounds__("
      << kPointwiseThreadsPerBlock << ") " << kernel.name << "(";
   for (size_t i = 0; i < kernel.inputs.size(); ++i)

@@ -203,9 +203,8 @@ static std::string rowOffsetExpression(const Shape &iteration,
       Shape(strides.begin(), strides.end() - 1));
 }
 
-/// `// NAME: op -> op over SHAPE elements<suffix>`
-static void printKernelComment(raw_ostream &os, const PointwiseKernel &kernel,
-                               const std::string &suffix) {
+void printKernelComment(llvm::raw_ostream &os, const PointwiseKernel &kernel,
+                        const std::string &suffix) {
   os << "// " << kernel.name << ": ";
   for (size_t i = 0; i < kernel.ops.size(); ++i)
     os << (i ? " -> " : "") << kernel.ops[i];

@@ -15,6 +15,8 @@
 #include "runtime/Program.h"
 #include "runtime/Shape.h"
 
+#include "llvm/Support/raw_ostream.h"
+
 #include <climits>
 #include <memory>
 #include <string>
@@ -69,6 +71,10 @@ struct PointwiseKernel {
 mlir::FailureOr<PointwiseKernel> analyzePointwiseRegion(FusionOp fusion,
                                                         unsigned index);
 
+/// `// NAME: op -> op over SHAPE elements<suffix>`: what both printers put
+/// above a kernel.
+void printKernelComment(llvm::raw_ostream &os, const PointwiseKernel &kernel,
+                        const std::string &suffix);
 /// The kernel as C++ with OpenMP: `extern "C" void NAME(const void *const *,
 /// void *const *)`.
 std::string printCppKernel(const PointwiseKernel &kernel);

@@ -1120,7 +1120,10 @@ private:
     // softmax's max and sum share one pass (online softmax).
     std::optional<OnlineSoftmax> online;
     if (!planCaches()) {
-      online = findOnlineSoftmax(plan);
+      // (Not for empty rows: their sum of exp is 0, but the online state
+      // cannot tell them from rows of -inf, whose sum is NaN.)
+      if (steps > 0)
+        online = findOnlineSoftmax(plan);
       if (online) {
         passes.erase(passes.begin() + (online->sum->level - 1));
         passRoots.erase(passRoots.begin() + (online->sum->level - 1));

@@ -81,7 +81,6 @@ LogicalResult ScalarExprBuilder::build(Operation &op, ScalarLets &lets) {
   }
   ScalarExpr &variable = newNode(ScalarExpr::Kind::Variable, dtype);
   variable.name = prefix + std::to_string(counter++);
-  variable.definition = value;
   variables[op.getResult(0)] = &variable;
   lets.push_back({&variable, value});
   return success();

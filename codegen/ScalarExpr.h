@@ -37,11 +37,9 @@ struct ScalarExpr {
     ScaleByReciprocal,
   };
   Kind kind;
-  fusec::DType dtype; ///< the result's dtype (computed in its compute type)
-  std::string name;   ///< Variable, ScaleByReciprocal
-  /// Variable: the expression the variable holds, when it is a let's.
-  const ScalarExpr *definition = nullptr;
-  double literal = 0;                    ///< Literal of a float dtype
+  fusec::DType dtype;  ///< the result's dtype (computed in its compute type)
+  std::string name;    ///< Variable, ScaleByReciprocal
+  double literal = 0;  ///< Literal of a float dtype
   int64_t integer = 0; ///< Literal of an integer or bool dtype, exactly
   const ElementwiseOpInfo *op = nullptr; ///< Apply
   llvm::SmallVector<const ScalarExpr *, 3> operands;

@@ -70,30 +70,35 @@ std::string abbreviateOps(const std::vector<std::string> &ops, size_t width) {
   return text;
 }
 
+/// `value` divided by `step` while it reaches it, with the unit reached:
+/// "%.<decimals>f <unit>" once scaled, `unscaled` (a format) before.
+template <size_t N>
+std::string formatScaled(double value, double step,
+                         const char *const (&units)[N], int decimals,
+                         const char *unscaled) {
+  size_t unit = 0;
+  while (value >= step && unit + 1 < N)
+    value /= step, ++unit;
+  char text[32];
+  if (unit == 0)
+    std::snprintf(text, sizeof text, unscaled, value, units[0]);
+  else
+    std::snprintf(text, sizeof text, "%.*f %s", decimals, value, units[unit]);
+  return text;
+}
+
 /// 1536 -> "1.5 KiB".
 std::string formatBytes(double bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int unit = 0;
-  while (bytes >= 1024 && unit < 4)
-    bytes /= 1024, ++unit;
-  char text[32];
-  std::snprintf(text, sizeof text, unit ? "%.1f %s" : "%.0f %s", bytes,
-                units[unit]);
-  return text;
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  return formatScaled(bytes, 1024, units, 1, "%.0f %s");
 }
 
 /// 2.5e9 -> "2.50 G"; negative -> "-".
 std::string formatCount(double count) {
   if (count < 0)
     return "-";
-  const char *units[] = {"", "k", "M", "G", "T", "P"};
-  int unit = 0;
-  while (count >= 1000 && unit < 5)
-    count /= 1000, ++unit;
-  char text[32];
-  std::snprintf(text, sizeof text, unit ? "%.2f %s" : "%.0f%s", count,
-                units[unit]);
-  return text;
+  static const char *const units[] = {"", "k", "M", "G", "T", "P"};
+  return formatScaled(count, 1000, units, 2, "%.0f%s");
 }
 
 std::string formatNumber(double value, const char *format) {
