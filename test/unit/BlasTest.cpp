@@ -393,6 +393,35 @@ TEST_CASE("matmuls on the CPU match an f64 reference on every dtype",
       checkMatmul(c, Target::Cpu, seed++);
 }
 
+TEST_CASE("matmuls split across threads match an f64 reference", "[blas]") {
+  // Past a million multiply-adds a CPU matmul is split into slices of the
+  // longer of M and N (one single-threaded BLAS call each): slices of rows
+  // and of columns, with either operand transposed, batched and broadcast.
+  struct Split {
+    int64_t batch, m, n, k;
+    bool transposeA, transposeB, broadcastB;
+  };
+  const Split splits[] = {{1, 96, 40, 300, false, true, false},
+                          {1, 40, 96, 300, true, false, false},
+                          {2, 48, 80, 300, true, true, false},
+                          {2, 80, 48, 300, true, false, true},
+                          {1, 37, 1000, 64, false, false, false}};
+  uint64_t seed = 100;
+  for (DType dtype : {DType::F32, DType::F64, DType::BF16})
+    for (const Split &split : splits) {
+      MatmulCase c;
+      c.dtype = dtype;
+      c.batch = split.batch;
+      c.m = split.m;
+      c.n = split.n;
+      c.k = split.k;
+      c.transposeA = split.transposeA;
+      c.transposeB = split.transposeB;
+      c.broadcastB = split.broadcastB;
+      checkMatmul(c, Target::Cpu, seed++);
+    }
+}
+
 TEST_CASE("a bias or an epilogue on the CPU is a clear error", "[blas]") {
   for (int variant = 0; variant < 3; ++variant) {
     MatmulCase c;
