@@ -46,6 +46,27 @@ template <typename T> struct FusecMin {
   FUSEC_COMBINER_FN T identity() { return FusecLimits<T>::highest(); }
   FUSEC_COMBINER_FN T combine(T a, T b) { return (b < a || b != b) ? b : a; }
 };
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+// One instruction instead of a compare, a NaN test and a select: reductions
+// of 16-bit rows are bound by instruction issue. (It orders -0 below +0,
+// where the generic form keeps whichever zero came first.)
+template <> struct FusecMax<float> {
+  FUSEC_COMBINER_FN float identity() { return -INFINITY; }
+  FUSEC_COMBINER_FN float combine(float a, float b) {
+    float result;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(result) : "f"(a), "f"(b));
+    return result;
+  }
+};
+template <> struct FusecMin<float> {
+  FUSEC_COMBINER_FN float identity() { return INFINITY; }
+  FUSEC_COMBINER_FN float combine(float a, float b) {
+    float result;
+    asm("min.NaN.f32 %0, %1, %2;" : "=f"(result) : "f"(a), "f"(b));
+    return result;
+  }
+};
+#endif
 
 // Online softmax's state: the running max of the values seen and the sum of
 // exp(x - max) over them, rescaled whenever the max grows, so one pass over
