@@ -13,6 +13,7 @@
 #include "ir/FuseDialect.h"
 #include "passes/Passes.h"
 #include "runtime/CudaApi.h"
+#include "runtime/Trace.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -127,6 +128,35 @@ private:
   std::chrono::steady_clock::time_point start;
 };
 
+/// Records each pass run as a slice of the trace. Pass runs nest (a
+/// pipeline adaptor holds the passes it runs on each function).
+class PassTracer : public PassInstrumentation {
+public:
+  void runBeforePass(Pass *, Operation *) override {
+    starts.push_back(trace::nowMicros());
+  }
+  void runAfterPass(Pass *pass, Operation *op) override { record(pass, op); }
+  void runAfterPassFailed(Pass *pass, Operation *op) override {
+    record(pass, op, /*failed=*/true);
+  }
+
+private:
+  void record(Pass *pass, Operation *op, bool failed = false) {
+    double start = starts.back();
+    starts.pop_back();
+    StringRef name = pass->getArgument();
+    if (name.empty()) // an adaptor running a nested pipeline on each op
+      name = pass->getName();
+    name.consume_front("mlir::detail::");
+    trace::Args args = {{"op", op->getName().getStringRef().str()}};
+    if (failed)
+      args.push_back({"failed", "yes"});
+    trace::slice(name.str(), "pass", start, trace::nowMicros() - start,
+                 std::move(args));
+  }
+  std::vector<double> starts;
+};
+
 /// The most elements a tensor of a model may have: the JSON reader's limit,
 /// far from int64 overflow in every size and index computation.
 constexpr int64_t kMaxElements = int64_t(1) << 48;
@@ -195,7 +225,11 @@ Lowering lower(const CompileOptions &options, bool captureIR, Stage stopAfter,
   MLIRContext &context = *ownedContext;
   DiagnosticCollector diagnostics(context, options.onRemark);
 
-  OwningOpRef<ModuleOp> module = makeModule(context);
+  OwningOpRef<ModuleOp> module;
+  {
+    trace::Scope scope("import", "import");
+    module = makeModule(context);
+  }
   if (!module)
     diagnostics.fail("fusec: the model could not be imported");
   Lowering lowering;
@@ -206,19 +240,25 @@ Lowering lower(const CompileOptions &options, bool captureIR, Stage stopAfter,
 
   PassManager pm(&context);
   pm.addInstrumentation(std::make_unique<PassTimer>(lowering.passMillis));
+  if (trace::enabled())
+    pm.addInstrumentation(std::make_unique<PassTracer>());
   fuse::PipelineOptions pipeline;
   pipeline.fuse = options.fuse;
   pipeline.libraryEpilogues =
       options.fuse && resolveTarget(options) == Target::Cuda;
   if (failed(fuse::buildDefaultPipeline(pm, pipeline)))
     diagnostics.fail("fusec: internal error: bad default pipeline");
-  if (failed(pm.run(*module)))
-    diagnostics.fail("fusec: the fusion pipeline failed");
+  {
+    trace::Scope passes("passes", "pipeline");
+    if (failed(pm.run(*module)))
+      diagnostics.fail("fusec: the fusion pipeline failed");
+  }
   if (captureIR)
     lowering.fusedIR = printModule(*module);
   if (stopAfter == Stage::Fused)
     return lowering;
 
+  trace::Scope codegen("codegen", "codegen");
   FailureOr<Program> program =
       fuse::buildProgram(*module, resolveTarget(options), options.fastMath);
   if (failed(program))
@@ -276,10 +316,21 @@ Lowering lowerGraph(const Graph &graph, const CompileOptions &options,
   });
 }
 
+namespace {
+
+/// Reads a model file into a graph, as a slice of the trace.
+template <typename Read> Graph readTraced(const std::string &path, Read read) {
+  trace::Scope scope("read " + path, "import");
+  return read();
+}
+
+} // namespace
+
 Lowering lowerFile(const std::string &path, const CompileOptions &options,
                    bool captureIR, Stage stopAfter) {
   if (endsWith(path, ".json"))
-    return lowerGraph(readJsonGraph(path), options, captureIR, stopAfter);
+    return lowerGraph(readTraced(path, [&] { return readJsonGraph(path); }),
+                      options, captureIR, stopAfter);
   if (endsWith(path, ".mlir"))
     return lower(options, captureIR, stopAfter, [&](MLIRContext &context) {
       OwningOpRef<ModuleOp> module = fuse::parseMlirFile(path, &context);
@@ -290,7 +341,9 @@ Lowering lowerFile(const std::string &path, const CompileOptions &options,
   if (endsWith(path, ".onnx")) {
     OnnxOptions onnx;
     onnx.inputShapes = options.inputShapes;
-    return lowerGraph(readOnnxGraph(path, onnx), options, captureIR, stopAfter);
+    return lowerGraph(
+        readTraced(path, [&] { return readOnnxGraph(path, onnx); }), options,
+        captureIR, stopAfter);
   }
   throw Error(path + ": error: unknown model format (expected .json, .mlir "
                      "or .onnx)");
@@ -315,6 +368,7 @@ CompiledModel load(Program program, const CompileOptions &options) {
   cudaOptions.tf32 = options.tf32;
   cudaOptions.cudaGraph = options.cudaGraph;
   cudaOptions.zeroCopyMaxBytes = options.zeroCopyMaxBytes;
+  trace::Scope scope("load", "load", {{"model", program.name}});
   return CompiledModel(
       makeExecutable(std::move(program),
                      KernelCache::forDirectory(options.cacheDir), cudaOptions));

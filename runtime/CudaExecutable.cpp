@@ -5,6 +5,8 @@
 #include "runtime/Error.h"
 #include "runtime/Executable.h"
 #include "runtime/MemoryPlan.h"
+#include "runtime/Profile.h"
+#include "runtime/Trace.h"
 
 #include <algorithm>
 #include <climits>
@@ -75,6 +77,7 @@ CudaExecutable::CudaExecutable(Program program,
   };
   mapSmall(prog.inputs);
   mapSmall(prog.outputs);
+  trace::Scope upload("allocate buffers, upload weights", "upload");
   for (size_t id = 0; id < prog.buffers.size(); ++id) {
     const BufferDesc &buffer = prog.buffers[id];
     if (buffer.role == BufferRole::Alias || mappedHost[id])
@@ -99,7 +102,13 @@ CudaExecutable::CudaExecutable(Program program,
   for (size_t id = 0; id < prog.buffers.size(); ++id)
     if (prog.buffers[id].role == BufferRole::Alias)
       deviceAddress[id] = deviceAddress[prog.buffers[id].aliasOf];
+  if (trace::enabled()) // the slice ends when the copies have
+    check(driver.cuStreamSynchronize(device.stream), "cuStreamSynchronize",
+          "the weights of '" + prog.name + "'");
+  upload.end();
 
+  trace::Scope prepare("prepare library calls", "load",
+                       {{"matmuls", double(prog.matmuls.size())}});
   std::vector<size_t> stepOf = matmulSteps();
   for (size_t i = 0; i < prog.matmuls.size(); ++i) {
     const MatmulCall &call = prog.matmuls[i];
@@ -117,6 +126,7 @@ CudaExecutable::CudaExecutable(Program program,
   if (matmulWorkspaceBytes > 0)
     matmulWorkspace = DeviceAllocator::get().allocate(
         matmulWorkspaceBytes, "the cuBLASLt workspace of '" + prog.name + "'");
+  prepare.end();
 
   if (prog.kernels.empty())
     return;
@@ -133,9 +143,18 @@ CudaExecutable::CudaExecutable(Program program,
   std::vector<std::shared_ptr<const std::string>> cubins(groups);
   std::vector<std::exception_ptr> failures(groups);
   std::vector<std::thread> compilers;
+  std::vector<std::vector<std::string>> groupKernels(groups);
+  for (size_t k = 0; k < prog.kernels.size(); ++k)
+    groupKernels[k % groups].push_back(prog.kernels[k].name);
   for (size_t g = 0; g < groups; ++g)
     compilers.emplace_back([&, g] {
       try {
+        trace::nameThisThread("nvrtc " + std::to_string(g));
+        const std::vector<std::string> &names = groupKernels[g];
+        trace::Scope scope(
+            "kernels " + trace::shortList(names), "compile",
+            {{"group", double(g)},
+             {"kernels", trace::shortList(names, names.size())}});
         cubins[g] = cache->loadCubin(groupSource[g], arch, nvrtcOptions);
       } catch (...) {
         failures[g] = std::current_exception();
@@ -247,6 +266,7 @@ void CudaExecutable::launchStep(const Step &step) {
 void CudaExecutable::runTimed(const std::vector<Tensor> &inputs,
                               std::vector<Tensor> &outputs,
                               std::vector<double> &stepMicros) {
+  trace::Scope scope("run", "run");
   const cuda::Driver &driver = cuda::driver();
   cuda::CUstream stream = cuda::device().stream;
   while (stepEvents.size() < prog.steps.size() + 1) {
@@ -257,6 +277,9 @@ void CudaExecutable::runTimed(const std::vector<Tensor> &inputs,
   }
   // Step by step, no CUDA graph: event i before step i, event i+1 after.
   upload(inputs);
+  // The device reaches event 0 no earlier than now: steps placed this far
+  // after it on the trace lie inside this run's slice.
+  double traceOrigin = trace::nowMicros();
   check(driver.cuEventRecord(stepEvents[0], stream), "cuEventRecord",
         "profiling '" + prog.name + "'");
   for (size_t i = 0; i < prog.steps.size(); ++i) {
@@ -273,6 +296,16 @@ void CudaExecutable::runTimed(const std::vector<Tensor> &inputs,
           "cuEventElapsedTime", "profiling '" + prog.name + "'");
     stepMicros[i] = prog.steps[i].kind == StepKind::View ? 0.0 : millis * 1e3;
   }
+  if (!trace::enabled())
+    return;
+  std::vector<double> traceStarts(prog.steps.size());
+  for (size_t i = 0; i < prog.steps.size(); ++i) {
+    float millis = 0;
+    check(driver.cuEventElapsedTime(&millis, stepEvents[0], stepEvents[i]),
+          "cuEventElapsedTime", "tracing '" + prog.name + "'");
+    traceStarts[i] = traceOrigin + millis * 1e3;
+  }
+  traceSteps(prog, traceStarts, stepMicros);
 }
 
 void CudaExecutable::download(std::vector<Tensor> &outputs) {
@@ -317,6 +350,12 @@ void CudaExecutable::enqueueCopiesOut() {
 
 void CudaExecutable::run(const std::vector<Tensor> &inputs,
                          std::vector<Tensor> &outputs) {
+  if (trace::enabled()) {
+    // Step by step with CUDA events, to put each step on the device track.
+    std::vector<double> stepMicros;
+    runTimed(inputs, outputs, stepMicros);
+    return;
+  }
   checkInputs(inputs);
   prepareOutputs(outputs);
   const cuda::Driver &driver = cuda::driver();

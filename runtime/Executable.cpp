@@ -1,6 +1,8 @@
 #include "runtime/Executable.h"
 
 #include "runtime/Error.h"
+#include "runtime/Profile.h"
+#include "runtime/Trace.h"
 
 #include <chrono>
 #include <cstdint>
@@ -63,6 +65,11 @@ HostExecutable::HostExecutable(Program program,
                                std::shared_ptr<KernelCache> cache)
     : Executable(std::move(program)) {
   if (!prog.kernels.empty()) {
+    std::vector<std::string> names;
+    for (const KernelDesc &kernel : prog.kernels)
+      names.push_back(kernel.name);
+    trace::Scope scope("kernels " + trace::shortList(names), "compile",
+                       {{"kernels", trace::shortList(names, names.size())}});
     library = cache->loadHostLibrary(prog.source);
     for (const KernelDesc &kernel : prog.kernels)
       kernelFns.push_back(library->lookup(kernel.name));
@@ -138,6 +145,11 @@ std::shared_ptr<Executable> makeExecutable(Program program,
 
 void HostExecutable::run(const std::vector<Tensor> &inputs,
                          std::vector<Tensor> &outputs) {
+  if (trace::enabled()) {
+    std::vector<double> stepMicros;
+    runTimed(inputs, outputs, stepMicros); // each step on the device track
+    return;
+  }
   checkInputs(inputs);
   prepareOutputs(outputs);
   bindBuffers(inputs, outputs);
@@ -149,18 +161,23 @@ void HostExecutable::run(const std::vector<Tensor> &inputs,
 void HostExecutable::runTimed(const std::vector<Tensor> &inputs,
                               std::vector<Tensor> &outputs,
                               std::vector<double> &stepMicros) {
+  trace::Scope scope("run", "run");
   checkInputs(inputs);
   prepareOutputs(outputs);
   bindBuffers(inputs, outputs);
   stepMicros.assign(prog.steps.size(), 0.0);
+  std::vector<double> traceStarts(trace::enabled() ? prog.steps.size() : 0);
   for (size_t i = 0; i < prog.steps.size(); ++i) {
     auto start = std::chrono::steady_clock::now();
     runStep(prog.steps[i]);
     stepMicros[i] = std::chrono::duration<double, std::micro>(
                         std::chrono::steady_clock::now() - start)
                         .count();
+    if (!traceStarts.empty())
+      traceStarts[i] = trace::toMicros(start);
   }
   copyOutputs(outputs);
+  traceSteps(prog, traceStarts, stepMicros);
 }
 
 void HostExecutable::bindBuffers(const std::vector<Tensor> &inputs,

@@ -3,6 +3,7 @@
 #include "runtime/CudaApi.h"
 #include "runtime/Error.h"
 #include "runtime/Hash.h"
+#include "runtime/Trace.h"
 
 #include <algorithm>
 #include <atomic>
@@ -46,6 +47,17 @@ constexpr uint64_t kUnknownBytes = ~0ull;
 /// How long a compile waits for another process compiling the same key
 /// before compiling it too.
 constexpr auto kCompileLockWait = std::chrono::minutes(10);
+
+/// A cache hit on the trace: an instant event naming the slice it lies in
+/// (the caller's, named after the kernels), which is told the outcome.
+void traceHit(const char *where, const std::string &key) {
+  if (!trace::enabled())
+    return;
+  trace::Scope *caller = trace::Scope::innermost();
+  trace::instant(std::string("kernel cache hit (") + where + ")", "cache",
+                 {{"key", key}, {"for", caller ? caller->name() : ""}});
+  trace::annotate({"cache", std::string(where) + " hit"});
+}
 
 const std::vector<std::string> kHostFlags = {
     "-O3",     "-march=native",   "-fopenmp",   "-shared", "-fPIC",
@@ -903,6 +915,7 @@ KernelCache::loadHostLibrary(const std::string &source) {
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = loaded.find(key); it != loaded.end()) {
     ++counters.memoryHits;
+    traceHit("memory", key);
     return it->second;
   }
   std::shared_ptr<KernelLibrary> library = loadOrCompile(key, source);
@@ -994,6 +1007,7 @@ KernelCache::loadOrCompile(const std::string &key, const std::string &source) {
   bool existed = stat(entryPath.c_str(), &before) == 0;
   if (auto library = loadEntry(entryPath)) {
     ++counters.diskHits;
+    traceHit("disk", key);
     return library;
   }
   // A process's first miss removes what dead processes left in tmp/.
@@ -1011,6 +1025,7 @@ KernelCache::loadOrCompile(const std::string &key, const std::string &source) {
        after.st_mtim.tv_nsec != before.st_mtim.tv_nsec))
     if (auto library = loadEntry(entryPath)) {
       ++counters.diskHits;
+      traceHit("disk", key);
       return library;
     }
   return compileAndLoad(key, source, entryPath);
@@ -1046,10 +1061,12 @@ KernelCache::loadCubin(const std::string &source, const std::string &arch,
     std::lock_guard<std::mutex> lock(mutex);
     if (auto it = cubins.find(key); it != cubins.end()) {
       ++counters.memoryHits;
+      traceHit("memory", key);
       return it->second;
     }
     if (readEntry(entryPath, cubin)) {
       ++counters.diskHits;
+      traceHit("disk", key);
       recordHit();
       auto shared = std::make_shared<const std::string>(std::move(cubin));
       cubins[key] = shared;
@@ -1060,10 +1077,14 @@ KernelCache::loadCubin(const std::string &source, const std::string &arch,
   // in parallel; two threads compiling the same source each publish an
   // identical entry by an atomic rename.
   try {
+    trace::Scope scope("nvrtc compile", "compile",
+                       {{"key", key}, {"arch", arch}});
     cubin = cuda::compileCuda(source, arch, options, /*ptx=*/false);
   } catch (const Error &error) {
+    trace::annotate({"cache", "compile failed"});
     failCompile(key, ".cu", source, error.what());
   }
+  trace::annotate({"cache", "compiled"});
   makeDirectories(cacheDirectory + "/cuda");
   makeDirectories(cacheDirectory + "/tmp");
   std::string temp = workStem(key) + ".cubin";
@@ -1108,12 +1129,15 @@ KernelCache::compileAndLoad(const std::string &key, const std::string &source,
   argv.insert(argv.end(), {"-o", libraryPath, sourcePath});
   int status;
   try {
+    trace::Scope scope("host compile", "compile",
+                       {{"key", key}, {"compiler", argv[0]}});
     status = runCompiler(argv, logPath, work);
   } catch (...) {
     removeTree(work);
     throw;
   }
   ++counters.compiles;
+  trace::annotate({"cache", status == 0 ? "compiled" : "compile failed"});
   if (status != 0) {
     std::string log = readFile(logPath);
     removeTree(work);

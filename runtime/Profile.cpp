@@ -4,6 +4,7 @@
 
 #include "runtime/CudaApi.h"
 #include "runtime/Error.h"
+#include "runtime/Trace.h"
 
 #include <algorithm>
 #include <cctype>
@@ -257,6 +258,7 @@ DeviceLimits deviceLimits(Target target, const std::string &cacheDir,
       return limits;
     }
   }
+  trace::Scope scope("measure the copy ceiling", "profile");
   limits.copyGBps =
       target == Target::Cuda ? measureCudaCopyGBps() : measureHostCopyGBps();
   limits.copySource = "measured";
@@ -326,6 +328,46 @@ int64_t stepFlops(const Program &program, const Step &step) {
   return ops * elements;
 }
 
+std::string matmulShape(const MatmulCall &call) {
+  std::string shape = std::string(dtypeName(call.dtype)) + " " +
+                      std::to_string(call.m) + "x" + std::to_string(call.n) +
+                      "x" + std::to_string(call.k);
+  if (call.batch != 1)
+    shape += " batch " + std::to_string(call.batch);
+  if (call.bias >= 0)
+    shape += ", bias";
+  if (call.epilogue != Epilogue::None)
+    shape += std::string(", ") + epilogueName(call.epilogue);
+  return shape;
+}
+
+void traceSteps(const Program &program, const std::vector<double> &startMicros,
+                const std::vector<double> &stepMicros) {
+  if (!trace::enabled() || startMicros.size() != program.steps.size())
+    return;
+  trace::nameDeviceTrack(program.target == Target::Cuda
+                             ? cuda::device().name + " (stream)"
+                             : "cpu (host kernels)");
+  for (size_t i = 0; i < program.steps.size(); ++i) {
+    const Step &step = program.steps[i];
+    trace::Args args = {
+        {"step", static_cast<double>(i)},
+        {"bytes", static_cast<double>(stepBytes(program, step))}};
+    if (int64_t flops = stepFlops(program, step); flops >= 0)
+      args.push_back({"flops", static_cast<double>(flops)});
+    if (step.kind == StepKind::Kernel) {
+      const KernelDesc &kernel = program.kernels[step.index];
+      args.push_back({"schedule", kernel.schedule});
+      trace::deviceSlice(kernel.name, "kernel", startMicros[i], stepMicros[i],
+                         std::move(args));
+    } else if (step.kind == StepKind::Matmul) {
+      args.push_back({"call", matmulShape(program.matmuls[step.index])});
+      trace::deviceSlice("matmul", "library", startMicros[i], stepMicros[i],
+                         std::move(args));
+    }
+  }
+}
+
 Profile profileExecutable(Executable &executable,
                           const std::vector<Tensor> &inputs, int runs,
                           const DeviceLimits &limits) {
@@ -337,28 +379,40 @@ Profile profileExecutable(Executable &executable,
   profile.limits = limits;
   std::vector<Tensor> outputs;
   std::vector<double> stepMicros;
-  // Warm up: caches, page faults, OpenMP threads and GPU clocks.
-  auto warmStart = std::chrono::steady_clock::now();
-  for (int i = 0; i < 3 || std::chrono::steady_clock::now() - warmStart <
-                               std::chrono::milliseconds(20);
-       ++i)
-    executable.runTimed(inputs, outputs, stepMicros);
+  trace::Scope scope("profile", "profile", {{"runs", double(runs)}});
+  // Warm up: caches, page faults, OpenMP threads and GPU clocks. The trace
+  // shows the warm-up as one slice, not thousands of runs.
+  {
+    trace::Scope warmUp("profile warm-up", "profile");
+    trace::Pause pause;
+    auto warmStart = std::chrono::steady_clock::now();
+    for (int i = 0; i < 3 || std::chrono::steady_clock::now() - warmStart <
+                                 std::chrono::milliseconds(20);
+         ++i)
+      executable.runTimed(inputs, outputs, stepMicros);
+  }
   std::vector<std::vector<double>> samples(program.steps.size());
   for (int run = 0; run < runs; ++run) {
     executable.runTimed(inputs, outputs, stepMicros);
     for (size_t i = 0; i < stepMicros.size(); ++i)
       samples[i].push_back(stepMicros[i]);
   }
-  std::vector<double> whole;
-  executable.run(inputs, outputs);
-  for (int run = 0; run < runs; ++run) {
-    auto start = std::chrono::steady_clock::now();
+  // Whole runs, untraced: a traced run goes step by step (runTimed), and
+  // these must time the real thing (on the GPU a CUDA graph replay).
+  {
+    trace::Scope wholeRuns("profile whole runs", "profile");
+    trace::Pause pause;
+    std::vector<double> whole;
     executable.run(inputs, outputs);
-    whole.push_back(std::chrono::duration<double, std::micro>(
-                        std::chrono::steady_clock::now() - start)
-                        .count());
+    for (int run = 0; run < runs; ++run) {
+      auto start = std::chrono::steady_clock::now();
+      executable.run(inputs, outputs);
+      whole.push_back(std::chrono::duration<double, std::micro>(
+                          std::chrono::steady_clock::now() - start)
+                          .count());
+    }
+    profile.runMicros = median(whole);
   }
-  profile.runMicros = median(whole);
 
   for (size_t i = 0; i < program.steps.size(); ++i) {
     const Step &step = program.steps[i];
@@ -383,15 +437,7 @@ Profile profileExecutable(Executable &executable,
     } else {
       const MatmulCall &call = program.matmuls[step.index];
       row.name = "matmul";
-      row.call = std::string(dtypeName(call.dtype)) + " " +
-                 std::to_string(call.m) + "x" + std::to_string(call.n) + "x" +
-                 std::to_string(call.k);
-      if (call.batch != 1)
-        row.call += " batch " + std::to_string(call.batch);
-      if (call.bias >= 0)
-        row.call += ", bias";
-      if (call.epilogue != Epilogue::None)
-        row.call += std::string(", ") + epilogueName(call.epilogue);
+      row.call = matmulShape(call);
       row.schedule = "library";
       row.dtype = call.dtype;
       row.peakTflops = limits.matmulTflops(row.dtype);

@@ -54,7 +54,7 @@ struct StepProfile {
   StepKind kind = StepKind::Kernel;
   std::string name;             ///< kernel name, or "matmul"
   std::vector<std::string> ops; ///< a kernel's fused ops
-  /// A matmul's shape: "f32 64x768x768 batch 12, bias, gelu_tanh".
+  /// A matmul's shape (matmulShape).
   std::string call;
   std::string schedule; ///< "pointwise", "row-reduction", ..., "library"
   DType dtype = DType::F32;
@@ -86,6 +86,14 @@ Profile profileExecutable(Executable &executable,
 /// Bytes and FLOPs of one step, as the profile counts them.
 int64_t stepBytes(const Program &program, const Step &step);
 int64_t stepFlops(const Program &program, const Step &step);
+/// A matmul's dtype and shape: "f32 64x768x768 batch 12, bias, gelu_tanh".
+std::string matmulShape(const MatmulCall &call);
+
+/// Records the steps of one timed run on the trace's device track (when
+/// tracing): step i began at `startMicros[i]` (runtime/Trace.h's clock)
+/// and took `stepMicros[i]`. Views are left out.
+void traceSteps(const Program &program, const std::vector<double> &startMicros,
+                const std::vector<double> &stepMicros);
 
 } // namespace fusec
 

@@ -1,7 +1,9 @@
 //===- fusec.cpp - The fusec command line --------------------------------===//
 
+#include "codegen/KernelRepro.h"
 #include "compiler/Driver.h"
 #include "compiler/ProfileReport.h"
+#include "compiler/TraceFile.h"
 #include "frontends/Onnx.h"
 #include "runtime/Compare.h"
 #include "runtime/CudaApi.h"
@@ -45,6 +47,9 @@ With no action, prints the kernels (name and fused ops) and library calls.
                           than replaying the run as one captured graph
   -o PATH                 write --emit's output to PATH instead of stdout
   --dump-kernels=DIR      write each kernel's source to DIR/<kernel>.cpp
+                          (.cu for cuda) and a standalone repro program
+                          that checks and times it, DIR/<kernel>.repro.cpp
+                          (.repro.cu); DIR/README.md says how to build them
   --run                   run the model and print each output's shape, dtype
                           and checksum; inputs are seeded random unless given
   --inputs F...           .npy or ONNX TensorProto .pb files, one per graph
@@ -64,6 +69,12 @@ With no action, prints the kernels (name and fused ops) and library calls.
                           ceiling or peak FLOP rate, memory- or compute-bound
   --profile-json=FILE     with --run: write the profile as JSON to FILE
                           (implies --profile)
+  --trace=FILE            write a Chrome trace (Perfetto, chrome://tracing)
+                          of this invocation to FILE: import, each pass,
+                          codegen, each kernel compile or cache hit, upload,
+                          and each kernel and library call of every run on
+                          a device track (runs then go step by step); also
+                          written when a stage fails
   --check                 run fused and unfused; print max abs/rel error per
                           output; exit 1 past the dtype's tolerance
   --no-fuse               one kernel per op (the eager-like baseline)
@@ -101,6 +112,8 @@ struct CliOptions {
   /// --profile: timed runs (0: no profile); --profile-json: where to write it.
   int profileRuns = 0;
   std::string profileJsonPath;
+  /// --trace: where to write the Chrome trace ("": no trace).
+  std::string tracePath;
   /// --cache-stats, --cache-clear, --cache-cleanup: run instead of a model.
   bool cacheStats = false, cacheClear = false, cacheCleanup = false;
   uint64_t seed = 0;
@@ -189,6 +202,10 @@ CliOptions parseArguments(int argc, char **argv) {
       options.profileJsonPath = value("--profile-json");
       if (options.profileRuns == 0)
         options.profileRuns = kDefaultProfileRuns;
+    } else if (is("--trace")) {
+      options.tracePath = value("--trace");
+      if (options.tracePath.empty())
+        throw UsageError{"--trace needs a file name"};
     } else if (arg == "--check") {
       options.check = true;
     } else if (arg == "--no-fuse") {
@@ -446,17 +463,24 @@ int runCli(const CliOptions &options) {
                     : options.emit == "ir"    ? Stage::Imported
                     : options.emit == "fused" ? Stage::Fused
                                               : Stage::Program;
+  // Kernel repros (--dump-kernels) read the fused IR back for references.
+  bool captureIR = wantsIR || !options.dumpKernelsDir.empty();
   Lowering lowering =
-      lowerFile(options.model, options.compile, wantsIR, stopAfter);
+      lowerFile(options.model, options.compile, captureIR, stopAfter);
   const Program &program = lowering.program;
 
   if (!options.emit.empty())
     writeText(options.outputPath, emitStage(options, lowering));
   if (!options.dumpKernelsDir.empty()) {
     makeDirectory(options.dumpKernelsDir);
-    for (const KernelDesc &kernel : program.kernels)
-      writeText(options.dumpKernelsDir + "/" + kernel.name + ".cpp",
-                program.prelude + "\n" + kernel.source);
+    fuse::KernelReproWriter repros(program, lowering.fusedIR,
+                                   options.compile.fastMath);
+    const std::string &dir = options.dumpKernelsDir;
+    for (size_t k = 0; k < program.kernels.size(); ++k) {
+      writeText(dir + "/" + repros.sourceFileName(k), repros.kernelSource(k));
+      writeText(dir + "/" + repros.reproFileName(k), repros.repro(k));
+    }
+    writeText(dir + "/README.md", repros.readme());
   }
   if (options.emit.empty() && !options.run && !options.check) {
     std::cout << program.kernels.size() << " kernel"
@@ -592,7 +616,14 @@ int runCli(const CliOptions &options) {
 
 int main(int argc, char **argv) {
   try {
-    return runCli(parseArguments(argc, argv));
+    CliOptions options = parseArguments(argc, argv);
+    std::string command = "fusec";
+    for (int i = 1; i < argc; ++i)
+      command += std::string(" ") + argv[i];
+    TraceFile trace(options.tracePath, command);
+    int status = runCli(options);
+    trace.write();
+    return status;
   } catch (const UsageError &error) {
     std::cerr << "fusec: error: " << error.message
               << "\n(run 'fusec --help' for usage)\n";
