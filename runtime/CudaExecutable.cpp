@@ -1,5 +1,6 @@
 //===- CudaExecutable.cpp - Running a Program on the GPU -----------------===//
 
+#include "runtime/CompileProgress.h"
 #include "runtime/CudaApi.h"
 #include "runtime/DeviceAllocator.h"
 #include "runtime/Error.h"
@@ -12,6 +13,7 @@
 #include <climits>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <thread>
 
 namespace fusec {
@@ -146,6 +148,9 @@ CudaExecutable::CudaExecutable(Program program,
   std::vector<std::vector<std::string>> groupKernels(groups);
   for (size_t k = 0; k < prog.kernels.size(); ++k)
     groupKernels[k % groups].push_back(prog.kernels[k].name);
+  std::optional<CompileProgress> progress;
+  progress.emplace(std::to_string(prog.kernels.size()) + " kernels for " + arch,
+                   groups);
   for (size_t g = 0; g < groups; ++g)
     compilers.emplace_back([&, g] {
       try {
@@ -159,9 +164,11 @@ CudaExecutable::CudaExecutable(Program program,
       } catch (...) {
         failures[g] = std::current_exception();
       }
+      progress->groupDone();
     });
   for (std::thread &compiler : compilers)
     compiler.join();
+  progress.reset();
   for (const std::exception_ptr &failure : failures)
     if (failure)
       std::rethrow_exception(failure);

@@ -1,5 +1,6 @@
 #include "runtime/Executable.h"
 
+#include "runtime/CompileProgress.h"
 #include "runtime/Error.h"
 #include "runtime/Profile.h"
 #include "runtime/Trace.h"
@@ -7,6 +8,8 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <exception>
+#include <thread>
 
 namespace fusec {
 
@@ -70,9 +73,46 @@ HostExecutable::HostExecutable(Program program,
       names.push_back(kernel.name);
     trace::Scope scope("kernels " + trace::shortList(names), "compile",
                        {{"kernels", trace::shortList(names, names.size())}});
-    library = cache->loadHostLibrary(prog.source);
-    for (const KernelDesc &kernel : prog.kernels)
-      kernelFns.push_back(library->lookup(kernel.name));
+    // The kernels are dealt round-robin into groups, one translation unit
+    // (and cache entry) each, compiled by as many host compilers at once as
+    // the machine has cores.
+    size_t groups = std::min<size_t>(
+        prog.kernels.size(), std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::string> groupSource(groups, prog.prelude);
+    for (size_t k = 0; k < prog.kernels.size(); ++k)
+      groupSource[k % groups] += "\n" + prog.kernels[k].source;
+    libraries.resize(groups);
+    std::vector<std::exception_ptr> failures(groups);
+    {
+      CompileProgress progress(std::to_string(prog.kernels.size()) +
+                                   " kernels for the host",
+                               groups);
+      std::vector<std::thread> compilers;
+      for (size_t g = 0; g < groups; ++g)
+        compilers.emplace_back([&, g] {
+          try {
+            trace::nameThisThread("host compile " + std::to_string(g));
+            std::vector<std::string> groupNames;
+            for (size_t k = g; k < prog.kernels.size(); k += groups)
+              groupNames.push_back(prog.kernels[k].name);
+            trace::Scope group(
+                "kernels " + trace::shortList(groupNames), "compile",
+                {{"group", double(g)},
+                 {"kernels", trace::shortList(groupNames, groupNames.size())}});
+            libraries[g] = cache->loadHostLibrary(groupSource[g]);
+          } catch (...) {
+            failures[g] = std::current_exception();
+          }
+          progress.groupDone();
+        });
+      for (std::thread &compiler : compilers)
+        compiler.join();
+    }
+    for (const std::exception_ptr &failure : failures)
+      if (failure)
+        std::rethrow_exception(failure);
+    for (size_t k = 0; k < prog.kernels.size(); ++k)
+      kernelFns.push_back(libraries[k % groups]->lookup(prog.kernels[k].name));
   }
   std::vector<size_t> stepOf = matmulSteps();
   for (size_t i = 0; i < prog.matmuls.size(); ++i)

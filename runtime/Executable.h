@@ -72,7 +72,8 @@ private:
   void runStep(const Step &step);
   void copyOutputs(std::vector<Tensor> &outputs);
 
-  std::shared_ptr<KernelLibrary> library;
+  /// The kernels' libraries: kernel k is in libraries[k % size].
+  std::vector<std::shared_ptr<KernelLibrary>> libraries;
   std::vector<KernelLibrary::KernelFn> kernelFns;
   std::vector<openblas::HostMatmul> matmulCalls; ///< per Program::matmuls
   openblas::Scratch matmulScratch;
