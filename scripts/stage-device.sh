@@ -24,6 +24,15 @@ if [ "${FUSEC_STAGE_ONNX_NODE:-0}" = 1 ] &&
   [ -d /usr/share/libonnx-testdata/data/node ]; then
   cp -r /usr/share/libonnx-testdata/data/node stage/onnx-node
 fi
+# The CUDA kernel repros (docs/kernel-repros.md) of the ctest's models,
+# built here (the GPU machine has no nvcc) for run-gpu.sh to run; only the
+# binaries and the kernels they compile travel.
+if [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc > /dev/null; then
+  mapfile -t repro_models < test/repro/models.txt
+  python3 test/repro/run-repros.py --fusec build/tools/fusec --target=cuda \
+    --distinct=kind --build-only --work stage/repros-cuda "${repro_models[@]}"
+  find stage/repros-cuda -name '*.repro.cu' -delete
+fi
 cp examples/*.json stage/examples/
 cp test/models/*.json stage/models/
 # The ONNX models travel with the checkout (the device gets the working
@@ -52,6 +61,11 @@ for model in models/*.json; do
   echo "-- $model"
   bin/fusec "$model" --run --check 2>&1 | grep -E "^check|error"
 done
+echo "== CUDA kernel repros (built by stage-device.sh)"
+if [ -f repros-cuda/built.txt ]; then
+  python3 ../test/repro/run-repros.py --run-built --work repros-cuda 2>&1 |
+    tee "$out/repros-cuda.log" | tail -3
+fi
 echo "== GPU tests"
 bin/fusec-unit-tests "[gpu]" --use-colour no 2>&1 | tee "$out/gpu-tests.log" | tail -25
 echo "== ONNX conformance (node tests) on the GPU"

@@ -76,18 +76,34 @@ def kind(directory, repro_name, kernel_name):
     return header + " " + " ".join(dtypes)
 
 
-def build_and_run(job, runs):
+def host_compiler_command(nvcc_command):
+    """A CUDA repro's nvcc command as g++: the repro is host code (NVRTC
+    compiles the kernel when it runs), so g++ builds it against the
+    toolkit's headers and stub libcuda into a small binary, to carry to a
+    GPU machine that has no nvcc."""
+    command = ["g++", "-x", "c++"]
+    command += [arg for arg in nvcc_command[1:] if arg != "-Xcompiler"]
+    return command + ["-I/usr/local/cuda/include", "-L/usr/local/cuda/lib64",
+                      "-L/usr/local/cuda/lib64/stubs"]
+
+
+def build(job, stub_driver=False):
+    """Builds one repro; (binary or None, report)."""
     directory, repro = job
     command = build_command(os.path.join(directory, repro))
     if command[0] == "nvcc" and shutil.which("nvcc") is None:
         command[0] = "/usr/local/cuda/bin/nvcc"
-    started = time.monotonic()
+    if stub_driver:
+        command = host_compiler_command(command)
     built = subprocess.run(command, cwd=directory, capture_output=True,
                            text=True)
     if built.returncode != 0:
-        return False, "build failed: %s\n%s%s" % (
+        return None, "build failed: %s\n%s%s" % (
             " ".join(command), built.stdout, built.stderr)
-    binary = command[command.index("-o") + 1]
+    return command[command.index("-o") + 1], ""
+
+
+def run(directory, binary, runs, started):
     ran = subprocess.run(["./" + binary, "--runs=%d" % runs, "--warmup=1"],
                          cwd=directory, capture_output=True, text=True,
                          timeout=120)
@@ -95,12 +111,40 @@ def build_and_run(job, runs):
     passed = ran.returncode == 0 and re.search(r"^PASS ", ran.stdout, re.M)
     seconds = time.monotonic() - started
     return bool(passed), "%s (%.1f s)\n%s" % (
-        os.path.join(os.path.basename(directory), repro), seconds, output)
+        os.path.join(os.path.basename(directory), binary), seconds, output)
+
+
+def build_and_run(job, runs):
+    started = time.monotonic()
+    binary, report = build(job)
+    if binary is None:
+        return False, report
+    return run(job[0], binary, runs, started)
+
+
+def run_built(work, jobs, runs):
+    """--run-built: runs the repros a --build-only call left in WORK."""
+    with open(os.path.join(work, "built.txt")) as f:
+        built = [line.split() for line in f if line.strip()]
+    failures = 0
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        results = pool.map(
+            lambda entry: run(os.path.join(work, entry[0]), entry[1], runs,
+                              time.monotonic()), built)
+        for passed, report in results:
+            if not passed:
+                failures += 1
+                print("FAILED " + report)
+            else:
+                print(report.splitlines()[0] + ": PASS")
+    print("%d of %d distinct repros passed" % (len(built) - failures,
+                                               len(built)))
+    return 1 if failures else 0
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--fusec", required=True)
+    parser.add_argument("--fusec", help="the fusec binary (not for --run-built)")
     parser.add_argument("--target", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--work", required=True, help="scratch directory")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
@@ -111,10 +155,21 @@ def main():
         help="build one repro per distinct code (kernels differing only in "
         "their names, as repeated layers) or per kind (schedule, ops and "
         "dtypes: faster, fewer shapes)")
-    parser.add_argument("models", nargs="+")
+    parser.add_argument(
+        "--build-only", action="store_true",
+        help="build without running (on a machine without a GPU), listing "
+        "the binaries in WORK/built.txt for --run-built")
+    parser.add_argument(
+        "--run-built", action="store_true",
+        help="run what --build-only built in WORK (no models, no compiler)")
+    parser.add_argument("models", nargs="*")
     args = parser.parse_args()
 
-    if args.target == "cuda":
+    if args.run_built:
+        return run_built(args.work, args.jobs, args.runs)
+    if not args.models or not args.fusec:
+        parser.error("--fusec and models are needed to dump the repros")
+    if args.target == "cuda" and not args.build_only:
         reason = gpu_unavailable_reason()
         if reason:
             print("skipped: " + reason)
@@ -149,6 +204,21 @@ def main():
 
     print("%d repros, %d distinct, from %d models" %
           (repros, len(jobs), len(args.models)))
+    if args.build_only:
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+            results = list(pool.map(
+                lambda job: build(job, stub_driver=args.target == "cuda"),
+                jobs))
+        failed = [report for binary, report in results if binary is None]
+        for report in failed:
+            print("FAILED " + report)
+        with open(os.path.join(args.work, "built.txt"), "w") as f:
+            for (directory, _), (binary, _) in zip(jobs, results):
+                if binary:
+                    f.write("%s %s\n" % (os.path.basename(directory), binary))
+        print("%d of %d distinct repros built" % (len(jobs) - len(failed),
+                                                  len(jobs)))
+        return 1 if failed else 0
     failures = 0
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         results = pool.map(lambda job: build_and_run(job, args.runs), jobs)
