@@ -312,9 +312,15 @@ double hostMicros(const std::function<void()> &body) {
       .count();
 }
 
+/// Medians of one and the same kernel differ run to run by up to about 1%
+/// (reduce_sum_axis0, a single op: fused 68.51 us, "unfused" 68.32 us on an
+/// H200): a fused case is slower than unfused past this margin, not within.
+constexpr double kTimingNoise = 0.02;
+
 void printCase(const std::string &name, const char *target, double us,
                double gbps, double ceiling, double unfusedUs, size_t kernels,
                size_t unfusedKernels, bool agree, const std::string &extra) {
+  const bool slower = us > unfusedUs * (1 + kTimingNoise);
   std::printf("{\"case\": \"%s\", \"target\": \"%s\", \"us\": %.2f, "
               "\"GBps\": %.1f, \"pct_of_copy\": %.1f, \"unfused_us\": %.2f, "
               "\"speedup_vs_unfused\": %.2f, \"copy_GBps\": %.1f, "
@@ -322,11 +328,11 @@ void printCase(const std::string &name, const char *target, double us,
               "\"outputs_agree\": %s, \"slower_than_unfused\": %s%s}\n",
               name.c_str(), target, us, gbps, 100.0 * gbps / ceiling, unfusedUs,
               unfusedUs / us, ceiling, kernels, unfusedKernels,
-              agree ? "true" : "false", us > unfusedUs ? "true" : "false",
+              agree ? "true" : "false", slower ? "true" : "false",
               extra.c_str());
   std::fflush(stdout);
   // A fused kernel must never lose to its unfused chain: say so loudly.
-  if (us > unfusedUs)
+  if (slower)
     std::fprintf(stderr,
                  "fusec-bench: warning: %s on %s: fused (%.2f us) is slower "
                  "than unfused (%.2f us)\n",
