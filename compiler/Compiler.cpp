@@ -281,6 +281,11 @@ void CompiledModel::run(const std::vector<Tensor> &inputs,
   executable->run(inputs, outputs);
 }
 
+void CompiledModel::runOnDevice(const std::vector<DeviceTensor> &inputs,
+                                const std::vector<DeviceTensor> &outputs) {
+  executable->runOnDevice(inputs, outputs);
+}
+
 const Program &CompiledModel::program() const { return executable->program(); }
 
 Executable &executableOf(CompiledModel &model) { return *model.executable; }

@@ -71,6 +71,12 @@ public:
   std::vector<Tensor> run(const std::vector<Tensor> &inputs);
   /// Reuses `outputs`' storage when it already has the right shapes.
   void run(const std::vector<Tensor> &inputs, std::vector<Tensor> &outputs);
+  /// CUDA models: runs on tensors already in GPU memory and writes each
+  /// output to the device memory the caller gives for it, with no copies
+  /// through the host; returns when the outputs are written. Throws for a
+  /// model compiled for the CPU and for tensors of other dtypes or shapes.
+  void runOnDevice(const std::vector<DeviceTensor> &inputs,
+                   const std::vector<DeviceTensor> &outputs);
   std::vector<KernelInfo> kernels() const;
   const Program &program() const;
 

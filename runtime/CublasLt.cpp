@@ -284,6 +284,17 @@ void CublasLtMatmul::fail(const char *call, cublasStatus_t status) const {
               statusName(status));
 }
 
+void CublasLtMatmul::rebind(const Operands &other) {
+  if (other.bias != operands.bias && desc) {
+    const void *bias = reinterpret_cast<const void *>(other.bias);
+    check(cublasLt().cublasLtMatmulDescSetAttribute(
+              desc, cublaslt::CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+              sizeof bias),
+          "cublasLtMatmulDescSetAttribute");
+  }
+  operands = other;
+}
+
 void CublasLtMatmul::enqueue(CUstream stream, CUdeviceptr workspace) const {
   if (empty)
     return;

@@ -186,6 +186,8 @@ public:
   size_t workspaceBytes() const { return workspaceSize; }
   /// Runs the call on `stream`; `workspace` holds workspaceBytes().
   void enqueue(CUstream stream, CUdeviceptr workspace) const;
+  /// Points the call at other buffers of the same shapes (a device run's).
+  void rebind(const Operands &other);
 
 private:
   /// Releases the descriptors and layouts created so far.

@@ -270,6 +270,97 @@ void CudaExecutable::launchStep(const Step &step) {
         "cuLaunchKernel", "kernel '" + prog.kernels[step.index].name + "'");
 }
 
+void CudaExecutable::bindAddresses(
+    const std::vector<cuda::CUdeviceptr> &address) {
+  for (size_t k = 0; k < launches.size(); ++k) {
+    const KernelDesc &kernel = prog.kernels[k];
+    size_t slot = 0;
+    for (int id : kernel.inputs)
+      launches[k].arguments[slot++] = address[id];
+    for (int id : kernel.outputs)
+      launches[k].arguments[slot++] = address[id];
+  }
+  for (size_t i = 0; i < matmulCalls.size(); ++i) {
+    const MatmulCall &call = prog.matmuls[i];
+    cuda::CublasLtMatmul::Operands operands;
+    operands.a = address[call.a];
+    operands.b = address[call.b];
+    operands.output = address[call.output];
+    if (call.bias >= 0)
+      operands.bias = address[call.bias];
+    matmulCalls[i]->rebind(operands);
+  }
+}
+
+void CudaExecutable::runOnDevice(const std::vector<DeviceTensor> &inputs,
+                                 const std::vector<DeviceTensor> &outputs) {
+  auto checkTensors = [&](const std::vector<DeviceTensor> &given,
+                          const std::vector<int> &ids, const char *what) {
+    if (given.size() != ids.size())
+      throw Error("fusec: '" + prog.name + "' has " +
+                  std::to_string(ids.size()) + " " + what + "s but got " +
+                  std::to_string(given.size()) + " device tensors");
+    for (size_t i = 0; i < given.size(); ++i) {
+      const BufferDesc &expected = prog.buffers[ids[i]];
+      if (given[i].dtype != expected.dtype || given[i].shape != expected.shape)
+        throw Error("fusec: " + std::string(what) + " '" + expected.name +
+                    "' is " + dtypeName(expected.dtype) + "[" +
+                    formatShape(expected.shape) +
+                    "] but the device tensor is " + dtypeName(given[i].dtype) +
+                    "[" + formatShape(given[i].shape) + "]");
+      if (given[i].address == 0 && expected.byteSize() > 0)
+        throw Error("fusec: " + std::string(what) + " '" + expected.name +
+                    "' has no device address");
+    }
+  };
+  checkTensors(inputs, prog.inputs, "input");
+  checkTensors(outputs, prog.outputs, "output");
+  auto rootOf = [&](int id) {
+    while (prog.buffers[id].role == BufferRole::Alias)
+      id = prog.buffers[id].aliasOf;
+    return id;
+  };
+  // This run's storage: the executable's own, with the graph inputs at the
+  // caller's addresses and each output a step writes at its destination.
+  std::vector<cuda::CUdeviceptr> address = deviceAddress;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    address[prog.inputs[i]] = inputs[i].address;
+  std::vector<bool> placed(prog.buffers.size(), false);
+  std::vector<std::pair<int, size_t>> copies; // (root buffer, output)
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    int root = rootOf(prog.outputs[i]);
+    if (prog.buffers[root].role == BufferRole::Temporary && !placed[root]) {
+      address[root] = outputs[i].address;
+      placed[root] = true;
+    } else {
+      copies.push_back({root, i}); // a view of an input, a constant, twice
+    }
+  }
+  for (size_t id = 0; id < prog.buffers.size(); ++id)
+    if (prog.buffers[id].role == BufferRole::Alias)
+      address[id] = address[rootOf(static_cast<int>(id))];
+
+  const cuda::Driver &driver = cuda::driver();
+  cuda::CUstream stream = cuda::device().stream;
+  bindAddresses(address);
+  // Launched one by one: the captured graph holds the executable's own
+  // addresses. The arguments go back to them whatever happens.
+  struct Restore {
+    CudaExecutable &executable;
+    ~Restore() { executable.bindAddresses(executable.deviceAddress); }
+  } restore{*this};
+  for (const Step &step : prog.steps)
+    launchStep(step);
+  for (auto [root, output] : copies)
+    if (prog.buffers[root].byteSize() > 0)
+      check(driver.cuMemcpyDtoDAsync(outputs[output].address, address[root],
+                                     prog.buffers[root].byteSize(), stream),
+            "cuMemcpyDtoDAsync",
+            "output '" + prog.buffers[prog.outputs[output]].name + "'");
+  check(driver.cuStreamSynchronize(stream), "cuStreamSynchronize",
+        "running '" + prog.name + "' on device tensors");
+}
+
 void CudaExecutable::runTimed(const std::vector<Tensor> &inputs,
                               std::vector<Tensor> &outputs,
                               std::vector<double> &stepMicros) {

@@ -138,6 +138,12 @@ HostExecutable::HostExecutable(Program program,
                   "' of '" + prog.name + "' has no storage (never written?)");
 }
 
+void Executable::runOnDevice(const std::vector<DeviceTensor> &,
+                             const std::vector<DeviceTensor> &) {
+  throw Error("fusec: '" + prog.name +
+              "' runs on the cpu: only CUDA models run on device tensors");
+}
+
 void Executable::checkInputs(const std::vector<Tensor> &inputs) const {
   if (inputs.size() != prog.inputs.size())
     throw Error("fusec: '" + prog.name + "' takes " +

@@ -36,6 +36,12 @@ public:
 
   const Program &program() const { return prog; }
 
+  /// Runs the program on tensors already in device memory, writing the
+  /// outputs into device memory the caller owns: no host copies. Returns
+  /// when the outputs are written. CUDA only: the host executable throws.
+  virtual void runOnDevice(const std::vector<DeviceTensor> &inputs,
+                           const std::vector<DeviceTensor> &outputs);
+
   /// Like run(), timing each step on its own, for `fusec --profile`:
   /// `stepMicros[i]` is step i's time in microseconds (0 for views). On the
   /// GPU the steps are launched one by one (no CUDA graph) with an event
@@ -124,6 +130,11 @@ public:
            std::vector<Tensor> &outputs) override;
   void runTimed(const std::vector<Tensor> &inputs, std::vector<Tensor> &outputs,
                 std::vector<double> &stepMicros) override;
+  /// The kernels and library calls read the inputs where they are and
+  /// write each output where the caller wants it (an output the steps do
+  /// not write itself, a view of an input or a constant, is copied there).
+  void runOnDevice(const std::vector<DeviceTensor> &inputs,
+                   const std::vector<DeviceTensor> &outputs) override;
 
   /// The steps of a run, for benchmarks that time the kernels alone.
   void upload(const std::vector<Tensor> &inputs);
@@ -145,6 +156,9 @@ private:
   void enqueueCopiesOut();
   /// Enqueues one step (a kernel or a matmul; a view does nothing).
   void launchStep(const Step &step);
+  /// Points every kernel argument and library operand at `address` (one
+  /// per buffer): deviceAddress, or a device run's binding.
+  void bindAddresses(const std::vector<cuda::CUdeviceptr> &address);
 
   bool useGraph = true;
   cuda::CUgraph graph = nullptr;

@@ -39,6 +39,14 @@ struct Tensor {
   std::string typeString() const;
 };
 
+/// A dense row-major tensor in the memory of the GPU a CUDA model runs on,
+/// owned by the caller: `address` is its CUdeviceptr.
+struct DeviceTensor {
+  DType dtype = DType::F32;
+  Shape shape;
+  uint64_t address = 0;
+};
+
 } // namespace fusec
 
 #endif

@@ -102,6 +102,12 @@ TEST_CASE("chains of vector math calls run one call at a time over tiles",
     }
 }
 
+TEST_CASE("a CPU model refuses device tensors", "[api]") {
+  CompiledModel model = compile(seedGraph(), test::testOptions());
+  CHECK_THROWS_WITH(model.runOnDevice({}, {}),
+                    Catch::Contains("only CUDA models run on device tensors"));
+}
+
 TEST_CASE("muladd x*y + x is one kernel", "[api]") {
   GraphBuilder b("muladd");
   std::string x = b.input("x", DType::F32, {1000});
