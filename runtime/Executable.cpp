@@ -5,6 +5,7 @@
 #include "runtime/Profile.h"
 #include "runtime/Trace.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -76,11 +77,22 @@ HostExecutable::HostExecutable(Program program,
     // The kernels are dealt round-robin into groups, one translation unit
     // (and cache entry) each, compiled by as many host compilers at once as
     // the machine has cores.
-    size_t groups = std::min<size_t>(
-        prog.kernels.size(), std::max(1u, std::thread::hardware_concurrency()));
+    // (A Program whose kernels carry no source of their own, written by
+    // hand, is its one translation unit `source`.)
+    bool perKernelSources =
+        std::none_of(prog.kernels.begin(), prog.kernels.end(),
+                     [](const KernelDesc &k) { return k.source.empty(); });
+    size_t groups = perKernelSources
+                        ? std::min<size_t>(
+                              prog.kernels.size(),
+                              std::max(1u, std::thread::hardware_concurrency()))
+                        : 1;
     std::vector<std::string> groupSource(groups, prog.prelude);
-    for (size_t k = 0; k < prog.kernels.size(); ++k)
-      groupSource[k % groups] += "\n" + prog.kernels[k].source;
+    if (!perKernelSources)
+      groupSource[0] = prog.source;
+    else
+      for (size_t k = 0; k < prog.kernels.size(); ++k)
+        groupSource[k % groups] += "\n" + prog.kernels[k].source;
     libraries.resize(groups);
     std::vector<std::exception_ptr> failures(groups);
     {

@@ -122,7 +122,9 @@ struct Program {
   /// What every kernel's source needs before it (includes, helpers).
   std::string prelude;
   /// One translation unit defining every kernel: the prelude, then each
-  /// kernel's source. This is what the host compiler compiles.
+  /// kernel's source. The host compiler compiles the prelude with each
+  /// group of kernels (one group per core), or this whole unit when the
+  /// kernels carry no source of their own (a Program written by hand).
   std::string source;
   std::vector<BufferDesc> buffers;
   std::vector<KernelDesc> kernels; ///< in launch order
