@@ -36,6 +36,9 @@ struct OnnxModelSummary {
   /// The dtypes of those inputs and of the graph outputs, where fusec has
   /// them.
   std::vector<std::optional<DType>> inputTypes, outputTypes;
+  /// The declared dims of those inputs (-1 where a dim is symbolic), or
+  /// nullopt where the model gives no shape.
+  std::vector<std::optional<std::vector<int64_t>>> inputDims;
   /// The op types of its nodes, each once, in first-use order.
   std::vector<std::string> opTypes;
   /// How many nodes its graph has.

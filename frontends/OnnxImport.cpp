@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontends/Onnx.h"
+#include "frontends/OnnxShapeFolding.h"
 
 #include "runtime/Error.h"
 
@@ -232,6 +233,8 @@ struct OnnxOp {
   std::vector<ConstantInput> constantInputs;
   /// Op-specific checks and rewrites after the generic conversion.
   Convert convert = nullptr;
+  /// The first default-domain opset that defines the op.
+  int64_t sinceOpset = kMinOpset;
 };
 
 class OnnxConverter {
@@ -263,6 +266,25 @@ public:
   void addLayerNormStatistics(const onnx::NodeProto &proto,
                               const GraphNode &node);
 
+  /// The static shape of `name` (graph input, inferred or constant).
+  std::optional<Shape> shapeOf(const std::string &name) const;
+  /// The dtype of `name` (graph input, constant or inferred).
+  std::optional<DType> dtypeOf(const std::string &name) const;
+  /// Both, or an Unsupported naming the value and what needed it.
+  Shape requireShape(const std::string &name, const std::string &what) const;
+  DType requireDType(const std::string &name, const std::string &what) const;
+
+  /// A step of a conversion that becomes several graph nodes: a node named
+  /// after `owner`, whose output is owner's first output + "_" + suffix
+  /// (returned). Steps precede the owner node in the graph.
+  std::string addStep(const GraphNode &owner, const std::string &op,
+                      std::vector<std::string> inputs,
+                      const std::string &suffix,
+                      std::map<std::string, AttrValue> attrs = {});
+  /// A constant named after `owner`'s first output + "_" + suffix.
+  std::string addStepConstant(const GraphNode &owner, const std::string &suffix,
+                              Tensor value);
+
   /// Ops converted by a member of their own rather than a kOnnxOps row
   /// (they emit several nodes, constants or aliases).
   using SpecialConvert = void (OnnxConverter::*)(const onnx::NodeProto &);
@@ -274,12 +296,10 @@ private:
   void convertConstant(const onnx::NodeProto &node);
   void convertIdentity(const onnx::NodeProto &node);
   bool foldToConstants(const onnx::NodeProto &node);
-  bool evaluateIntegerArithmetic(const onnx::NodeProto &node);
+  bool foldShapeNode(const onnx::NodeProto &node);
   void convertSplit(const onnx::NodeProto &node);
-  /// The static shape of `name` (graph input, inferred or constant).
-  std::optional<Shape> shapeOf(const std::string &name) const;
-  /// The dtype of `name` (graph input, constant or inferred).
-  std::optional<DType> dtypeOf(const std::string &name) const;
+  void convertShapeOrSize(const onnx::NodeProto &node);
+  void convertDropout(const onnx::NodeProto &node);
   void convertPow(const onnx::NodeProto &node);
   void convertConstantOfShape(const onnx::NodeProto &node);
   void convertRange(const onnx::NodeProto &node);
@@ -308,6 +328,8 @@ private:
   std::map<std::string, Shape> inferredShapes;
   std::map<std::string, std::vector<int64_t>> shapeValues;
   std::map<std::string, DType> inferredTypes;
+  /// namesUsedAsConstants: the values that must be constants.
+  std::set<std::string> boundNames;
   std::vector<std::string> errors;
 };
 
@@ -353,12 +375,88 @@ void layerNormOutputs(OnnxConverter &converter, const onnx::NodeProto &proto,
   }
 }
 
-void padValue(OnnxConverter &, const onnx::NodeProto &, GraphNode &node) {
+/// Pad modes edge and reflect: a gather along each padded axis, by a
+/// constant index per output position (clamped to the ends, or reflected
+/// about them with period 2 * (dim - 1), as NumPy's pad repeats it).
+void padByGather(OnnxConverter &converter, GraphNode &node,
+                 const std::string &mode) {
+  const std::string x = node.inputs.at(0);
+  Shape shape = converter.requireShape(x, "Pad");
+  int64_t rank = shape.size();
+  auto it = node.attrs.find("pads");
+  if (it == node.attrs.end())
+    throw Unsupported{"Pad needs its pads input"};
+  std::vector<int64_t> pads = std::get<std::vector<int64_t>>(it->second);
+  if (static_cast<int64_t>(pads.size()) != 2 * rank)
+    throw Unsupported{
+        "Pad needs two pads per dim: " + std::to_string(pads.size()) +
+        " for an input of rank " + std::to_string(rank)};
+  std::string value = x;
+  std::vector<std::pair<int64_t, Tensor>> gathers;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t before = pads[d], after = pads[d + rank], dim = shape[d];
+    if (before == 0 && after == 0)
+      continue;
+    auto outOfRange = [](int64_t pad) {
+      return pad < -INT32_MAX || pad > INT32_MAX;
+    };
+    if (outOfRange(before) || outOfRange(after) || dim + before + after < 0)
+      throw Unsupported{"Pad's pads on axis " + std::to_string(d) +
+                        " are out of range"};
+    int64_t length = dim + before + after;
+    if (dim == 0 && length > 0)
+      throw Unsupported{"Pad mode '" + mode + "' has nothing to repeat on " +
+                        "the empty axis " + std::to_string(d)};
+    Tensor index(DType::I64, {length});
+    int64_t period = 2 * (dim - 1);
+    for (int64_t j = 0; j < length; ++j) {
+      int64_t source = j - before;
+      if (mode == "edge" || dim == 1) {
+        source = std::clamp<int64_t>(source, 0, dim - 1);
+      } else {
+        source = ((source % period) + period) % period;
+        if (source >= dim)
+          source = period - source;
+      }
+      index.as<int64_t>()[j] = source;
+    }
+    gathers.emplace_back(d, std::move(index));
+  }
+  node.attrs.clear();
+  if (gathers.empty()) { // nothing to pad: the input's elements, as they are
+    node.op = "reshape";
+    node.attrs = {{"shape", std::vector<int64_t>(shape.begin(), shape.end())},
+                  {"allowzero", int64_t(1)}};
+    return;
+  }
+  for (size_t i = 0; i < gathers.size(); ++i) {
+    auto &[axis, index] = gathers[i];
+    std::string suffix = "axis" + std::to_string(axis);
+    std::string indices =
+        converter.addStepConstant(node, suffix + "_index", std::move(index));
+    if (i + 1 == gathers.size()) {
+      node.op = "gather";
+      node.inputs = {value, indices};
+      node.attrs = {{"axis", axis}};
+    } else {
+      value = converter.addStep(node, "gather", {value, indices}, suffix,
+                                {{"axis", axis}});
+    }
+  }
+}
+
+void padValue(OnnxConverter &converter, const onnx::NodeProto &,
+              GraphNode &node) {
   auto mode = node.attrs.find("mode");
   if (mode != node.attrs.end() &&
-      std::get<std::string>(mode->second) != "constant")
-    throw Unsupported{"Pad mode '" + std::get<std::string>(mode->second) +
-                      "' is not supported (only 'constant')"};
+      std::get<std::string>(mode->second) != "constant") {
+    std::string name = std::get<std::string>(mode->second);
+    if (name != "edge" && name != "reflect")
+      throw Unsupported{"Pad mode '" + name +
+                        "' is not supported (only constant, edge, reflect)"};
+    padByGather(converter, node, name);
+    return;
+  }
   // constant_value came in as a one-element integer list: make it a scalar.
   auto it = node.attrs.find("constant_value");
   if (it != node.attrs.end())
@@ -375,6 +473,232 @@ void modKind(OnnxConverter &, const onnx::NodeProto &, GraphNode &node) {
     throw Unsupported{"Mod's fmod must be the integer 0 or 1"};
   node.op = *fmod ? "fmod" : "mod";
   node.attrs.erase(it);
+}
+
+/// A rank-0 constant of `dtype` holding `value`.
+Tensor scalarTensor(DType dtype, double value) {
+  Tensor tensor(dtype, {});
+  tensor.set(0, value);
+  return tensor;
+}
+
+/// An i64 constant counting 0, 1, ... along `axis` of a tensor of `rank`
+/// (dims of 1 elsewhere, broadcast where it is used).
+Tensor indicesAlong(int64_t rank, int64_t axis, int64_t count) {
+  Shape shape(rank, 1);
+  shape[axis] = count;
+  Tensor tensor(DType::I64, shape);
+  for (int64_t i = 0; i < count; ++i)
+    tensor.as<int64_t>()[i] = i;
+  return tensor;
+}
+
+void castLikeTarget(OnnxConverter &converter, const onnx::NodeProto &,
+                    GraphNode &node) {
+  if (node.inputs.size() != 2 || node.inputs[1].empty())
+    throw Unsupported{"CastLike takes an input and a target_type tensor"};
+  DType dtype = converter.requireDType(node.inputs[1], "CastLike");
+  node.inputs.resize(1);
+  node.attrs["dtype"] = std::string(dtypeName(dtype));
+}
+
+/// Trilu: x where the diagonal offset (column - row) is >= k (upper) or
+/// <= k (lower), else 0; over the last two dims. The offsets are an i64
+/// row and column of indices, so the mask is computed in the kernel, not
+/// stored; k may be a runtime value.
+void triluMask(OnnxConverter &converter, const onnx::NodeProto &,
+               GraphNode &node) {
+  const std::string x = node.inputs.at(0);
+  Shape shape = converter.requireShape(x, "Trilu");
+  DType dtype = converter.requireDType(x, "Trilu");
+  int64_t rank = shape.size();
+  if (rank < 2)
+    throw Unsupported{"Trilu's input must have rank >= 2, not " +
+                      std::to_string(rank)};
+  bool upper = true;
+  if (auto it = node.attrs.find("upper"); it != node.attrs.end()) {
+    int64_t value = std::get<int64_t>(it->second);
+    if (value != 0 && value != 1)
+      throw Unsupported{"Trilu's upper must be 0 or 1"};
+    upper = value == 1;
+  }
+  std::string k;
+  if (node.inputs.size() > 1 && !node.inputs[1].empty()) {
+    k = node.inputs[1];
+    std::optional<Shape> kShape = converter.shapeOf(k);
+    if (converter.requireDType(k, "Trilu's k") != DType::I64 ||
+        (kShape && numElements(*kShape) != 1))
+      throw Unsupported{"Trilu's k must be a single int64"};
+  } else {
+    k = converter.addStepConstant(node, "k", scalarTensor(DType::I64, 0));
+  }
+  std::string rows = converter.addStepConstant(
+      node, "rows", indicesAlong(2, 0, shape[rank - 2]));
+  std::string columns = converter.addStepConstant(
+      node, "columns", indicesAlong(1, 0, shape[rank - 1]));
+  std::string offset =
+      converter.addStep(node, "sub", {columns, rows}, "diagonal_offset");
+  std::string keep =
+      converter.addStep(node, upper ? "ge" : "le", {offset, k}, "keep");
+  std::string zero =
+      converter.addStepConstant(node, "zero", scalarTensor(dtype, 0));
+  node.op = "select";
+  node.inputs = {keep, x, zero};
+  node.attrs.clear();
+}
+
+/// ReduceSumSquare and ReduceL1: a reduce_sum of x * x or |x|.
+void sumOfSquares(OnnxConverter &converter, const onnx::NodeProto &,
+                  GraphNode &node) {
+  const std::string x = node.inputs.at(0);
+  node.inputs[0] = converter.addStep(node, "mul", {x, x}, "squared");
+}
+
+void sumOfMagnitudes(OnnxConverter &converter, const onnx::NodeProto &,
+                     GraphNode &node) {
+  node.inputs.at(0) =
+      converter.addStep(node, "abs", {node.inputs.at(0)}, "magnitude");
+}
+
+/// ReduceLogSum: log of the reduce_sum.
+void logOfSum(OnnxConverter &converter, const onnx::NodeProto &,
+              GraphNode &node) {
+  std::string sum =
+      converter.addStep(node, "reduce_sum", node.inputs, "sum", node.attrs);
+  node.op = "log";
+  node.inputs = {sum};
+  node.attrs.clear();
+}
+
+/// Mean: the inputs added left to right, divided by their count (in their
+/// dtype, as ONNX's reference computes it).
+void meanOfInputs(OnnxConverter &converter, const onnx::NodeProto &,
+                  GraphNode &node) {
+  if (node.inputs.empty() ||
+      std::count(node.inputs.begin(), node.inputs.end(), std::string()))
+    throw Unsupported{"Mean needs one or more inputs"};
+  DType dtype = converter.requireDType(node.inputs[0], "Mean");
+  std::string sum = node.inputs[0];
+  for (size_t i = 1; i < node.inputs.size(); ++i)
+    sum = converter.addStep(node, "add", {sum, node.inputs[i]},
+                            "sum_" + std::to_string(i));
+  std::string count = converter.addStepConstant(
+      node, "count",
+      scalarTensor(dtype, static_cast<double>(node.inputs.size())));
+  node.op = "div";
+  node.inputs = {sum, count};
+}
+
+/// PRelu: x < 0 ? slope * x : x (slope broadcast to x; NaN stays NaN).
+void preluSelect(OnnxConverter &converter, const onnx::NodeProto &,
+                 GraphNode &node) {
+  if (node.inputs.size() != 2 || node.inputs[1].empty())
+    throw Unsupported{"PRelu takes an input and a slope"};
+  const std::string x = node.inputs[0], slope = node.inputs[1];
+  DType dtype = converter.requireDType(x, "PRelu");
+  std::string zero =
+      converter.addStepConstant(node, "zero", scalarTensor(dtype, 0));
+  std::string negative = converter.addStep(node, "lt", {x, zero}, "negative");
+  std::string scaled = converter.addStep(node, "mul", {slope, x}, "scaled");
+  node.op = "select";
+  node.inputs = {negative, scaled, x};
+}
+
+/// Tile: x viewed as [1, d0, 1, d1, ...], broadcast to [r0, d0, r1, d1,
+/// ...] and viewed as [r0 * d0, r1 * d1, ...]; nothing is copied until the
+/// kernel reads it.
+void tileByBroadcast(OnnxConverter &converter, const onnx::NodeProto &,
+                     GraphNode &node) {
+  const std::string x = node.inputs.at(0);
+  Shape shape = converter.requireShape(x, "Tile");
+  auto it = node.attrs.find("repeats");
+  if (it == node.attrs.end())
+    throw Unsupported{"Tile needs its repeats input"};
+  std::vector<int64_t> repeats = std::get<std::vector<int64_t>>(it->second);
+  if (repeats.size() != shape.size())
+    throw Unsupported{
+        "Tile needs one repeat per dim: " + std::to_string(repeats.size()) +
+        " for an input of rank " + std::to_string(shape.size())};
+  std::vector<int64_t> spread, broadcast, tiled;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (repeats[d] < 0)
+      throw Unsupported{"Tile's repeats must not be negative"};
+    if (shape[d] > 0 && repeats[d] > INT64_MAX / shape[d])
+      throw Unsupported{"Tile's result has too many elements"};
+    spread.insert(spread.end(), {1, shape[d]});
+    broadcast.insert(broadcast.end(), {repeats[d], shape[d]});
+    tiled.push_back(repeats[d] * shape[d]);
+  }
+  // allowzero: a 0 in these shapes is a dim of 0, not "copy the input's".
+  std::string spreadOut =
+      converter.addStep(node, "reshape", {x}, "spread",
+                        {{"shape", spread}, {"allowzero", int64_t(1)}});
+  std::string broadcastOut = converter.addStep(
+      node, "expand", {spreadOut}, "repeated", {{"shape", broadcast}});
+  node.op = "reshape";
+  node.inputs = {broadcastOut};
+  node.attrs = {{"shape", tiled}, {"allowzero", int64_t(1)}};
+}
+
+/// Hardmax: 1 where the element is the first maximum along `axis`, else 0
+/// (NaN counts as the maximum, as NumPy's argmax). Before opset 13 the
+/// input is coerced to 2-D around `axis` (default 1) and the result viewed
+/// back.
+void hardmaxOneHot(OnnxConverter &converter, const onnx::NodeProto &,
+                   GraphNode &node) {
+  const std::string x = node.inputs.at(0);
+  Shape shape = converter.requireShape(x, "Hardmax");
+  DType dtype = converter.requireDType(x, "Hardmax");
+  int64_t rank = shape.size();
+  auto it = node.attrs.find("axis");
+  int64_t axis = it != node.attrs.end() ? std::get<int64_t>(it->second)
+                 : converter.opset < 13 ? 1
+                                        : -1;
+  if (axis < -rank || axis >= rank)
+    throw Unsupported{"axis " + std::to_string(axis) + " is out of range"};
+  if (axis < 0)
+    axis += rank;
+  auto view = [&](const std::string &value, const Shape &to,
+                  const std::string &suffix) {
+    return converter.addStep(
+        node, "reshape", {value}, suffix,
+        {{"shape", std::vector<int64_t>(to.begin(), to.end())},
+         {"allowzero", int64_t(1)}});
+  };
+  if (numElements(shape) == 0) { // no element to mark
+    node.op = "reshape";
+    node.attrs = {{"shape", std::vector<int64_t>(shape.begin(), shape.end())},
+                  {"allowzero", int64_t(1)}};
+    return;
+  }
+  std::string operand = x;
+  Shape operandShape = shape;
+  bool coerced = converter.opset < 13 && axis != rank - 1;
+  if (coerced) {
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < rank; ++d)
+      (d < axis ? outer : inner) *= shape[d];
+    operandShape = {outer, inner};
+    operand = view(x, operandShape, "coerced");
+    axis = 1;
+  }
+  int64_t operandRank = operandShape.size();
+  std::string index =
+      converter.addStep(node, "argmax", {operand}, "argmax",
+                        {{"axis", axis}, {"keepdims", int64_t(1)}});
+  std::string positions = converter.addStepConstant(
+      node, "positions", indicesAlong(operandRank, axis, operandShape[axis]));
+  std::string hot = converter.addStep(node, "eq", {positions, index}, "hot");
+  node.op = "cast";
+  node.inputs = {hot};
+  node.attrs = {{"dtype", std::string(dtypeName(dtype))}};
+  if (coerced) {
+    node.inputs = {
+        converter.addStep(node, "cast", {hot}, "one_hot", node.attrs)};
+    node.op = "reshape";
+    node.attrs = {{"shape", std::vector<int64_t>(shape.begin(), shape.end())},
+                  {"allowzero", int64_t(1)}};
+  }
 }
 
 const std::vector<OnnxOp> &onnxOps() {
@@ -505,6 +829,22 @@ const std::vector<OnnxOp> &onnxOps() {
       table.push_back({onnxName, graphOp, {"axes", "keepdims"}, {}});
     table.push_back(
         {"DequantizeLinear", "dequantize_linear", {"axis"}, {}, nullptr});
+    // Reductions ONNX defines by others (axes an attribute up to opset 17).
+    table.push_back({"ReduceSumSquare",
+                     "reduce_sum",
+                     {"axes", "keepdims"},
+                     {},
+                     sumOfSquares});
+    table.push_back(
+        {"ReduceL1", "reduce_sum", {"axes", "keepdims"}, {}, sumOfMagnitudes});
+    table.push_back(
+        {"ReduceLogSum", "reduce_sum", {"axes", "keepdims"}, {}, logOfSum});
+    table.push_back({"CastLike", "cast", {}, {}, castLikeTarget, 15});
+    table.push_back({"Trilu", "select", {"upper"}, {}, triluMask, 14});
+    table.push_back({"Mean", "div", {}, {}, meanOfInputs});
+    table.push_back({"PRelu", "select", {}, {}, preluSelect});
+    table.push_back({"Tile", "reshape", {}, {{1, "repeats"}}, tileByBroadcast});
+    table.push_back({"Hardmax", "cast", {"axis"}, {}, hardmaxOneHot});
     return table;
   }();
   return ops;
@@ -536,7 +876,9 @@ int64_t defaultOpset(const onnx::ModelProto &model) {
   return version;
 }
 
-/// Values the table reads as attributes (the constant inputs of nodes).
+/// Values the table reads as attributes (the constant inputs of nodes), and
+/// the values they are computed from (a Range's limit from a window size
+/// input); Shape and Size read only their input's shape.
 std::set<std::string> namesUsedAsConstants(const onnx::GraphProto &graph) {
   std::set<std::string> names;
   for (const onnx::NodeProto &node : graph.node()) {
@@ -545,12 +887,27 @@ std::set<std::string> namesUsedAsConstants(const onnx::GraphProto &graph) {
       names.insert(node.input().begin(), node.input().end());
     if (node.op_type() == "Split" && node.input_size() > 1)
       names.insert(node.input(1));
+    // Dropout's ratio and training_mode decide whether it is the identity.
+    if (node.op_type() == "Dropout")
+      for (int i = 1; i < node.input_size(); ++i)
+        names.insert(node.input(i));
     for (const OnnxOp &op : onnxOps())
       if (node.op_type() == op.onnxName)
         for (const OnnxOp::ConstantInput &input : op.constantInputs)
           if (input.index < static_cast<size_t>(node.input_size()))
             names.insert(node.input(input.index));
   }
+  // Nodes come in topological order: one backward pass closes the set.
+  for (int i = graph.node_size(); i-- > 0;) {
+    const onnx::NodeProto &node = graph.node(i);
+    if (node.op_type() == "Shape" || node.op_type() == "Size")
+      continue;
+    if (std::any_of(
+            node.output().begin(), node.output().end(),
+            [&](const std::string &output) { return names.count(output); }))
+      names.insert(node.input().begin(), node.input().end());
+  }
+  names.erase("");
   return names;
 }
 
@@ -698,57 +1055,37 @@ bool OnnxConverter::foldToConstants(const onnx::NodeProto &node) {
   return true;
 }
 
-/// Integer Add, Sub, Mul and Div of small constants (index math on
-/// shapes that shape inference leaves: `x.shape[-1] // 2`), computed here
-/// as ONNX defines them (Div truncates) so Slice and Reshape get constant
-/// operands. Anything else, or a division by zero, is left to the graph.
-bool OnnxConverter::evaluateIntegerArithmetic(const onnx::NodeProto &node) {
-  static const std::set<std::string> kOps = {"Add", "Sub", "Mul", "Div"};
-  if (!kOps.count(node.op_type()) || node.input_size() != 2 ||
-      node.output_size() != 1)
-    return false;
-  const Tensor *operands[2];
-  for (int i = 0; i < 2; ++i) {
-    auto it = constants.find(resolve(node.input(i)));
-    if (it == constants.end() ||
-        (it->second.dtype != DType::I64 && it->second.dtype != DType::I32) ||
-        it->second.numElements() > 64)
-      return false;
-    operands[i] = &it->second;
+/// Shape computations over constants that ONNX's data propagation leaves
+/// (Size, Neg, an integer ConstantOfShape, arithmetic on shapes, Concat of
+/// constants, ...): evaluated exactly (OnnxShapeFolding.cpp), so Reshape,
+/// Expand, Slice and ConstantOfShape get constant operands.
+bool OnnxConverter::foldShapeNode(const onnx::NodeProto &node) {
+  if (node.output_size() != 1)
+    return false; // convertNode reports a node without outputs
+  std::vector<const Tensor *> inputs;
+  for (const std::string &input : node.input()) {
+    auto it = input.empty() ? constants.end() : constants.find(resolve(input));
+    inputs.push_back(it == constants.end() ? nullptr : &it->second);
   }
-  const Tensor &a = *operands[0], &b = *operands[1];
-  if (a.dtype != b.dtype)
+  std::optional<Shape> inputShape;
+  if (node.input_size() > 0 && !node.input(0).empty())
+    inputShape = shapeOf(resolve(node.input(0)));
+  bool isBound = boundNames.count(node.output(0));
+  std::optional<Tensor> value =
+      foldShapeComputation(node, opset, inputs, inputShape, isBound);
+  if (!value)
     return false;
-  // Equal shapes, or one side a single element.
-  const Tensor &shaped = a.numElements() >= b.numElements() ? a : b;
-  if (a.shape != b.shape && a.numElements() != 1 && b.numElements() != 1)
-    return false;
-  std::vector<int64_t> x = integersOf(a, "operand"),
-                       y = integersOf(b, "operand");
-  Tensor result(a.dtype, shaped.shape);
-  for (int64_t i = 0; i < result.numElements(); ++i) {
-    int64_t l = x[x.size() == 1 ? 0 : i], r = y[y.size() == 1 ? 0 : i];
-    int64_t value;
-    if (node.op_type() == "Add")
-      value = static_cast<int64_t>(static_cast<uint64_t>(l) +
-                                   static_cast<uint64_t>(r));
-    else if (node.op_type() == "Sub")
-      value = static_cast<int64_t>(static_cast<uint64_t>(l) -
-                                   static_cast<uint64_t>(r));
-    else if (node.op_type() == "Mul")
-      value = static_cast<int64_t>(static_cast<uint64_t>(l) *
-                                   static_cast<uint64_t>(r));
-    else if (r == 0 || (l == INT64_MIN && r == -1))
-      return false;
-    else
-      value = l / r;
-    if (a.dtype == DType::I64)
-      result.as<int64_t>()[i] = value;
-    else
-      result.as<int32_t>()[i] = static_cast<int32_t>(value);
-  }
-  addConstant(node.output(0), std::move(result));
+  addConstant(node.output(0), std::move(*value));
   return true;
+}
+
+/// Shape and Size of a value whose static shape is not known here (they
+/// fold to constants otherwise).
+void OnnxConverter::convertShapeOrSize(const onnx::NodeProto &node) {
+  throw Unsupported{node.op_type() + " needs the static shape of '" +
+                    node.input(0) +
+                    "', which shape inference did not give (fusec has no "
+                    "dynamic shapes)"};
 }
 
 std::optional<Shape> OnnxConverter::shapeOf(const std::string &name) const {
@@ -771,6 +1108,47 @@ std::optional<DType> OnnxConverter::dtypeOf(const std::string &name) const {
   if (auto it = inferredTypes.find(name); it != inferredTypes.end())
     return it->second;
   return std::nullopt;
+}
+
+Shape OnnxConverter::requireShape(const std::string &name,
+                                  const std::string &what) const {
+  std::optional<Shape> shape = shapeOf(name);
+  if (!shape)
+    throw Unsupported{what + " needs the static shape of '" + name +
+                      "', which shape inference did not give"};
+  return *shape;
+}
+
+DType OnnxConverter::requireDType(const std::string &name,
+                                  const std::string &what) const {
+  std::optional<DType> dtype = dtypeOf(name);
+  if (!dtype)
+    throw Unsupported{what + " needs the dtype of '" + name +
+                      "', which shape inference did not give"};
+  return *dtype;
+}
+
+std::string OnnxConverter::addStep(const GraphNode &owner,
+                                   const std::string &op,
+                                   std::vector<std::string> inputs,
+                                   const std::string &suffix,
+                                   std::map<std::string, AttrValue> attrs) {
+  GraphNode step;
+  step.name = owner.name + "_" + suffix;
+  step.op = op;
+  step.inputs = std::move(inputs);
+  step.outputs = {owner.outputs.at(0) + "_" + suffix};
+  step.attrs = std::move(attrs);
+  graph.nodes.push_back(std::move(step));
+  return graph.nodes.back().outputs[0];
+}
+
+std::string OnnxConverter::addStepConstant(const GraphNode &owner,
+                                           const std::string &suffix,
+                                           Tensor value) {
+  std::string name = owner.outputs.at(0) + "_" + suffix;
+  addConstant(name, std::move(value));
+  return name;
 }
 
 /// Pow with ONNX's operand types: the exponent may have another dtype than
@@ -1041,6 +1419,57 @@ void OnnxConverter::convertIdentity(const onnx::NodeProto &node) {
   aliases[node.output(0)] = resolve(node.input(0));
 }
 
+/// Dropout at inference (training_mode absent or false, or a ratio of 0):
+/// the identity, and a mask of all true. Training mode drops random
+/// elements, which fusec does not compile.
+void OnnxConverter::convertDropout(const onnx::NodeProto &node) {
+  // Opset 10's Dropout (read up to opset 11) has a ratio attribute; from
+  // opset 12, ratio and training_mode are inputs and seed an attribute.
+  const char *attrName = opset < 12 ? "ratio" : "seed";
+  for (const onnx::AttributeProto &attr : node.attribute())
+    if (attr.name() != attrName)
+      throw Unsupported{"attribute '" + attr.name() + "' is not supported"};
+  bool training = false;
+  if (opset >= 12 && node.input_size() > 2 && !node.input(2).empty()) {
+    const Tensor &mode =
+        constantValue(resolve(node.input(2)), "input 2 (training_mode)");
+    if (mode.numElements() != 1)
+      throw Unsupported{"training_mode must be a single bool"};
+    training = mode.at(0) != 0;
+  }
+  if (training) {
+    double ratio = 0.5;
+    if (node.input_size() > 1 && !node.input(1).empty()) {
+      const Tensor &value =
+          constantValue(resolve(node.input(1)), "input 1 (ratio)");
+      if (value.numElements() != 1 || !isFloat(value.dtype))
+        throw Unsupported{"ratio must be a single float"};
+      ratio = value.at(0);
+    }
+    if (ratio != 0) {
+      std::ostringstream message;
+      message << "training_mode is true with ratio " << ratio
+              << ": Dropout then zeroes random elements, and fusec compiles "
+                 "inference only";
+      throw Unsupported{message.str()};
+    }
+  }
+  std::string input = resolve(node.input(0));
+  aliases[node.output(0)] = input;
+  if (node.output_size() < 2 || node.output(1).empty())
+    return;
+  Shape shape = requireShape(input, "Dropout's mask");
+  std::string value = node.output(1) + "_value";
+  addConstant(value, scalarTensor(DType::I1, 1));
+  GraphNode mask;
+  mask.name = (node.name().empty() ? node.output(0) : node.name()) + "_mask";
+  mask.op = "expand";
+  mask.inputs = {value};
+  mask.outputs = {node.output(1)};
+  mask.attrs["shape"] = std::vector<int64_t>(shape.begin(), shape.end());
+  graph.nodes.push_back(std::move(mask));
+}
+
 const std::vector<std::pair<const char *, OnnxConverter::SpecialConvert>> &
 OnnxConverter::specialOps() {
   static const std::vector<std::pair<const char *, SpecialConvert>> ops = {
@@ -1049,7 +1478,10 @@ OnnxConverter::specialOps() {
       {"Range", &OnnxConverter::convertRange},
       {"Split", &OnnxConverter::convertSplit},
       {"Pow", &OnnxConverter::convertPow},
-      {"Identity", &OnnxConverter::convertIdentity}};
+      {"Identity", &OnnxConverter::convertIdentity},
+      {"Shape", &OnnxConverter::convertShapeOrSize},
+      {"Size", &OnnxConverter::convertShapeOrSize},
+      {"Dropout", &OnnxConverter::convertDropout}};
   return ops;
 }
 
@@ -1100,13 +1532,13 @@ Graph OnnxConverter::convert(const onnx::ModelProto &model) {
                        "': error: " + unsupported.reason);
     }
   }
-  std::set<std::string> staticNames = namesUsedAsConstants(proto);
+  boundNames = namesUsedAsConstants(proto);
   for (const onnx::ValueInfoProto &input : proto.input()) {
     if (constants.count(input.name()))
       continue; // old IRs list initializers as inputs too
     auto value = options.staticInputValues.find(input.name());
     if (value != options.staticInputValues.end() &&
-        staticNames.count(input.name())) {
+        boundNames.count(input.name())) {
       addConstant(input.name(), value->second);
       continue;
     }
@@ -1115,8 +1547,16 @@ Graph OnnxConverter::convert(const onnx::ModelProto &model) {
         type.has_tensor_type() ? dtypeOfOnnx(type.tensor_type().elem_type())
                                : std::nullopt;
     if (!dtype) {
-      errors.push_back(path + ": input '" + input.name() +
-                       "': error: not a tensor of a supported dtype");
+      std::string what =
+          type.has_tensor_type()
+              ? "is a tensor of " +
+                    onnxTypeName(type.tensor_type().elem_type()) +
+                    ", a dtype fusec does not have"
+          : type.has_sequence_type() ? "is a sequence, not a tensor"
+          : type.has_optional_type() ? "is an optional, not a tensor"
+          : type.has_map_type()      ? "is a map, not a tensor"
+                                     : "is not a tensor";
+      errors.push_back(path + ": input '" + input.name() + "': error: " + what);
       continue;
     }
     Shape shape;
@@ -1141,7 +1581,7 @@ Graph OnnxConverter::convert(const onnx::ModelProto &model) {
   inferShapes(model);
   for (const onnx::NodeProto &node : proto.node()) {
     try {
-      if (foldToConstants(node) || evaluateIntegerArithmetic(node))
+      if (foldToConstants(node) || foldShapeNode(node))
         continue;
       convertNode(node);
     } catch (const Unsupported &unsupported) {
@@ -1176,7 +1616,9 @@ void OnnxConverter::convertNode(const onnx::NodeProto &node) {
   static const std::map<std::string, int> kMinInputs = {
       {"ConstantOfShape", 1}, {"Range", 3},
       {"Split", 1},           {"Pow", 2},
-      {"Identity", 1},        {"LayerNormalization", 2}};
+      {"Identity", 1},        {"LayerNormalization", 2},
+      {"Shape", 1},           {"Size", 1},
+      {"Dropout", 1}};
   auto minInputs = kMinInputs.find(node.op_type());
   if (node.output_size() < 1 ||
       (minInputs != kMinInputs.end() && node.input_size() < minInputs->second))
@@ -1194,6 +1636,9 @@ void OnnxConverter::convertNode(const onnx::NodeProto &node) {
   });
   if (row == table.end())
     throw Unsupported{"op " + node.op_type() + " is not supported"};
+  if (opset < row->sinceOpset)
+    throw Unsupported{node.op_type() + " is defined from opset " +
+                      std::to_string(row->sinceOpset) + " on"};
   GraphNode graphNode;
   graphNode.name = node.name().empty() ? node.output(0) : node.name();
   graphNode.op = row->graphOp;
@@ -1278,6 +1723,13 @@ OnnxModelSummary summarizeOnnxModel(const std::string &path) {
     if (!initializers.count(input.name())) {
       summary.inputNames.push_back(input.name());
       summary.inputTypes.push_back(dtypeOfValue(input));
+      std::optional<std::vector<int64_t>> dims;
+      if (input.type().tensor_type().has_shape()) {
+        dims.emplace();
+        for (const auto &dim : input.type().tensor_type().shape().dim())
+          dims->push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+      }
+      summary.inputDims.push_back(dims);
     }
   for (const onnx::ValueInfoProto &output : model.graph().output())
     summary.outputTypes.push_back(dtypeOfValue(output));
@@ -1306,14 +1758,12 @@ Tensor readTensorProtoFile(const std::string &path,
 std::vector<std::string> supportedOnnxOps() {
   std::vector<std::string> lines;
   for (const OnnxOp &op : onnxOps())
-    lines.push_back(std::string(op.onnxName) + " " + std::to_string(kMinOpset) +
-                    "-" + std::to_string(kMaxOpset));
-  std::vector<std::string> extras = {"Shape"}; // folded to constants
-  for (const auto &[opType, convert] : OnnxConverter::specialOps())
-    extras.push_back(opType);
-  for (const std::string &extra : extras)
-    lines.push_back(extra + " " + std::to_string(kMinOpset) + "-" +
+    lines.push_back(std::string(op.onnxName) + " " +
+                    std::to_string(op.sinceOpset) + "-" +
                     std::to_string(kMaxOpset));
+  for (const auto &[opType, convert] : OnnxConverter::specialOps())
+    lines.push_back(std::string(opType) + " " + std::to_string(kMinOpset) +
+                    "-" + std::to_string(kMaxOpset));
   std::sort(lines.begin(), lines.end());
   return lines;
 }

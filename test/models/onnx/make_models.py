@@ -40,7 +40,7 @@ save(helper.make_graph(
 # Two unsupported nodes and an unsupported attribute: all reported at once.
 save(helper.make_graph(
     [helper.make_node("Conv", ["x", "k"], ["c"], name="conv"),
-     helper.make_node("Trilu", ["c"], ["t"], name="mask"),
+     helper.make_node("NonZero", ["c"], ["t"], name="mask"),
      helper.make_node("Transpose", ["t"], ["u"], name="odd", perm=[1, 0],
                       foo=3),
      helper.make_node("Relu", ["u"], ["y"], name="relu")],

@@ -1,0 +1,611 @@
+//===- OnnxShapeFolding.cpp - Shape computations evaluated on import ------===//
+//
+// Integers are computed as fusec's kernels compute them (two's complement
+// wrapping, Div truncating toward zero), in int64 and wrapped back to the
+// operand's dtype; what ONNX leaves undefined (division by zero, an index
+// out of range) is not folded, so the graph reports it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontends/OnnxShapeFolding.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string>
+
+namespace fusec {
+
+namespace {
+
+/// Shapes, axes and bounds: anything larger is data, left to the graph.
+constexpr int64_t kMaxElements = 64;
+
+/// An integer or bool tensor's elements, exact.
+struct Ints {
+  DType dtype;
+  Shape shape;
+  std::vector<int64_t> values;
+};
+
+bool isIntegerOrBool(DType dtype) {
+  return dtype == DType::I64 || dtype == DType::I32 || dtype == DType::I1;
+}
+
+std::optional<Ints> intsOf(const Tensor *tensor) {
+  if (!tensor || !isIntegerOrBool(tensor->dtype) ||
+      tensor->numElements() > kMaxElements)
+    return std::nullopt;
+  Ints ints{tensor->dtype, tensor->shape, {}};
+  for (int64_t i = 0; i < tensor->numElements(); ++i) {
+    if (tensor->dtype == DType::I64)
+      ints.values.push_back(tensor->as<int64_t>()[i]);
+    else if (tensor->dtype == DType::I32)
+      ints.values.push_back(tensor->as<int32_t>()[i]);
+    else
+      ints.values.push_back(tensor->as<uint8_t>()[i] != 0);
+  }
+  return ints;
+}
+
+/// `value` wrapped to `dtype` (two's complement), or made a bool.
+int64_t wrapTo(DType dtype, int64_t value) {
+  if (dtype == DType::I32)
+    return static_cast<int32_t>(static_cast<uint32_t>(value));
+  if (dtype == DType::I1)
+    return value != 0;
+  return value;
+}
+
+Tensor tensorOf(const Ints &ints) {
+  Tensor tensor(ints.dtype, ints.shape);
+  for (size_t i = 0; i < ints.values.size(); ++i) {
+    if (ints.dtype == DType::I64)
+      tensor.as<int64_t>()[i] = ints.values[i];
+    else if (ints.dtype == DType::I32)
+      tensor.as<int32_t>()[i] = static_cast<int32_t>(ints.values[i]);
+    else
+      tensor.as<uint8_t>()[i] = ints.values[i] != 0;
+  }
+  return tensor;
+}
+
+const onnx::AttributeProto *findAttr(const onnx::NodeProto &node,
+                                     const std::string &name) {
+  for (const onnx::AttributeProto &attr : node.attribute())
+    if (attr.name() == name)
+      return &attr;
+  return nullptr;
+}
+
+int64_t intAttr(const onnx::NodeProto &node, const std::string &name,
+                int64_t fallback) {
+  const onnx::AttributeProto *attr = findAttr(node, name);
+  return attr && attr->type() == onnx::AttributeProto::INT ? attr->i()
+                                                           : fallback;
+}
+
+/// `axis` in [-rank, rank) made non-negative; nullopt outside.
+std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return std::nullopt;
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// NumPy broadcasting of several shapes; nullopt if they do not broadcast.
+std::optional<Shape> broadcastShape(const std::vector<Shape> &shapes) {
+  Shape result;
+  for (const Shape &shape : shapes) {
+    if (shape.size() > result.size())
+      result.insert(result.begin(), shape.size() - result.size(), 1);
+    for (size_t i = 0; i < shape.size(); ++i) {
+      int64_t &dim = result[result.size() - shape.size() + i];
+      if (dim == 1)
+        dim = shape[i];
+      else if (shape[i] != dim && shape[i] != 1)
+        return std::nullopt;
+    }
+  }
+  return result;
+}
+
+/// The index of the element of a tensor of `operand` shape that
+/// broadcasts to element `index` of `shape`.
+int64_t broadcastIndex(const Shape &operand, const Shape &shape,
+                       int64_t index) {
+  int64_t offset = 0, stride = 1;
+  size_t lead = shape.size() - operand.size();
+  for (size_t d = shape.size(); d-- > 0;) {
+    int64_t coordinate = index % shape[d];
+    index /= shape[d];
+    if (d >= lead) {
+      int64_t dim = operand[d - lead];
+      offset += (dim == 1 ? 0 : coordinate) * stride;
+      stride *= dim;
+    }
+  }
+  return offset;
+}
+
+/// Elementwise over broadcast operands; `compute` returns nullopt for an
+/// undefined element.
+std::optional<Ints> elementwise(
+    const std::vector<const Ints *> &operands, DType resultType,
+    const std::function<std::optional<int64_t>(const std::vector<int64_t> &)>
+        &compute) {
+  std::vector<Shape> shapes;
+  for (const Ints *operand : operands)
+    shapes.push_back(operand->shape);
+  std::optional<Shape> shape = broadcastShape(shapes);
+  if (!shape || numElements(*shape) > kMaxElements)
+    return std::nullopt;
+  Ints result{resultType, *shape, {}};
+  std::vector<int64_t> arguments(operands.size());
+  for (int64_t i = 0; i < numElements(*shape); ++i) {
+    for (size_t k = 0; k < operands.size(); ++k)
+      arguments[k] =
+          operands[k]->values[broadcastIndex(operands[k]->shape, *shape, i)];
+    std::optional<int64_t> value = compute(arguments);
+    if (!value)
+      return std::nullopt;
+    result.values.push_back(wrapTo(resultType, *value));
+  }
+  return result;
+}
+
+int64_t wrappingOp(int64_t a, int64_t b, char op) {
+  uint64_t x = static_cast<uint64_t>(a), y = static_cast<uint64_t>(b);
+  return static_cast<int64_t>(op == '+' ? x + y : op == '-' ? x - y : x * y);
+}
+
+std::optional<Ints> foldArithmetic(const std::string &op, const Ints &a,
+                                   const Ints &b) {
+  if (a.dtype != b.dtype || a.dtype == DType::I1)
+    return std::nullopt;
+  int64_t minimum = a.dtype == DType::I32 ? INT32_MIN : INT64_MIN;
+  return elementwise(
+      {&a, &b}, a.dtype,
+      [&](const std::vector<int64_t> &v) -> std::optional<int64_t> {
+        if (op == "Add")
+          return wrappingOp(v[0], v[1], '+');
+        if (op == "Sub")
+          return wrappingOp(v[0], v[1], '-');
+        if (op == "Mul")
+          return wrappingOp(v[0], v[1], '*');
+        if (v[1] == 0 || (v[0] == minimum && v[1] == -1))
+          return std::nullopt; // undefined, or overflowing
+        return v[0] / v[1];
+      });
+}
+
+std::optional<Ints> foldComparison(const std::string &op, const Ints &a,
+                                   const Ints &b) {
+  if (a.dtype != b.dtype || (a.dtype == DType::I1 && op != "Equal"))
+    return std::nullopt;
+  return elementwise({&a, &b}, DType::I1,
+                     [&](const std::vector<int64_t> &v) -> int64_t {
+                       if (op == "Equal")
+                         return v[0] == v[1];
+                       if (op == "Less")
+                         return v[0] < v[1];
+                       if (op == "LessOrEqual")
+                         return v[0] <= v[1];
+                       if (op == "Greater")
+                         return v[0] > v[1];
+                       return v[0] >= v[1];
+                     });
+}
+
+/// Shape: the dims from `start` to `end` (opset 15), clamped to the rank.
+Ints foldShape(const onnx::NodeProto &node, const Shape &shape) {
+  int64_t rank = shape.size();
+  auto clamp = [&](int64_t bound) {
+    if (bound < 0)
+      bound += rank;
+    return std::clamp<int64_t>(bound, 0, rank);
+  };
+  int64_t start = clamp(intAttr(node, "start", 0));
+  int64_t end = clamp(intAttr(node, "end", rank));
+  Ints result{DType::I64, {std::max<int64_t>(end - start, 0)}, {}};
+  for (int64_t d = start; d < end; ++d)
+    result.values.push_back(shape[d]);
+  return result;
+}
+
+std::optional<Ints> foldConcat(const onnx::NodeProto &node,
+                               const std::vector<std::optional<Ints>> &parts) {
+  if (parts.empty())
+    return std::nullopt;
+  const Ints &first = *parts[0];
+  int64_t rank = first.shape.size();
+  std::optional<int64_t> axis = normalizeAxis(intAttr(node, "axis", 0), rank);
+  if (!axis)
+    return std::nullopt;
+  Shape shape = first.shape;
+  shape[*axis] = 0;
+  for (const std::optional<Ints> &part : parts) {
+    if (part->dtype != first.dtype ||
+        static_cast<int64_t>(part->shape.size()) != rank)
+      return std::nullopt;
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != *axis && part->shape[d] != first.shape[d])
+        return std::nullopt;
+    shape[*axis] += part->shape[*axis];
+  }
+  if (numElements(shape) > kMaxElements)
+    return std::nullopt;
+  // outer x (axis x inner) blocks, appended part by part.
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < *axis; ++d)
+    outer *= shape[d];
+  for (int64_t d = *axis + 1; d < rank; ++d)
+    inner *= shape[d];
+  Ints result{first.dtype, shape, {}};
+  for (int64_t o = 0; o < outer; ++o)
+    for (const std::optional<Ints> &part : parts) {
+      int64_t block = part->shape[*axis] * inner;
+      result.values.insert(result.values.end(),
+                           part->values.begin() + o * block,
+                           part->values.begin() + (o + 1) * block);
+    }
+  return result;
+}
+
+std::optional<Ints> foldGather(const onnx::NodeProto &node, const Ints &data,
+                               const Ints &indices) {
+  int64_t rank = data.shape.size();
+  std::optional<int64_t> axis = normalizeAxis(intAttr(node, "axis", 0), rank);
+  if (!axis || indices.dtype == DType::I1)
+    return std::nullopt;
+  int64_t outer = 1, inner = 1, dim = data.shape[*axis];
+  for (int64_t d = 0; d < *axis; ++d)
+    outer *= data.shape[d];
+  for (int64_t d = *axis + 1; d < rank; ++d)
+    inner *= data.shape[d];
+  Shape shape(data.shape.begin(), data.shape.begin() + *axis);
+  shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
+  shape.insert(shape.end(), data.shape.begin() + *axis + 1, data.shape.end());
+  if (numElements(shape) > kMaxElements)
+    return std::nullopt;
+  Ints result{data.dtype, shape, {}};
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t index : indices.values) {
+      if (index < -dim || index >= dim)
+        return std::nullopt;
+      if (index < 0)
+        index += dim;
+      for (int64_t i = 0; i < inner; ++i)
+        result.values.push_back(data.values[(o * dim + index) * inner + i]);
+    }
+  return result;
+}
+
+/// Slice of a 1-D tensor (a shape), with ONNX's clamping of the bounds.
+std::optional<Ints> foldSlice(const Ints &data,
+                              const std::vector<std::optional<Ints>> &inputs) {
+  if (data.shape.size() != 1 || inputs.size() < 3 || !inputs[1] || !inputs[2])
+    return std::nullopt;
+  auto single = [&](size_t index, int64_t fallback) -> std::optional<int64_t> {
+    if (index >= inputs.size() || !inputs[index])
+      return fallback;
+    if (inputs[index]->values.size() != 1)
+      return std::nullopt;
+    return inputs[index]->values[0];
+  };
+  std::optional<int64_t> start = single(1, 0), end = single(2, 0),
+                         axis = single(3, 0), step = single(4, 1);
+  if (!start || !end || !axis || !step || (*axis != 0 && *axis != -1) ||
+      *step == 0)
+    return std::nullopt;
+  int64_t dim = data.shape[0];
+  Ints result{data.dtype, {0}, {}};
+  if (dim == 0)
+    return result;
+  // Negative bounds count from the end; then they are clamped to
+  // [0, dim] going forward, [-1, dim - 1] going backward.
+  auto fromEnd = [&](int64_t bound) { return bound < 0 ? bound + dim : bound; };
+  int64_t first = fromEnd(*start), last = fromEnd(*end);
+  if (*step > 0) {
+    first = std::clamp<int64_t>(first, 0, dim);
+    last = std::clamp<int64_t>(last, 0, dim);
+  } else {
+    first = std::clamp<int64_t>(first, 0, dim - 1);
+    last = std::clamp<int64_t>(last, -1, dim - 1);
+  }
+  for (int64_t i = first; *step > 0 ? i < last : i > last;) {
+    result.values.push_back(data.values[i]);
+    if (*step > 0 ? *step >= last - i : *step <= last - i)
+      break; // the next index is past the end (and might overflow)
+    i += *step;
+  }
+  result.shape[0] = result.values.size();
+  return result;
+}
+
+/// Unsqueeze and Squeeze: the same elements under a new shape.
+std::optional<Ints> foldView(const onnx::NodeProto &node, int64_t opset,
+                             const Ints &data,
+                             const std::vector<std::optional<Ints>> &inputs) {
+  std::vector<int64_t> axes;
+  bool given = false;
+  if (opset >= 13 && inputs.size() > 1 && inputs[1]) {
+    axes = inputs[1]->values;
+    given = true;
+  } else if (const onnx::AttributeProto *attr = findAttr(node, "axes")) {
+    axes.assign(attr->ints().begin(), attr->ints().end());
+    given = true;
+  }
+  bool unsqueeze = node.op_type() == "Unsqueeze";
+  if (unsqueeze && !given)
+    return std::nullopt;
+  int64_t rank = data.shape.size() + (unsqueeze ? axes.size() : 0);
+  std::vector<bool> marked(rank, false);
+  for (int64_t axis : axes) {
+    std::optional<int64_t> normalized = normalizeAxis(axis, rank);
+    if (!normalized || marked[*normalized])
+      return std::nullopt;
+    marked[*normalized] = true;
+  }
+  Shape shape;
+  if (unsqueeze) {
+    for (int64_t d = 0, source = 0; d < rank; ++d)
+      shape.push_back(marked[d] ? 1 : data.shape[source++]);
+  } else {
+    for (int64_t d = 0; d < rank; ++d) {
+      bool squeezed = given ? marked[d] : data.shape[d] == 1;
+      if (squeezed && data.shape[d] != 1)
+        return std::nullopt;
+      if (!squeezed)
+        shape.push_back(data.shape[d]);
+    }
+  }
+  return Ints{data.dtype, shape, data.values};
+}
+
+/// ConstantOfShape of an integer or bool value (a float one is data: it
+/// becomes a broadcast in the graph).
+std::optional<Ints> foldConstantOfShape(const onnx::NodeProto &node,
+                                        const Ints &shape) {
+  const onnx::AttributeProto *value = findAttr(node, "value");
+  if (!value || shape.shape.size() != 1)
+    return std::nullopt;
+  const onnx::TensorProto &proto = value->t();
+  DType dtype;
+  int64_t element;
+  if (proto.data_type() == onnx::TensorProto::INT64 &&
+      proto.int64_data_size() == 1) {
+    dtype = DType::I64;
+    element = proto.int64_data(0);
+  } else if ((proto.data_type() == onnx::TensorProto::INT32 ||
+              proto.data_type() == onnx::TensorProto::BOOL) &&
+             proto.int32_data_size() == 1) {
+    dtype =
+        proto.data_type() == onnx::TensorProto::INT32 ? DType::I32 : DType::I1;
+    element = proto.int32_data(0);
+  } else if (proto.data_type() == onnx::TensorProto::INT64 &&
+             proto.raw_data().size() == sizeof(int64_t)) {
+    dtype = DType::I64;
+    std::memcpy(&element, proto.raw_data().data(), sizeof element);
+  } else {
+    return std::nullopt;
+  }
+  int64_t count = 1;
+  for (int64_t dim : shape.values) {
+    if (dim < 0 || dim > kMaxElements)
+      return std::nullopt;
+    count *= dim; // both at most 64: no overflow
+    if (count > kMaxElements)
+      return std::nullopt;
+  }
+  Shape result(shape.values.begin(), shape.values.end());
+  return Ints{
+      dtype, result,
+      std::vector<int64_t>(numElements(result), wrapTo(dtype, element))};
+}
+
+std::optional<Ints> foldCast(const onnx::NodeProto &node, const Ints &input) {
+  switch (intAttr(node, "to", 0)) {
+  case onnx::TensorProto::INT64:
+    return Ints{DType::I64, input.shape, input.values};
+  case onnx::TensorProto::INT32: {
+    Ints result{DType::I32, input.shape, {}};
+    for (int64_t value : input.values)
+      result.values.push_back(wrapTo(DType::I32, value));
+    return result;
+  }
+  case onnx::TensorProto::BOOL: {
+    Ints result{DType::I1, input.shape, {}};
+    for (int64_t value : input.values)
+      result.values.push_back(value != 0);
+    return result;
+  }
+  default:
+    return std::nullopt; // floats are data
+  }
+}
+
+/// The largest magnitude below which every integer is exact in a double.
+constexpr double kExactInDouble = 0x1p53;
+
+/// Float to integer as fusec's kernels convert (docs/semantics.md):
+/// truncated, saturated at the dtype's range, NaN to 0.
+int64_t floatToInteger(double value, DType dtype) {
+  if (std::isnan(value))
+    return 0;
+  double low = dtype == DType::I32 ? INT32_MIN : -0x1p63;
+  double high = dtype == DType::I32 ? INT32_MAX : 0x1p63;
+  if (value <= low)
+    return dtype == DType::I32 ? INT32_MIN : INT64_MIN;
+  if (value >= high)
+    return dtype == DType::I32 ? INT32_MAX : INT64_MAX;
+  return static_cast<int64_t>(value);
+}
+
+/// Float bounds (Range's limit from a window's size, ...): Cast, Neg and
+/// the four arithmetic ops, computed as the kernels compute them (in f32
+/// for f16, bf16 and f32, in f64 for f64; each result rounded to the dtype
+/// once).
+std::optional<Tensor>
+foldFloatBound(const onnx::NodeProto &node,
+               const std::vector<const Tensor *> &inputs) {
+  const std::string &op = node.op_type();
+  for (const Tensor *input : inputs)
+    if (!input || input->numElements() > kMaxElements)
+      return std::nullopt;
+  if (inputs.empty())
+    return std::nullopt;
+  const Tensor &a = *inputs[0];
+  if (op == "Cast") {
+    std::optional<DType> to;
+    switch (intAttr(node, "to", 0)) {
+    case onnx::TensorProto::FLOAT:
+      to = DType::F32;
+      break;
+    case onnx::TensorProto::DOUBLE:
+      to = DType::F64;
+      break;
+    case onnx::TensorProto::INT32:
+      to = DType::I32;
+      break;
+    case onnx::TensorProto::INT64:
+      to = DType::I64;
+      break;
+    default:
+      return std::nullopt;
+    }
+    if (!isFloat(a.dtype) && !isFloat(*to))
+      return std::nullopt; // integer casts are shapes: foldCast
+    Tensor result(*to, a.shape);
+    for (int64_t i = 0; i < a.numElements(); ++i) {
+      if (isFloat(*to)) {
+        // Integers beyond 2^53 would be rounded twice through a double.
+        int64_t exact = a.dtype == DType::I64 ? a.as<int64_t>()[i] : 0;
+        if (std::fabs(static_cast<double>(exact)) >= kExactInDouble)
+          return std::nullopt;
+        result.set(i, a.at(i));
+      } else {
+        int64_t value = floatToInteger(a.at(i), *to);
+        if (*to == DType::I64)
+          result.as<int64_t>()[i] = value;
+        else
+          result.as<int32_t>()[i] = static_cast<int32_t>(value);
+      }
+    }
+    return result;
+  }
+  bool unary = op == "Neg";
+  bool binary = op == "Add" || op == "Sub" || op == "Mul" || op == "Div";
+  if (!isFloat(a.dtype) || !(unary || binary) ||
+      inputs.size() != (unary ? 1u : 2u) ||
+      (binary && inputs[1]->dtype != a.dtype))
+    return std::nullopt;
+  std::vector<Shape> shapes;
+  for (const Tensor *input : inputs)
+    shapes.push_back(input->shape);
+  std::optional<Shape> shape = broadcastShape(shapes);
+  if (!shape || numElements(*shape) > kMaxElements)
+    return std::nullopt;
+  auto compute = [&](auto x, auto y) {
+    if (op == "Neg")
+      return -x;
+    if (op == "Add")
+      return x + y;
+    if (op == "Sub")
+      return x - y;
+    if (op == "Mul")
+      return x * y;
+    return x / y;
+  };
+  Tensor result(a.dtype, *shape);
+  for (int64_t i = 0; i < result.numElements(); ++i) {
+    double x = a.at(broadcastIndex(a.shape, *shape, i));
+    double y = binary
+                   ? inputs[1]->at(broadcastIndex(inputs[1]->shape, *shape, i))
+                   : 0.0;
+    if (a.dtype == DType::F64)
+      result.set(i, compute(x, y));
+    else
+      result.set(i, static_cast<double>(
+                        compute(static_cast<float>(x), static_cast<float>(y))));
+  }
+  return result;
+}
+
+} // namespace
+
+std::optional<Tensor>
+foldShapeComputation(const onnx::NodeProto &node, int64_t opset,
+                     const std::vector<const Tensor *> &inputs,
+                     const std::optional<Shape> &inputShape, bool isBound) {
+  if (node.output_size() != 1 ||
+      (!node.domain().empty() && node.domain() != "ai.onnx"))
+    return std::nullopt;
+  const std::string &op = node.op_type();
+  if (isBound)
+    if (std::optional<Tensor> value = foldFloatBound(node, inputs))
+      return value;
+  if (op == "Shape" || op == "Size") {
+    if (!inputShape)
+      return std::nullopt;
+    if (op == "Shape")
+      return tensorOf(foldShape(node, *inputShape));
+    return tensorOf(Ints{DType::I64, {}, {numElements(*inputShape)}});
+  }
+  std::vector<std::optional<Ints>> operands;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    bool absent =
+        i >= static_cast<size_t>(node.input_size()) || node.input(i).empty();
+    operands.push_back(absent ? std::nullopt : intsOf(inputs[i]));
+    if (!absent && !operands.back())
+      return std::nullopt; // a non-constant, float or large operand
+  }
+  if (operands.empty() || !operands[0])
+    return std::nullopt;
+  const Ints &a = *operands[0];
+  std::optional<Ints> result;
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+    if (operands.size() == 2 && operands[1])
+      result = foldArithmetic(op, a, *operands[1]);
+  } else if (op == "Equal" || op == "Less" || op == "LessOrEqual" ||
+             op == "Greater" || op == "GreaterOrEqual") {
+    if (operands.size() == 2 && operands[1])
+      result = foldComparison(op, a, *operands[1]);
+  } else if (op == "Where") {
+    if (operands.size() == 3 && operands[1] && operands[2] &&
+        a.dtype == DType::I1 && operands[1]->dtype == operands[2]->dtype)
+      result = elementwise(
+          {&a, &*operands[1], &*operands[2]}, operands[1]->dtype,
+          [](const std::vector<int64_t> &v) { return v[0] ? v[1] : v[2]; });
+  } else if (op == "Neg" || op == "Abs") {
+    if (a.dtype != DType::I1)
+      result = elementwise({&a}, a.dtype,
+                           [&](const std::vector<int64_t> &v) -> int64_t {
+                             bool negate = op == "Neg" || v[0] < 0;
+                             return negate ? wrappingOp(0, v[0], '-') : v[0];
+                           });
+  } else if (op == "Cast") {
+    result = foldCast(node, a);
+  } else if (op == "Concat") {
+    for (const std::optional<Ints> &operand : operands)
+      if (!operand)
+        return std::nullopt;
+    result = foldConcat(node, operands);
+  } else if (op == "Gather") {
+    if (operands.size() == 2 && operands[1])
+      result = foldGather(node, a, *operands[1]);
+  } else if (op == "Slice") {
+    if (opset >= 10)
+      result = foldSlice(a, operands);
+  } else if (op == "Unsqueeze" || op == "Squeeze") {
+    result = foldView(node, opset, a, operands);
+  } else if (op == "ConstantOfShape") {
+    result = foldConstantOfShape(node, a);
+  }
+  if (!result)
+    return std::nullopt;
+  return tensorOf(*result);
+}
+
+} // namespace fusec
