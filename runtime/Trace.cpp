@@ -9,7 +9,10 @@ namespace fusec::trace {
 
 namespace detail {
 std::atomic<bool> recording{false};
-thread_local int pausedDepth = 0;
+int &pausedDepth() {
+  static thread_local int depth = 0;
+  return depth;
+}
 } // namespace detail
 
 namespace {

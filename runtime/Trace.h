@@ -55,13 +55,16 @@ struct Event {
 
 namespace detail {
 extern std::atomic<bool> recording;
-extern thread_local int pausedDepth;
+/// This thread's count of open Pause scopes. (A function rather than an
+/// extern thread_local: UBSan flags the latter's TLS wrapper across
+/// translation units as a null load.)
+int &pausedDepth();
 } // namespace detail
 
 /// Whether this thread's events are recorded now.
 inline bool enabled() {
   return detail::recording.load(std::memory_order_relaxed) &&
-         detail::pausedDepth == 0;
+         detail::pausedDepth() == 0;
 }
 
 /// Starts recording, dropping what an earlier start() recorded; the
@@ -132,8 +135,8 @@ std::string shortList(const std::vector<std::string> &items, size_t shown = 3);
 /// worth an event each (a profile's warm-up).
 class Pause {
 public:
-  Pause() { ++detail::pausedDepth; }
-  ~Pause() { --detail::pausedDepth; }
+  Pause() { ++detail::pausedDepth(); }
+  ~Pause() { --detail::pausedDepth(); }
   Pause(const Pause &) = delete;
   Pause &operator=(const Pause &) = delete;
 };
