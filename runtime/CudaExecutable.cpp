@@ -18,6 +18,23 @@
 
 namespace fusec {
 
+namespace {
+
+/// A library call's operands where `address` (one per buffer) puts them.
+cuda::CublasLtMatmul::Operands
+operandsAt(const MatmulCall &call,
+           const std::vector<cuda::CUdeviceptr> &address) {
+  cuda::CublasLtMatmul::Operands operands;
+  operands.a = address[call.a];
+  operands.b = address[call.b];
+  operands.output = address[call.output];
+  if (call.bias >= 0)
+    operands.bias = address[call.bias];
+  return operands;
+}
+
+} // namespace
+
 using cuda::check;
 using cuda::DeviceAllocator;
 
@@ -113,15 +130,9 @@ CudaExecutable::CudaExecutable(Program program,
                        {{"matmuls", double(prog.matmuls.size())}});
   std::vector<size_t> stepOf = matmulSteps();
   for (size_t i = 0; i < prog.matmuls.size(); ++i) {
-    const MatmulCall &call = prog.matmuls[i];
-    cuda::CublasLtMatmul::Operands operands;
-    operands.a = deviceAddress[call.a];
-    operands.b = deviceAddress[call.b];
-    operands.output = deviceAddress[call.output];
-    if (call.bias >= 0)
-      operands.bias = deviceAddress[call.bias];
     matmulCalls.push_back(std::make_unique<cuda::CublasLtMatmul>(
-        call, stepOf[i], operands, options.tf32));
+        prog.matmuls[i], stepOf[i], operandsAt(prog.matmuls[i], deviceAddress),
+        options.tf32));
     matmulWorkspaceBytes =
         std::max(matmulWorkspaceBytes, matmulCalls.back()->workspaceBytes());
   }
@@ -280,16 +291,8 @@ void CudaExecutable::bindAddresses(
     for (int id : kernel.outputs)
       launches[k].arguments[slot++] = address[id];
   }
-  for (size_t i = 0; i < matmulCalls.size(); ++i) {
-    const MatmulCall &call = prog.matmuls[i];
-    cuda::CublasLtMatmul::Operands operands;
-    operands.a = address[call.a];
-    operands.b = address[call.b];
-    operands.output = address[call.output];
-    if (call.bias >= 0)
-      operands.bias = address[call.bias];
-    matmulCalls[i]->rebind(operands);
-  }
+  for (size_t i = 0; i < matmulCalls.size(); ++i)
+    matmulCalls[i]->rebind(operandsAt(prog.matmuls[i], address));
 }
 
 void CudaExecutable::runOnDevice(const std::vector<DeviceTensor> &inputs,

@@ -126,19 +126,22 @@ def run_built(work, jobs, runs):
     """--run-built: runs the repros a --build-only call left in WORK."""
     with open(os.path.join(work, "built.txt")) as f:
         built = [line.split() for line in f if line.strip()]
-    failures = 0
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        results = pool.map(
+        return tally(pool.map(
             lambda entry: run(os.path.join(work, entry[0]), entry[1], runs,
-                              time.monotonic()), built)
-        for passed, report in results:
-            if not passed:
-                failures += 1
-                print("FAILED " + report)
-            else:
-                print(report.splitlines()[0] + ": PASS")
-    print("%d of %d distinct repros passed" % (len(built) - failures,
-                                               len(built)))
+                              time.monotonic()), built), len(built))
+
+
+def tally(results, count):
+    """Prints each (passed, report) and the tally; the exit status."""
+    failures = 0
+    for passed, text in results:
+        if not passed:
+            failures += 1
+            print("FAILED " + text)
+        else:
+            print(text.splitlines()[0] + ": PASS")
+    print("%d of %d distinct repros passed" % (count - failures, count))
     return 1 if failures else 0
 
 
@@ -219,18 +222,10 @@ def main():
         print("%d of %d distinct repros built" % (len(jobs) - len(failed),
                                                   len(jobs)))
         return 1 if failed else 0
-    failures = 0
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        results = pool.map(lambda job: build_and_run(job, args.runs), jobs)
-        for passed, report in results:
-            if not passed:
-                failures += 1
-                print("FAILED " + report)
-            else:
-                print(report.splitlines()[0] + ": PASS")
-    print("%d of %d distinct repros passed" % (len(jobs) - failures,
-                                               len(jobs)))
-    return 1 if failures else 0
+        return tally(
+            pool.map(lambda job: build_and_run(job, args.runs), jobs),
+            len(jobs))
 
 
 if __name__ == "__main__":
