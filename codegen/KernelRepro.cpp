@@ -766,8 +766,10 @@ private:
 
   /// For each result element, `coords` (its coordinates) are mapped to
   /// `source` (the operand's) by `mapping`, then copied.
+  /// `element` (default: the operand at `source`) is what is copied.
   void writeGatheringLoop(Value result, Value operand,
-                          const std::string &mapping) {
+                          const std::string &mapping,
+                          const std::string &element = "") {
     RankedTensorType type = tensorType(result);
     RankedTensorType operandType = tensorType(operand);
     declareResult(result);
@@ -782,8 +784,10 @@ private:
       auto body = loop("i", type.getNumElements());
       os << "repro::coordinates(i, shape, coords);\n";
       os << mapping;
-      os << nameOf(result) << "[i] = " << nameOf(operand)
-         << "[repro::offset(source, from)];\n";
+      os << nameOf(result) << "[i] = "
+         << (element.empty() ? nameOf(operand) + "[repro::offset(source, from)]"
+                             : element)
+         << ";\n";
     }
     os << "}\n";
   }
@@ -897,28 +901,16 @@ private:
             ? roundedTo(dtype, ScalarExprPrinter::literal(value, DType::F64))
             : ScalarExprPrinter::integerLiteral(static_cast<int64_t>(value),
                                                 dtype);
-    declareResult(op);
-    os << "{\n";
-    {
-      auto scope = os.scope();
-      declareShape("shape", type.getShape());
-      declareShape("from", operandType.getShape());
-      os << "int64_t coords[" << std::max<int64_t>(type.getRank(), 1)
-         << "], source[" << std::max<int64_t>(operandType.getRank(), 1)
-         << "];\n";
-      auto body = loop("i", type.getNumElements());
-      os << "repro::coordinates(i, shape, coords);\n";
-      os << "bool inside = true;\n";
-      for (int64_t d = 0; d < type.getRank(); ++d) {
-        os << "source[" << d << "] = coords[" << d << "] - " << pad.begins[d]
-           << ";\n";
-        os << "inside = inside && source[" << d << "] >= 0 && source[" << d
-           << "] < " << operandType.getDimSize(d) << ";\n";
-      }
-      os << nameOf(op) << "[i] = inside ? " << nameOf(op.getOperand())
-         << "[repro::offset(source, from)] : " << constant << ";\n";
-    }
-    os << "}\n";
+    std::string mapping = "bool inside = true;\n";
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      mapping += "source[" + std::to_string(d) + "] = coords[" +
+                 std::to_string(d) + "] - " + std::to_string(pad.begins[d]) +
+                 ";\ninside = inside && source[" + std::to_string(d) +
+                 "] >= 0 && source[" + std::to_string(d) + "] < " +
+                 std::to_string(operandType.getDimSize(d)) + ";\n";
+    writeGatheringLoop(op, op.getOperand(), mapping,
+                       "inside ? " + nameOf(op.getOperand()) +
+                           "[repro::offset(source, from)] : " + constant);
     return std::nullopt;
   }
 
