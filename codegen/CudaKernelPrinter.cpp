@@ -219,10 +219,19 @@ static void printCudaLoops(mlir::raw_indented_ostream &os,
          << " *>(out" << i << " + base) = out" << i << "_vector;\n";
   }
 
-  // The tail (or everything, for a width of 1), one element per step.
+  // The tail (or everything, for a width of 1), one element per step. Its
+  // first element goes to the thread after the last vector's, so that in a
+  // small kernel no thread waits for two loads one after the other (from
+  // mapped host memory, each is a PCIe round trip).
   int64_t vectorized = width > 1 ? count / width * width : 0;
-  os << "for (" << index << " i = " << vectorized
-     << " + first; i < count; i += stride) {\n";
+  if (vectorized > 0) {
+    os << "const " << index << " tail_first = (first + stride - "
+       << count / width << " % stride) % stride;\n";
+    os << "for (" << index << " i = " << vectorized
+       << " + tail_first; i < count; i += stride) {\n";
+  } else {
+    os << "for (" << index << " i = first; i < count; i += stride) {\n";
+  }
   {
     auto tailLoop = os.scope("", "}\n");
     for (size_t i = 0; i < kernel.inputs.size(); ++i)

@@ -27,19 +27,20 @@ static std::vector<uint8_t> constantBytes(DenseElementsAttr attr) {
   size_t width = fusec::dtypeBytes(dtype);
   int64_t count = type.getNumElements();
   std::vector<uint8_t> bytes(count * width);
-  auto put = [&](int64_t index, const APInt &bits) {
-    uint64_t raw = bits.getZExtValue();
-    for (size_t b = 0; b < width; ++b)
-      bytes[index * width + b] = static_cast<uint8_t>(raw >> (8 * b));
-  };
-  bool isFloat = isa<FloatType>(type.getElementType());
-  for (int64_t i = 0; i < count; ++i) {
-    int64_t source = attr.isSplat() ? 0 : i;
-    if (isFloat)
-      put(i, (*(attr.value_begin<APFloat>() + source)).bitcastToAPInt());
-    else
-      put(i, (*(attr.value_begin<APInt>() + source)));
+  if (type.getElementType().isInteger(1)) { // MLIR packs bools in bits
+    auto element = attr.value_begin<APInt>();
+    for (int64_t i = 0; i < count; ++i)
+      bytes[i] = (*(element + (attr.isSplat() ? 0 : i))).getZExtValue();
+    return bytes;
   }
+  // Otherwise MLIR's raw layout is fusec's.
+  ArrayRef<char> raw = attr.getRawData();
+  if (!attr.isSplat()) {
+    std::memcpy(bytes.data(), raw.data(), bytes.size());
+    return bytes;
+  }
+  for (int64_t i = 0; i < count; ++i)
+    std::memcpy(bytes.data() + i * width, raw.data(), width);
   return bytes;
 }
 

@@ -286,6 +286,13 @@ void CompiledModel::runOnDevice(const std::vector<DeviceTensor> &inputs,
   executable->runOnDevice(inputs, outputs);
 }
 
+void CompiledModel::enqueueOnDevice(const std::vector<DeviceTensor> &inputs,
+                                    const std::vector<DeviceTensor> &outputs) {
+  executable->enqueueOnDevice(inputs, outputs);
+}
+
+void CompiledModel::synchronize() { executable->synchronize(); }
+
 const Program &CompiledModel::program() const { return executable->program(); }
 
 Executable &executableOf(CompiledModel &model) { return *model.executable; }
@@ -380,11 +387,15 @@ CompiledModel load(Program program, const CompileOptions &options) {
 }
 
 CompiledModel compile(const Graph &graph, const CompileOptions &options) {
+  if (resolveTarget(options) == Target::Cuda)
+    cuda::startInitializingInBackground(); // beside the passes
   return load(lowerGraph(graph, options).program, options);
 }
 
 CompiledModel compileFile(const std::string &path,
                           const CompileOptions &options) {
+  if (resolveTarget(options) == Target::Cuda)
+    cuda::startInitializingInBackground(); // beside the import and passes
   return load(lowerFile(path, options).program, options);
 }
 

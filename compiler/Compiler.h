@@ -77,6 +77,13 @@ public:
   /// model compiled for the CPU and for tensors of other dtypes or shapes.
   void runOnDevice(const std::vector<DeviceTensor> &inputs,
                    const std::vector<DeviceTensor> &outputs);
+  /// The same run, returning once it is queued on fusec's CUDA stream
+  /// behind earlier ones (a CUDA graph replayed per binding of addresses):
+  /// leave the inputs as they are and the outputs unread until
+  /// synchronize(), which also reports errors of the queued work.
+  void enqueueOnDevice(const std::vector<DeviceTensor> &inputs,
+                       const std::vector<DeviceTensor> &outputs);
+  void synchronize();
   std::vector<KernelInfo> kernels() const;
   const Program &program() const;
 

@@ -167,17 +167,18 @@ private:
     const fusec::Tensor &tensor = constant.value;
     RankedTensorType type = tensorType(tensor.dtype, tensor.shape);
     DenseElementsAttr attr;
-    if (fusec::isFloat(tensor.dtype)) {
-      const llvm::fltSemantics &semantics =
-          cast<FloatType>(type.getElementType()).getFloatSemantics();
-      unsigned bits = fusec::dtypeBytes(tensor.dtype) * 8;
-      SmallVector<APFloat> elements;
-      for (int64_t i = 0; i < tensor.numElements(); ++i) {
-        uint64_t raw = 0;
-        std::memcpy(&raw, tensor.bytes.data() + i * bits / 8, bits / 8);
-        elements.emplace_back(semantics, APInt(bits, raw));
-      }
-      attr = DenseElementsAttr::get(type, elements);
+    if (!type.getElementType().isInteger(1)) {
+      // The stored bits are MLIR's own layout (bools aside, which it packs):
+      // taken as they are, a model's weights import at memcpy speed rather
+      // than one APFloat at a time. A splat is one element.
+      size_t width = fusec::dtypeBytes(tensor.dtype);
+      const char *data = reinterpret_cast<const char *>(tensor.bytes.data());
+      size_t size = tensor.bytes.size();
+      bool splat = size >= width;
+      for (size_t at = width; splat && at < size; at += width)
+        splat = std::memcmp(data, data + at, width) == 0;
+      attr = DenseElementsAttr::getFromRawBuffer(
+          type, ArrayRef<char>(data, splat ? width : size));
     } else {
       // The stored bits, exactly (no detour through double).
       unsigned bits = type.getElementType().getIntOrFloatBitWidth();

@@ -1,10 +1,14 @@
 #include "runtime/CudaApi.h"
 
+#include "runtime/CublasLt.h"
 #include "runtime/DynamicLibrary.h"
 #include "runtime/Error.h"
 
+#include "runtime/Trace.h"
+
 #include <cstdlib>
 #include <mutex>
+#include <thread>
 
 namespace fusec::cuda {
 
@@ -76,7 +80,8 @@ LoadedDevice initDevice() {
       failed(d.cuDevicePrimaryCtxRetain(&device.context, device.handle),
              "cuDevicePrimaryCtxRetain") ||
       failed(d.cuCtxSetCurrent(device.context), "cuCtxSetCurrent") ||
-      failed(d.cuStreamCreate(&device.stream, 0), "cuStreamCreate"))
+      failed(d.cuStreamCreate(&device.stream, kStreamNonBlocking),
+             "cuStreamCreate"))
     return loaded;
   device.name = name;
   return loaded;
@@ -150,9 +155,7 @@ const Driver &driver() {
   return loadedDriver().get("fusec: the CUDA target is unavailable: ");
 }
 
-void check(CUresult result, const char *call, const std::string &context) {
-  if (result == 0)
-    return;
+void fail(CUresult result, const char *call, const std::string &context) {
   const char *name = "unknown CUDA error";
   driver().cuGetErrorName(result, &name);
   throw Error("fusec: CUDA error in " + std::string(call) + " for " + context +
@@ -173,6 +176,43 @@ Device &device() {
 }
 
 std::string unavailableReason() { return loadedDevice().error; }
+
+void startInitializingInBackground() {
+  // Three threads, as none waits for another. Joined at exit: the process
+  // never ends inside a library's initialization.
+  struct Initializer {
+    std::thread device{[] {
+      trace::nameThisThread("cuda init");
+      trace::Scope scope("initialize the CUDA device", "load");
+      loadedDevice();
+    }};
+    std::thread compiler{[] {
+      trace::nameThisThread("nvrtc init");
+      trace::Scope scope("load and warm up NVRTC", "load");
+      // NVRTC's first compile in a process pays for its own start-up
+      // (its builtins): a trivial one takes that off the model's.
+      if (loadedNvrtc().error.empty()) {
+        try {
+          compileCuda("extern \"C\" __global__ void fusec_warm_up() {}",
+                      "sm_80", {}, /*ptx=*/true);
+        } catch (const Error &) {
+          // The model's own compile reports what is wrong.
+        }
+      }
+    }};
+    std::thread library{[] {
+      trace::nameThisThread("cublaslt init");
+      trace::Scope scope("load cuBLASLt", "load");
+      cublasLtUnavailableReason();
+    }};
+    ~Initializer() {
+      device.join();
+      compiler.join();
+      library.join();
+    }
+  };
+  static Initializer initializer;
+}
 
 std::string nvrtcUnavailableReason() { return loadedNvrtc().error; }
 

@@ -33,6 +33,62 @@ operandsAt(const MatmulCall &call,
   return operands;
 }
 
+/// The program's kernels compiling on a thread of their own while the
+/// executable creates the context, uploads the weights and prepares the
+/// library calls: a cold start pays for the longest of these, not their sum.
+class BackgroundCompile {
+public:
+  BackgroundCompile(const Program &program, KernelCache &cache,
+                    const std::string &arch, bool fastMath)
+      // One translation unit: measured on an H200's 16-core host, NVRTC
+      // compiles one program at a time in a process (16 units of GPT-2's
+      // kernels in parallel took 340 ms; the same 14 kernels in one unit,
+      // 18 ms), and each unit costs ~10 ms of its own.
+      : units(splitIntoCompileUnits(program, 1)), cubins(units.sources.size()) {
+    if (units.sources.empty())
+      return;
+    std::string what =
+        std::to_string(program.kernels.size()) + " kernels for " + arch;
+    compiler = std::thread([this, &cache, arch, fastMath, what] {
+      try {
+        trace::nameThisThread("nvrtc");
+        CompileProgress progress(what, units.sources.size());
+        for (size_t u = 0; u < units.sources.size(); ++u) {
+          const std::vector<std::string> &functions = units.functions[u];
+          trace::Scope scope(
+              "kernels " + trace::shortList(functions), "compile",
+              {{"group", double(u)},
+               {"kernels", trace::shortList(functions, functions.size())}});
+          cubins[u] = cache.loadCubin(units.sources[u], arch,
+                                      cuda::nvrtcOptions(fastMath));
+          progress.groupDone();
+        }
+      } catch (...) {
+        failure = std::current_exception();
+      }
+    });
+  }
+  ~BackgroundCompile() {
+    if (compiler.joinable())
+      compiler.join();
+  }
+  /// One cubin per unit, once compiled; rethrows a compile's failure.
+  const std::vector<std::shared_ptr<const std::string>> &wait() {
+    if (compiler.joinable())
+      compiler.join();
+    if (failure)
+      std::rethrow_exception(failure);
+    return cubins;
+  }
+
+  const CompileUnits units;
+
+private:
+  std::vector<std::shared_ptr<const std::string>> cubins;
+  std::exception_ptr failure;
+  std::thread compiler;
+};
+
 } // namespace
 
 using cuda::check;
@@ -42,6 +98,9 @@ CudaExecutable::CudaExecutable(Program program,
                                std::shared_ptr<KernelCache> cache,
                                const CudaOptions &options)
     : Executable(std::move(program)) {
+  std::string arch =
+      options.arch.empty() ? cuda::device().arch() : options.arch;
+  BackgroundCompile compile(prog, *cache, arch, options.fastMath);
   cuda::Device &device = cuda::device();
   const cuda::Driver &driver = cuda::driver();
   check(driver.cuCtxSetCurrent(device.context), "cuCtxSetCurrent", prog.name);
@@ -141,57 +200,18 @@ CudaExecutable::CudaExecutable(Program program,
         matmulWorkspaceBytes, "the cuBLASLt workspace of '" + prog.name + "'");
   prepare.end();
 
-  if (prog.kernels.empty())
-    return;
-  // NVRTC compiles one translation unit on one thread: the kernels are
-  // dealt round-robin into groups, one program each (cached on its own),
-  // compiled on as many threads as the machine has.
-  size_t groups = std::min<size_t>(
-      prog.kernels.size(), std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::string> groupSource(groups, prog.prelude);
-  for (size_t k = 0; k < prog.kernels.size(); ++k)
-    groupSource[k % groups] += "\n" + prog.kernels[k].source;
-  std::string arch = options.arch.empty() ? device.arch() : options.arch;
-  std::vector<std::string> nvrtcOptions = cuda::nvrtcOptions(options.fastMath);
-  std::vector<std::shared_ptr<const std::string>> cubins(groups);
-  std::vector<std::exception_ptr> failures(groups);
-  std::vector<std::thread> compilers;
-  std::vector<std::vector<std::string>> groupKernels(groups);
-  for (size_t k = 0; k < prog.kernels.size(); ++k)
-    groupKernels[k % groups].push_back(prog.kernels[k].name);
-  std::optional<CompileProgress> progress;
-  progress.emplace(std::to_string(prog.kernels.size()) + " kernels for " + arch,
-                   groups);
-  for (size_t g = 0; g < groups; ++g)
-    compilers.emplace_back([&, g] {
-      try {
-        trace::nameThisThread("nvrtc " + std::to_string(g));
-        const std::vector<std::string> &names = groupKernels[g];
-        trace::Scope scope(
-            "kernels " + trace::shortList(names), "compile",
-            {{"group", double(g)},
-             {"kernels", trace::shortList(names, names.size())}});
-        cubins[g] = cache->loadCubin(groupSource[g], arch, nvrtcOptions);
-      } catch (...) {
-        failures[g] = std::current_exception();
-      }
-      progress->groupDone();
-    });
-  for (std::thread &compiler : compilers)
-    compiler.join();
-  progress.reset();
-  for (const std::exception_ptr &failure : failures)
-    if (failure)
-      std::rethrow_exception(failure);
-  std::vector<cuda::CUmodule> modules(groups, nullptr);
-  for (size_t g = 0; g < groups; ++g)
-    check(driver.cuModuleLoadData(&modules[g], cubins[g]->data()),
+  const std::vector<std::shared_ptr<const std::string>> &cubins =
+      compile.wait();
+  std::vector<cuda::CUmodule> modules(cubins.size(), nullptr);
+  for (size_t u = 0; u < cubins.size(); ++u)
+    check(driver.cuModuleLoadData(&modules[u], cubins[u]->data()),
           "cuModuleLoadData", "the kernels of '" + prog.name + "'");
   for (size_t k = 0; k < prog.kernels.size(); ++k) {
     const KernelDesc &kernel = prog.kernels[k];
     Launch launch;
-    check(driver.cuModuleGetFunction(&launch.function, modules[k % groups],
-                                     kernel.name.c_str()),
+    check(driver.cuModuleGetFunction(&launch.function,
+                                     modules[compile.units.unitOf[k]],
+                                     compile.units.functionOf[k].c_str()),
           "cuModuleGetFunction", "kernel '" + kernel.name + "'");
     launch.geometry = kernel.launch;
     int64_t blocks = std::max<int64_t>(kernel.launch.gridX, 1);
@@ -222,10 +242,9 @@ CudaExecutable::~CudaExecutable() {
   const cuda::Driver &driver = cuda::driver();
   for (cuda::CUevent event : stepEvents)
     driver.cuEventDestroy(event);
-  if (graphExec)
-    driver.cuGraphExecDestroy(graphExec);
-  if (graph)
-    driver.cuGraphDestroy(graph);
+  destroy(hostRunGraph);
+  for (auto &[binding, captured] : deviceRunGraphs)
+    destroy(captured);
   // Staging of a zero-copy buffer is its mapped memory, freed once below.
   for (size_t i = 0; i < pinnedInputs.size(); ++i)
     if (pinnedInputs[i] && !mappedHost[prog.inputs[i]])
@@ -278,7 +297,8 @@ void CudaExecutable::launchStep(const Step &step) {
             launch.function, static_cast<unsigned>(geometry.gridX),
             geometry.gridY, 1, geometry.blockX, geometry.blockY, 1,
             geometry.sharedBytes, stream, launch.parameters.data(), nullptr),
-        "cuLaunchKernel", "kernel '" + prog.kernels[step.index].name + "'");
+        "cuLaunchKernel",
+        [&] { return "kernel '" + prog.kernels[step.index].name + "'"; });
 }
 
 void CudaExecutable::bindAddresses(
@@ -295,8 +315,8 @@ void CudaExecutable::bindAddresses(
     matmulCalls[i]->rebind(operandsAt(prog.matmuls[i], address));
 }
 
-void CudaExecutable::runOnDevice(const std::vector<DeviceTensor> &inputs,
-                                 const std::vector<DeviceTensor> &outputs) {
+void CudaExecutable::enqueueOnDevice(const std::vector<DeviceTensor> &inputs,
+                                     const std::vector<DeviceTensor> &outputs) {
   auto checkTensors = [&](const std::vector<DeviceTensor> &given,
                           const std::vector<int> &ids, const char *what) {
     if (given.size() != ids.size())
@@ -318,6 +338,23 @@ void CudaExecutable::runOnDevice(const std::vector<DeviceTensor> &inputs,
   };
   checkTensors(inputs, prog.inputs, "input");
   checkTensors(outputs, prog.outputs, "output");
+  const cuda::Driver &driver = cuda::driver();
+  cuda::CUstream stream = cuda::device().stream;
+  std::vector<cuda::CUdeviceptr> binding;
+  binding.reserve(inputs.size() + outputs.size());
+  for (const std::vector<DeviceTensor> *tensors : {&inputs, &outputs})
+    for (const DeviceTensor &tensor : *tensors)
+      binding.push_back(tensor.address);
+  if (useGraph) {
+    auto hit =
+        std::find_if(deviceRunGraphs.begin(), deviceRunGraphs.end(),
+                     [&](const auto &entry) { return entry.first == binding; });
+    if (hit != deviceRunGraphs.end()) {
+      std::rotate(hit, hit + 1, deviceRunGraphs.end());
+      replay(deviceRunGraphs.back().second);
+      return;
+    }
+  }
   auto rootOf = [&](int id) {
     while (prog.buffers[id].role == BufferRole::Alias)
       id = prog.buffers[id].aliasOf;
@@ -343,25 +380,79 @@ void CudaExecutable::runOnDevice(const std::vector<DeviceTensor> &inputs,
     if (prog.buffers[id].role == BufferRole::Alias)
       address[id] = address[rootOf(static_cast<int>(id))];
 
+  auto enqueue = [&] {
+    bindAddresses(address);
+    // The arguments go back to the executable's own addresses (those of
+    // host runs) whatever happens.
+    struct Restore {
+      CudaExecutable &executable;
+      ~Restore() { executable.bindAddresses(executable.deviceAddress); }
+    } restore{*this};
+    for (const Step &step : prog.steps)
+      launchStep(step);
+    for (auto [root, output] : copies)
+      if (prog.buffers[root].byteSize() > 0)
+        check(driver.cuMemcpyDtoDAsync(outputs[output].address, address[root],
+                                       prog.buffers[root].byteSize(), stream),
+              "cuMemcpyDtoDAsync", [&] {
+                return "output '" + prog.buffers[prog.outputs[output]].name +
+                       "'";
+              });
+  };
+  if (!useGraph) {
+    enqueue();
+    return;
+  }
+  CapturedGraph captured = capture(enqueue);
+  if (deviceRunGraphs.size() == kMaxDeviceGraphs) {
+    destroy(deviceRunGraphs.front().second);
+    deviceRunGraphs.erase(deviceRunGraphs.begin());
+  }
+  deviceRunGraphs.emplace_back(std::move(binding), captured);
+  replay(captured);
+}
+
+void CudaExecutable::replay(const CapturedGraph &captured) {
+  check(cuda::driver().cuGraphLaunch(captured.exec, cuda::device().stream),
+        "cuGraphLaunch",
+        [&] { return "the CUDA graph of '" + prog.name + "'"; });
+}
+
+CudaExecutable::CapturedGraph
+CudaExecutable::capture(const std::function<void()> &enqueue) {
   const cuda::Driver &driver = cuda::driver();
   cuda::CUstream stream = cuda::device().stream;
-  bindAddresses(address);
-  // Launched one by one: the captured graph holds the executable's own
-  // addresses. The arguments go back to them whatever happens.
-  struct Restore {
-    CudaExecutable &executable;
-    ~Restore() { executable.bindAddresses(executable.deviceAddress); }
-  } restore{*this};
-  for (const Step &step : prog.steps)
-    launchStep(step);
-  for (auto [root, output] : copies)
-    if (prog.buffers[root].byteSize() > 0)
-      check(driver.cuMemcpyDtoDAsync(outputs[output].address, address[root],
-                                     prog.buffers[root].byteSize(), stream),
-            "cuMemcpyDtoDAsync",
-            "output '" + prog.buffers[prog.outputs[output]].name + "'");
-  check(driver.cuStreamSynchronize(stream), "cuStreamSynchronize",
-        "running '" + prog.name + "' on device tensors");
+  std::string what = "the CUDA graph of '" + prog.name + "'";
+  check(
+      driver.cuStreamBeginCapture(stream, cuda::kStreamCaptureModeThreadLocal),
+      "cuStreamBeginCapture", what);
+  CapturedGraph captured;
+  try {
+    enqueue();
+  } catch (...) {
+    // End the capture, or the stream stays unusable.
+    driver.cuStreamEndCapture(stream, &captured.graph);
+    destroy(captured);
+    throw;
+  }
+  check(driver.cuStreamEndCapture(stream, &captured.graph),
+        "cuStreamEndCapture",
+        what + " (run with --no-cuda-graph to launch step by step)");
+  cuda::CUresult instantiated =
+      driver.cuGraphInstantiateWithFlags(&captured.exec, captured.graph, 0);
+  if (instantiated != 0)
+    destroy(captured);
+  check(instantiated, "cuGraphInstantiate", what);
+  return captured;
+}
+
+void CudaExecutable::destroy(CapturedGraph &captured) {
+  const cuda::Driver &driver = cuda::driver();
+  if (captured.exec)
+    driver.cuGraphExecDestroy(captured.exec);
+  if (captured.graph)
+    driver.cuGraphDestroy(captured.graph);
+  captured = {};
 }
 
 void CudaExecutable::runTimed(const std::vector<Tensor> &inputs,
@@ -422,7 +513,8 @@ void CudaExecutable::download(std::vector<Tensor> &outputs) {
 void CudaExecutable::synchronize() {
   // Errors of earlier asynchronous launches surface here.
   check(cuda::driver().cuStreamSynchronize(cuda::device().stream),
-        "cuStreamSynchronize", "the steps of '" + prog.name + "'");
+        "cuStreamSynchronize",
+        [&] { return "the steps of '" + prog.name + "'"; });
 }
 
 void CudaExecutable::enqueueCopiesIn() {
@@ -433,7 +525,7 @@ void CudaExecutable::enqueueCopiesIn() {
       check(driver.cuMemcpyHtoDAsync(deviceAddress[prog.inputs[i]],
                                      pinnedInputs[i], buffer.byteSize(),
                                      cuda::device().stream),
-            "cuMemcpyHtoDAsync", "input '" + buffer.name + "'");
+            "cuMemcpyHtoDAsync", [&] { return "input '" + buffer.name + "'"; });
   }
 }
 
@@ -445,7 +537,8 @@ void CudaExecutable::enqueueCopiesOut() {
       check(driver.cuMemcpyDtoHAsync(pinnedOutputs[i],
                                      deviceAddress[prog.outputs[i]],
                                      buffer.byteSize(), cuda::device().stream),
-            "cuMemcpyDtoHAsync", "output '" + prog.outputNames[i] + "'");
+            "cuMemcpyDtoHAsync",
+            [&] { return "output '" + prog.outputNames[i] + "'"; });
   }
 }
 
@@ -460,7 +553,6 @@ void CudaExecutable::run(const std::vector<Tensor> &inputs,
   checkInputs(inputs);
   prepareOutputs(outputs);
   const cuda::Driver &driver = cuda::driver();
-  cuda::CUstream stream = cuda::device().stream;
   if (pinnedInputs.empty() && pinnedOutputs.empty()) {
     auto allocate = [&](std::vector<void *> &pinned,
                         const std::vector<int> &ids) {
@@ -478,24 +570,14 @@ void CudaExecutable::run(const std::vector<Tensor> &inputs,
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i].bytes.empty())
       std::memcpy(pinnedInputs[i], inputs[i].data(), inputs[i].bytes.size());
-  if (useGraph && !graphExec) {
-    // Capture once: the buffers, staging and launch arguments never move.
-    check(driver.cuStreamBeginCapture(stream,
-                                      cuda::kStreamCaptureModeThreadLocal),
-          "cuStreamBeginCapture", "the CUDA graph of '" + prog.name + "'");
-    enqueueCopiesIn();
-    launch();
-    enqueueCopiesOut();
-    check(driver.cuStreamEndCapture(stream, &graph), "cuStreamEndCapture",
-          "the CUDA graph of '" + prog.name +
-              "' (run with --no-cuda-graph "
-              "to launch step by step)");
-    check(driver.cuGraphInstantiateWithFlags(&graphExec, graph, 0),
-          "cuGraphInstantiate", "the CUDA graph of '" + prog.name + "'");
-  }
+  if (useGraph && !hostRunGraph.exec) // the buffers and staging never move
+    hostRunGraph = capture([&] {
+      enqueueCopiesIn();
+      launch();
+      enqueueCopiesOut();
+    });
   if (useGraph) {
-    check(driver.cuGraphLaunch(graphExec, stream), "cuGraphLaunch",
-          "the CUDA graph of '" + prog.name + "'");
+    replay(hostRunGraph);
   } else {
     enqueueCopiesIn();
     launch();

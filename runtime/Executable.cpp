@@ -74,46 +74,29 @@ HostExecutable::HostExecutable(Program program,
       names.push_back(kernel.name);
     trace::Scope scope("kernels " + trace::shortList(names), "compile",
                        {{"kernels", trace::shortList(names, names.size())}});
-    // The kernels are dealt round-robin into groups, one translation unit
-    // (and cache entry) each, compiled by as many host compilers at once as
-    // the machine has cores.
-    // (A Program whose kernels carry no source of their own, written by
-    // hand, is its one translation unit `source`.)
-    bool perKernelSources =
-        std::none_of(prog.kernels.begin(), prog.kernels.end(),
-                     [](const KernelDesc &k) { return k.source.empty(); });
-    size_t groups = perKernelSources
-                        ? std::min<size_t>(
-                              prog.kernels.size(),
-                              std::max(1u, std::thread::hardware_concurrency()))
-                        : 1;
-    std::vector<std::string> groupSource(groups, prog.prelude);
-    if (!perKernelSources)
-      groupSource[0] = prog.source;
-    else
-      for (size_t k = 0; k < prog.kernels.size(); ++k)
-        groupSource[k % groups] += "\n" + prog.kernels[k].source;
-    libraries.resize(groups);
-    std::vector<std::exception_ptr> failures(groups);
+    // One translation unit (and cache entry) per core, compiled by as many
+    // host compilers at once.
+    CompileUnits units = splitIntoCompileUnits(
+        prog, std::max(1u, std::thread::hardware_concurrency()));
+    size_t count = units.sources.size();
+    libraries.resize(count);
+    std::vector<std::exception_ptr> failures(count);
     {
-      CompileProgress progress(std::to_string(prog.kernels.size()) +
-                                   " kernels for the host",
-                               groups);
+      CompileProgress progress(
+          std::to_string(prog.kernels.size()) + " kernels for the host", count);
       std::vector<std::thread> compilers;
-      for (size_t g = 0; g < groups; ++g)
-        compilers.emplace_back([&, g] {
+      for (size_t u = 0; u < count; ++u)
+        compilers.emplace_back([&, u] {
           try {
-            trace::nameThisThread("host compile " + std::to_string(g));
-            std::vector<std::string> groupNames;
-            for (size_t k = g; k < prog.kernels.size(); k += groups)
-              groupNames.push_back(prog.kernels[k].name);
+            trace::nameThisThread("host compile " + std::to_string(u));
+            const std::vector<std::string> &functions = units.functions[u];
             trace::Scope group(
-                "kernels " + trace::shortList(groupNames), "compile",
-                {{"group", double(g)},
-                 {"kernels", trace::shortList(groupNames, groupNames.size())}});
-            libraries[g] = cache->loadHostLibrary(groupSource[g]);
+                "kernels " + trace::shortList(functions), "compile",
+                {{"group", double(u)},
+                 {"kernels", trace::shortList(functions, functions.size())}});
+            libraries[u] = cache->loadHostLibrary(units.sources[u]);
           } catch (...) {
-            failures[g] = std::current_exception();
+            failures[u] = std::current_exception();
           }
           progress.groupDone();
         });
@@ -124,7 +107,8 @@ HostExecutable::HostExecutable(Program program,
       if (failure)
         std::rethrow_exception(failure);
     for (size_t k = 0; k < prog.kernels.size(); ++k)
-      kernelFns.push_back(libraries[k % groups]->lookup(prog.kernels[k].name));
+      kernelFns.push_back(
+          libraries[units.unitOf[k]]->lookup(units.functionOf[k]));
   }
   std::vector<size_t> stepOf = matmulSteps();
   for (size_t i = 0; i < prog.matmuls.size(); ++i)
@@ -150,8 +134,14 @@ HostExecutable::HostExecutable(Program program,
                   "' of '" + prog.name + "' has no storage (never written?)");
 }
 
-void Executable::runOnDevice(const std::vector<DeviceTensor> &,
-                             const std::vector<DeviceTensor> &) {
+void Executable::runOnDevice(const std::vector<DeviceTensor> &inputs,
+                             const std::vector<DeviceTensor> &outputs) {
+  enqueueOnDevice(inputs, outputs);
+  synchronize();
+}
+
+void Executable::enqueueOnDevice(const std::vector<DeviceTensor> &,
+                                 const std::vector<DeviceTensor> &) {
   throw Error("fusec: '" + prog.name +
               "' runs on the cpu: only CUDA models run on device tensors");
 }

@@ -10,6 +10,7 @@
 #include "runtime/Program.h"
 #include "runtime/Tensor.h"
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -38,9 +39,17 @@ public:
 
   /// Runs the program on tensors already in device memory, writing the
   /// outputs into device memory the caller owns: no host copies. Returns
-  /// when the outputs are written. CUDA only: the host executable throws.
-  virtual void runOnDevice(const std::vector<DeviceTensor> &inputs,
-                           const std::vector<DeviceTensor> &outputs);
+  /// when the outputs are written (enqueueOnDevice, then synchronize).
+  void runOnDevice(const std::vector<DeviceTensor> &inputs,
+                   const std::vector<DeviceTensor> &outputs);
+  /// The same run, returning once it is queued on fusec's CUDA stream, in
+  /// order after earlier runs: the inputs must stay as they are and the
+  /// outputs unread until synchronize(). CUDA only: the host executable
+  /// throws.
+  virtual void enqueueOnDevice(const std::vector<DeviceTensor> &inputs,
+                               const std::vector<DeviceTensor> &outputs);
+  /// Waits for every queued run; reports the errors of asynchronous work.
+  virtual void synchronize() {}
 
   /// Like run(), timing each step on its own, for `fusec --profile`:
   /// `stepMicros[i]` is step i's time in microseconds (0 for views). On the
@@ -133,15 +142,17 @@ public:
   /// The kernels and library calls read the inputs where they are and
   /// write each output where the caller wants it (an output the steps do
   /// not write itself, a view of an input or a constant, is copied there).
-  void runOnDevice(const std::vector<DeviceTensor> &inputs,
-                   const std::vector<DeviceTensor> &outputs) override;
+  /// With CUDA graphs on, each binding of addresses (the last
+  /// kMaxDeviceGraphs) is captured once and replayed.
+  void enqueueOnDevice(const std::vector<DeviceTensor> &inputs,
+                       const std::vector<DeviceTensor> &outputs) override;
 
   /// The steps of a run, for benchmarks that time the kernels alone.
   void upload(const std::vector<Tensor> &inputs);
   /// Enqueues every step (kernels and matmuls); allocates nothing.
   void launch();
   void download(std::vector<Tensor> &outputs);
-  void synchronize();
+  void synchronize() override;
 
 private:
   struct Launch {
@@ -160,9 +171,25 @@ private:
   /// per buffer): deviceAddress, or a device run's binding.
   void bindAddresses(const std::vector<cuda::CUdeviceptr> &address);
 
+  /// A CUDA graph captured from the stream, and its instance.
+  struct CapturedGraph {
+    cuda::CUgraph graph = nullptr;
+    cuda::CUgraphExec exec = nullptr;
+  };
+  /// Captures what `enqueue` puts on the stream.
+  CapturedGraph capture(const std::function<void()> &enqueue);
+  /// Enqueues a captured graph on the stream.
+  void replay(const CapturedGraph &captured);
+  static void destroy(CapturedGraph &captured);
+
   bool useGraph = true;
-  cuda::CUgraph graph = nullptr;
-  cuda::CUgraphExec graphExec = nullptr;
+  /// The run from host tensors: copies in, every step, copies out.
+  CapturedGraph hostRunGraph;
+  /// Device runs, by the addresses of their inputs and then outputs; the
+  /// most recently used last.
+  static constexpr size_t kMaxDeviceGraphs = 8;
+  std::vector<std::pair<std::vector<cuda::CUdeviceptr>, CapturedGraph>>
+      deviceRunGraphs;
   /// Page-locked host copies of each graph input and output.
   std::vector<void *> pinnedInputs, pinnedOutputs;
   /// Per buffer: its mapped host memory, when it is zero-copy.

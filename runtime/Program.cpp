@@ -6,8 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 
 namespace fusec {
 
@@ -229,6 +232,75 @@ std::string Program::planJson() const {
     }
   }
   return plan.dump(2);
+}
+
+/// `source` with each whole identifier `name` replaced by `placeholder`.
+static std::string replaceIdentifier(const std::string &source,
+                                     const std::string &name,
+                                     const std::string &placeholder) {
+  auto isIdentifierChar = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  };
+  std::string result;
+  size_t done = 0;
+  for (size_t at = source.find(name); at != std::string::npos;
+       at = source.find(name, at + name.size())) {
+    bool whole = (at == 0 || !isIdentifierChar(source[at - 1])) &&
+                 (at + name.size() == source.size() ||
+                  !isIdentifierChar(source[at + name.size()]));
+    if (!whole)
+      continue;
+    result.append(source, done, at - done).append(placeholder);
+    done = at + name.size();
+  }
+  return result.append(source, done, std::string::npos);
+}
+
+CompileUnits splitIntoCompileUnits(const Program &program, size_t maxUnits) {
+  CompileUnits units;
+  const std::vector<KernelDesc> &kernels = program.kernels;
+  if (kernels.empty())
+    return units;
+  bool ownSources =
+      std::none_of(kernels.begin(), kernels.end(),
+                   [](const KernelDesc &k) { return k.source.empty(); });
+  if (!ownSources) {
+    units.sources = {program.source};
+    units.functions.resize(1);
+    for (const KernelDesc &kernel : kernels) {
+      units.functions[0].push_back(kernel.name);
+      units.unitOf.push_back(0);
+      units.functionOf.push_back(kernel.name);
+    }
+    return units;
+  }
+  // Kernel names are identifiers no generated code uses otherwise.
+  std::map<std::string, size_t> firstWithCode; // code without name -> kernel
+  std::vector<size_t> distinct;                // kernels defining a function
+  std::vector<size_t> owner(kernels.size());
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    std::string code = replaceIdentifier(kernels[k].source, kernels[k].name,
+                                         "fusec_kernel_name");
+    auto [it, inserted] = firstWithCode.try_emplace(std::move(code), k);
+    if (inserted)
+      distinct.push_back(k);
+    owner[k] = it->second;
+  }
+  size_t count = std::clamp<size_t>(maxUnits, 1, distinct.size());
+  units.sources.assign(count, program.prelude);
+  units.functions.resize(count);
+  std::vector<size_t> unitOfKernel(kernels.size());
+  for (size_t i = 0; i < distinct.size(); ++i) {
+    const KernelDesc &kernel = kernels[distinct[i]];
+    units.sources[i % count] += "\n" + kernel.source;
+    units.functions[i % count].push_back(kernel.name);
+    unitOfKernel[distinct[i]] = i % count;
+  }
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    units.unitOf.push_back(unitOfKernel[owner[k]]);
+    units.functionOf.push_back(kernels[owner[k]].name);
+  }
+  return units;
 }
 
 } // namespace fusec

@@ -142,6 +142,22 @@ struct Program {
   std::string planJson() const;
 };
 
+/// The translation units a program's kernels are compiled in. Kernels
+/// whose code differs only in their name (a layer's norm, repeated per
+/// layer) are compiled once: the first one's function runs them all. The
+/// distinct functions are dealt round-robin into at most `maxUnits` units,
+/// each the prelude and its functions. A program whose kernels carry no
+/// source of their own (written by hand) is one unit, its `source`.
+struct CompileUnits {
+  std::vector<std::string> sources;
+  /// The functions each unit defines, for progress and traces.
+  std::vector<std::vector<std::string>> functions;
+  /// Per kernel: the unit defining the function that runs it, and its name.
+  std::vector<size_t> unitOf;
+  std::vector<std::string> functionOf;
+};
+CompileUnits splitIntoCompileUnits(const Program &program, size_t maxUnits);
+
 } // namespace fusec
 
 #endif

@@ -465,6 +465,9 @@ int runCli(const CliOptions &options) {
                                               : Stage::Program;
   // Kernel repros (--dump-kernels) read the fused IR back for references.
   bool captureIR = wantsIR || !options.dumpKernelsDir.empty();
+  if ((options.run || options.check) &&
+      resolveTarget(options.compile) == Target::Cuda)
+    cuda::startInitializingInBackground(); // beside the import and passes
   Lowering lowering =
       lowerFile(options.model, options.compile, captureIR, stopAfter);
   const Program &program = lowering.program;

@@ -69,6 +69,25 @@ TEST_CASE("unfused compilation gives one kernel per op with the same results",
     CHECK(compareTensors(a[i], b[i]).ok());
 }
 
+TEST_CASE("kernels of the same code share one compiled function", "[api]") {
+  // Unfused, sin(sin(x)) is two kernels of the same code but their names.
+  GraphBuilder b("twice");
+  std::string x = b.input("x", DType::F32, {3, 5});
+  b.output(b.op("sin", {b.op("sin", {x})}));
+  CompiledModel model = compile(b.build(), test::testOptions(false));
+  const Program &program = model.program();
+  REQUIRE(program.kernels.size() == 2);
+  CompileUnits units = splitIntoCompileUnits(program, 4);
+  CHECK(units.sources.size() == 1);
+  CHECK(units.functionOf[1] == program.kernels[0].name);
+  CHECK(units.sources[0].find(program.kernels[1].name) == std::string::npos);
+  Tensor input = iota(DType::F32, {3, 5});
+  Tensor output = model.run({input})[0];
+  for (int64_t i = 0; i < input.numElements(); ++i)
+    CHECK(output.at(i) ==
+          Approx(std::sin(std::sin(input.at(i)))).epsilon(1e-6).margin(1e-7));
+}
+
 TEST_CASE("chains of vector math calls run one call at a time over tiles",
           "[api]") {
   // z = tanh(exp(cos(sin(x))) * y) + sin(x), with exp(...) an output too:

@@ -90,3 +90,44 @@ TEST_CASE("a temporary read late stays live and apart", "[memory]") {
   for (int id : {t0, t1, t2})
     CHECK(plan.offset[id] % kArenaAlignment == 0);
 }
+
+namespace {
+
+KernelDesc kernelWithSource(const std::string &name,
+                            const std::string &source) {
+  KernelDesc kernel;
+  kernel.name = name;
+  kernel.source = source;
+  return kernel;
+}
+
+} // namespace
+
+TEST_CASE("kernels whose code differs only in their name compile once",
+          "[program]") {
+  Program program;
+  program.prelude = "// prelude\n";
+  program.kernels = {
+      kernelWithSource("k2", "void k2(float *p) { p[0] = 1; }"),
+      kernelWithSource("k3", "void k3(float *p) { p[0] = 1; }"),
+      // Only whole identifiers are names: k22 is not "k2" followed by 2.
+      kernelWithSource("k4", "void k4(float *p) { int k42 = 2; p[0] = k42; }"),
+      kernelWithSource("k5", "void k5(float *p) { int k22 = 2; p[0] = k22; }")};
+  CompileUnits units = splitIntoCompileUnits(program, 2);
+  REQUIRE(units.sources.size() == 2);
+  CHECK(units.functionOf == std::vector<std::string>{"k2", "k2", "k4", "k5"});
+  CHECK(units.unitOf == std::vector<size_t>{0, 0, 1, 0});
+  CHECK(units.functions[0] == std::vector<std::string>{"k2", "k5"});
+  CHECK(units.sources[0] == "// prelude\n\nvoid k2(float *p) { p[0] = 1; }\n"
+                            "void k5(float *p) { int k22 = 2; p[0] = k22; }");
+  CHECK(units.sources[1].find("k3") == std::string::npos);
+
+  SECTION("one unit when asked for none, or a hand-written program") {
+    CHECK(splitIntoCompileUnits(program, 0).sources.size() == 1);
+    program.kernels[1].source.clear();
+    program.source = "whole";
+    CompileUnits whole = splitIntoCompileUnits(program, 4);
+    CHECK(whole.sources == std::vector<std::string>{"whole"});
+    CHECK(whole.functionOf == std::vector<std::string>{"k2", "k3", "k4", "k5"});
+  }
+}
