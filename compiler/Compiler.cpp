@@ -370,7 +370,7 @@ Target resolveTarget(const CompileOptions &options) {
 std::string resolveGpuArch(const CompileOptions &options) {
   if (!options.gpuArch.empty())
     return options.gpuArch;
-  return cuda::unavailableReason().empty() ? cuda::device().arch() : "sm_90a";
+  return cuda::unavailableReason().empty() ? cuda::deviceArch() : "sm_90a";
 }
 
 CompiledModel load(Program program, const CompileOptions &options) {

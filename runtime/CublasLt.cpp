@@ -129,6 +129,14 @@ const Api &cublasLt() {
                               "cuBLASLt: ");
 }
 
+void prepareCublasLt() {
+  cublasLt();
+  // The handle belongs to the context current on this thread.
+  check(driver().cuCtxSetCurrent(device().context), "cuCtxSetCurrent",
+        "cuBLASLt's handle");
+  sharedHandle();
+}
+
 CublasLtMatmul::CublasLtMatmul(const MatmulCall &call, size_t step,
                                const Operands &operands, bool tf32)
     : what(matmulStepName(call, step)), operands(operands) {

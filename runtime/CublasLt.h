@@ -164,6 +164,11 @@ std::string cublasLtUnavailableReason();
 /// The loaded cuBLASLt, or throws fusec::Error saying why there is none.
 const cublaslt::Api &cublasLt();
 
+/// Loads cuBLASLt and creates the process's handle in the device's context
+/// (tens of ms on a cold start), so that a model's first matmul finds it
+/// ready. Throws fusec::Error when either is unavailable.
+void prepareCublasLt();
+
 /// One MatmulCall made ready for cublasLtMatmul at construction (matmul
 /// descriptor, layouts, the heuristic's algorithm, cached process-wide by
 /// shape): enqueue() allocates nothing. Row-major C = op(A) op(B) is

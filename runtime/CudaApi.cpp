@@ -6,6 +6,8 @@
 
 #include "runtime/Trace.h"
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
@@ -39,7 +41,20 @@ struct LoadedDevice {
   std::string error;
 };
 
-LoadedDevice initDevice() {
+/// Reports a failed call into `error`; true when it failed.
+bool failedCall(const Driver &d, CUresult result, const char *call,
+                std::string &error) {
+  if (result == 0)
+    return false;
+  const char *name = "unknown";
+  d.cuGetErrorName(result, &name);
+  error = std::string(call) + " failed: " + name;
+  return true;
+}
+
+/// The first stage: the driver and what the device is (its architecture),
+/// which the kernels' compile needs; no context yet.
+LoadedDevice identifyDevice() {
   LoadedDevice loaded;
   const LoadedLibrary<Driver> &driver = loadedDriver();
   if (!driver.error.empty()) {
@@ -48,12 +63,7 @@ LoadedDevice initDevice() {
   }
   const Driver &d = driver.api;
   auto failed = [&](CUresult result, const char *call) {
-    if (result == 0)
-      return false;
-    const char *name = "unknown";
-    d.cuGetErrorName(result, &name);
-    loaded.error = std::string(call) + " failed: " + name;
-    return true;
+    return failedCall(d, result, call, loaded.error);
   };
   int count = 0;
   if (failed(d.cuInit(0), "cuInit") ||
@@ -76,14 +86,44 @@ LoadedDevice initDevice() {
           "cuDeviceGetAttribute") ||
       failed(
           d.cuDeviceGetAttribute(&device.minor, kAttributeMinor, device.handle),
-          "cuDeviceGetAttribute") ||
-      failed(d.cuDevicePrimaryCtxRetain(&device.context, device.handle),
+          "cuDeviceGetAttribute"))
+    return loaded;
+  device.name = name;
+  return loaded;
+}
+
+const LoadedDevice &identifiedDevice() {
+  static const LoadedDevice identified = identifyDevice();
+  return identified;
+}
+
+/// The second stage: the device's primary context and fusec's stream.
+LoadedDevice initDevice() {
+  LoadedDevice loaded = identifiedDevice();
+  if (!loaded.error.empty())
+    return loaded;
+  const Driver &d = loadedDriver().api;
+  Device &device = loaded.device;
+  auto failed = [&](CUresult result, const char *call) {
+    return failedCall(d, result, call, loaded.error);
+  };
+  if (failed(d.cuDevicePrimaryCtxRetain(&device.context, device.handle),
              "cuDevicePrimaryCtxRetain") ||
       failed(d.cuCtxSetCurrent(device.context), "cuCtxSetCurrent") ||
       failed(d.cuStreamCreate(&device.stream, kStreamNonBlocking),
              "cuStreamCreate"))
     return loaded;
-  device.name = name;
+  // Without the flag, finishStream waits with cuStreamSynchronize alone.
+  void *flag = nullptr;
+  if (d.cuMemHostAlloc(&flag, sizeof(uint32_t), kMemHostAllocDeviceMap) == 0) {
+    if (d.cuMemHostGetDevicePointer(&device.completionFlagOnDevice, flag, 0) ==
+        0) {
+      device.completionFlag = static_cast<volatile uint32_t *>(flag);
+      *device.completionFlag = 0;
+    } else {
+      d.cuMemFreeHost(flag);
+    }
+  }
   return loaded;
 }
 
@@ -168,6 +208,46 @@ std::string Device::arch() const {
          (major == 9 && minor == 0 ? "a" : "");
 }
 
+CUresult finishStream() {
+  Device &d = device();
+  const Driver &api = driver();
+  // Tickets are handed out after the caller's work was queued, so a ticket
+  // at least ours means that work ran, whichever thread wrote it.
+  static std::atomic<uint32_t> lastTicket{0};
+  static std::atomic<bool> flagWrites{true};
+  if (d.completionFlag && flagWrites.load(std::memory_order_relaxed)) {
+    uint32_t ticket = lastTicket.fetch_add(1) + 1;
+    if (api.cuStreamWriteValue32(d.stream, d.completionFlagOnDevice, ticket,
+                                 0) == 0) {
+      auto start = std::chrono::steady_clock::now();
+      for (uint32_t spins = 1;; ++spins) {
+        if (int32_t(*d.completionFlag - ticket) >= 0) {
+          std::atomic_thread_fence(std::memory_order_acquire);
+          return 0;
+        }
+        if (spins % 256 == 0 && std::chrono::steady_clock::now() - start >
+                                    std::chrono::microseconds(50))
+          break;
+      }
+    } else {
+      // Not supported here, or the stream failed: cuStreamSynchronize says
+      // which; in the first case, later waits skip the flag.
+      CUresult result = api.cuStreamSynchronize(d.stream);
+      if (result == 0)
+        flagWrites = false;
+      return result;
+    }
+  }
+  return api.cuStreamSynchronize(d.stream);
+}
+
+std::string deviceArch() {
+  const LoadedDevice &identified = identifiedDevice();
+  if (!identified.error.empty())
+    throw Error("fusec: the CUDA target is unavailable: " + identified.error);
+  return identified.device.arch();
+}
+
 Device &device() {
   const LoadedDevice &loaded = loadedDevice();
   if (!loaded.error.empty())
@@ -175,7 +255,11 @@ Device &device() {
   return const_cast<Device &>(loaded.device);
 }
 
-std::string unavailableReason() { return loadedDevice().error; }
+std::string unavailableReason() {
+  // Identifying the device is enough to choose the target; a context that
+  // then cannot be created is an error of its own (device()).
+  return identifiedDevice().error;
+}
 
 void startInitializingInBackground() {
   // Three threads, as none waits for another. Joined at exit: the process
@@ -183,7 +267,11 @@ void startInitializingInBackground() {
   struct Initializer {
     std::thread device{[] {
       trace::nameThisThread("cuda init");
-      trace::Scope scope("initialize the CUDA device", "load");
+      {
+        trace::Scope scope("initialize the CUDA driver", "load");
+        identifiedDevice();
+      }
+      trace::Scope scope("create the device's context", "load");
       loadedDevice();
     }};
     std::thread compiler{[] {
@@ -202,8 +290,12 @@ void startInitializingInBackground() {
     }};
     std::thread library{[] {
       trace::nameThisThread("cublaslt init");
-      trace::Scope scope("load cuBLASLt", "load");
-      cublasLtUnavailableReason();
+      trace::Scope scope("load cuBLASLt, create its handle", "load");
+      try {
+        prepareCublasLt();
+      } catch (const Error &) {
+        // The model's first matmul reports what is wrong.
+      }
     }};
     ~Initializer() {
       device.join();

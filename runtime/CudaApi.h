@@ -11,6 +11,7 @@
 #define FUSEC_RUNTIME_CUDAAPI_H
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -62,6 +63,7 @@ constexpr unsigned kStreamNonBlocking = 0x1;
   X(cuMemcpyDtoDAsync, (CUdeviceptr, CUdeviceptr, size_t, CUstream), true)     \
   X(cuStreamCreate, (CUstream *, unsigned), false)                             \
   X(cuStreamSynchronize, (CUstream), false)                                    \
+  X(cuStreamWriteValue32, (CUstream, CUdeviceptr, unsigned, unsigned), true)   \
   X(cuEventCreate, (CUevent *, unsigned), false)                               \
   X(cuEventDestroy, (CUevent), true)                                           \
   X(cuEventRecord, (CUevent, CUstream), false)                                 \
@@ -117,6 +119,10 @@ struct Device {
   int multiprocessors = 0;
   int major = 0, minor = 0;
   std::string name;
+  /// A word of mapped host memory that the stream writes when a wait is
+  /// asked for (finishStream); null where it could not be allocated.
+  volatile uint32_t *completionFlag = nullptr;
+  CUdeviceptr completionFlagOnDevice = 0;
   /// The NVRTC architecture for this device: sm_90a on Hopper, else sm_XY.
   std::string arch() const;
 };
@@ -125,14 +131,28 @@ struct Device {
 /// no usable GPU.
 Device &device();
 
-/// Why the CUDA target cannot run here, or "" when a GPU is usable.
+/// Waits until everything queued on fusec's stream has run and returns
+/// what cuStreamSynchronize would. A short run ends sooner than with
+/// cuStreamSynchronize alone: the stream writes a ticket into mapped host
+/// memory, which this spins on for up to 50 us before it waits with
+/// cuStreamSynchronize (which also reports the errors of a failed run).
+/// Measured on an H200 with a one-kernel graph: 7.5 us per run against 8.2.
+CUresult finishStream();
+
+/// The device's NVRTC architecture (Device::arch), known once the driver
+/// is initialized and before the context exists: kernels compile while the
+/// context is created. Throws fusec::Error when there is no usable GPU.
+std::string deviceArch();
+
+/// Why the CUDA target cannot run here (no driver, no GPU), or "" when a
+/// GPU is there; needs only the driver's first stage, not the context.
 std::string unavailableReason();
 
 /// Starts initializing the driver and the device's context, NVRTC (with a
-/// trivial first compile) and cuBLASLt, each on a thread of its own (each
-/// takes 100-300 ms on a cold start), so that a model's import and passes
-/// run beside them; whatever needs one waits for it. Does nothing after the
-/// first call.
+/// trivial first compile) and cuBLASLt (its handle once the context
+/// exists), each on a thread of its own (each takes 100-300 ms on a cold
+/// start), so that a model's import and passes run beside them; whatever
+/// needs one waits for it. Does nothing after the first call.
 void startInitializingInBackground();
 
 /// Why NVRTC cannot be used here, or "" when it can.

@@ -98,8 +98,7 @@ CudaExecutable::CudaExecutable(Program program,
                                std::shared_ptr<KernelCache> cache,
                                const CudaOptions &options)
     : Executable(std::move(program)) {
-  std::string arch =
-      options.arch.empty() ? cuda::device().arch() : options.arch;
+  std::string arch = options.arch.empty() ? cuda::deviceArch() : options.arch;
   BackgroundCompile compile(prog, *cache, arch, options.fastMath);
   cuda::Device &device = cuda::device();
   const cuda::Driver &driver = cuda::driver();
@@ -512,8 +511,7 @@ void CudaExecutable::download(std::vector<Tensor> &outputs) {
 
 void CudaExecutable::synchronize() {
   // Errors of earlier asynchronous launches surface here.
-  check(cuda::driver().cuStreamSynchronize(cuda::device().stream),
-        "cuStreamSynchronize",
+  check(cuda::finishStream(), "cuStreamSynchronize",
         [&] { return "the steps of '" + prog.name + "'"; });
 }
 
