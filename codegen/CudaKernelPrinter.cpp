@@ -78,10 +78,13 @@ std::string cudaPrelude() {
   return std::string(
              R"(// NVRTC provides no standard headers: the few types and helpers kernels use.
 typedef signed char int8_t;
+typedef short int16_t;
 typedef int int32_t;
 typedef long long int64_t;
+typedef unsigned char uint8_t;
 typedef unsigned short uint16_t;
 typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
 #define NAN __int_as_float(0x7fffffff)
 #define INFINITY __int_as_float(0x7f800000)
 

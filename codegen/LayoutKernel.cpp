@@ -68,6 +68,14 @@ std::string storageLiteral(DType dtype, const APInt &bits) {
     if (bits.getSExtValue() == INT64_MIN)
       return "(-9223372036854775807LL - 1)";
     return std::to_string(bits.getSExtValue()) + "LL";
+  case DType::I16:
+    return "(int16_t)" + std::to_string(bits.getSExtValue());
+  case DType::U8:
+  case DType::U16:
+  case DType::U32:
+  case DType::U64:
+    return std::string("(") + fusec::dtypeInfo(dtype).storageCType + ")" +
+           std::to_string(bits.getZExtValue()) + "ULL";
   }
   return "0";
 }

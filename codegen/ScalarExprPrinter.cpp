@@ -96,7 +96,7 @@ static std::string castExpression(const std::string &operand, DType from,
   const char *toType = fusec::dtypeInfo(to).computeCType;
   if (std::string(fusec::dtypeInfo(from).computeCType) == toType)
     return operand;
-  if (fusec::isFloat(from) && fusec::dtypeInfo(to).kind == fusec::DTypeKind::Int)
+  if (fusec::isFloat(from) && fusec::isInteger(to))
     return std::string("fusec_float_to_int<") + toType + ">(" + operand + ")";
   return std::string("(") + toType + ")(" + operand + ")";
 }

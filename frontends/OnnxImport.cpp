@@ -61,6 +61,16 @@ std::optional<DType> dtypeOfOnnx(int32_t elemType) {
     return DType::I64;
   case onnx::TensorProto::BOOL:
     return DType::I1;
+  case onnx::TensorProto::INT16:
+    return DType::I16;
+  case onnx::TensorProto::UINT8:
+    return DType::U8;
+  case onnx::TensorProto::UINT16:
+    return DType::U16;
+  case onnx::TensorProto::UINT32:
+    return DType::U32;
+  case onnx::TensorProto::UINT64:
+    return DType::U64;
   default:
     return std::nullopt;
   }
@@ -171,7 +181,8 @@ Tensor tensorFromProto(const onnx::TensorProto &proto,
       std::memcpy(tensor.data(), proto.raw_data().data(), bytes);
     return tensor;
   }
-  // Typed fields: f16/bf16 bits, i8 and bool live in int32_data.
+  // Typed fields: f16/bf16 bits, i8, i16, u8, u16 and bool live in
+  // int32_data, u32 and u64 in uint64_data.
   auto fill = [&](const auto &field, const std::string &name) {
     if (static_cast<int64_t>(field.size()) != count)
       throw sizeError(name, field.size());
@@ -181,6 +192,8 @@ Tensor tensorFromProto(const onnx::TensorProto &proto,
         tensor.as<uint16_t>()[i] = static_cast<uint16_t>(field.Get(i));
       else if (*dtype == DType::I64)
         tensor.as<int64_t>()[i] = static_cast<int64_t>(field.Get(i));
+      else if (*dtype == DType::U64)
+        tensor.as<uint64_t>()[i] = static_cast<uint64_t>(field.Get(i));
       else
         tensor.set(i, static_cast<double>(field.Get(i)));
     }
@@ -193,6 +206,9 @@ Tensor tensorFromProto(const onnx::TensorProto &proto,
     return fill(proto.double_data(), "double_data");
   case DType::I64:
     return fill(proto.int64_data(), "int64_data");
+  case DType::U32:
+  case DType::U64:
+    return fill(proto.uint64_data(), "uint64_data");
   default:
     return fill(proto.int32_data(), "int32_data");
   }

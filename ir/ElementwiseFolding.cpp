@@ -118,6 +118,16 @@ static FailureOr<Attribute> scalarAttr(Type elementType, double value,
   unsigned width = elementType.getIntOrFloatBitWidth();
   if (width == 1)
     return Attribute(IntegerAttr::get(elementType, value != 0 ? 1 : 0));
+  if (fromFloat && elementType.isUnsignedInteger()) {
+    // The same for unsigned dtypes: [0, 2^n - 1].
+    if (std::isnan(value) || value <= 0)
+      return Attribute(IntegerAttr::get(elementType, APInt(width, 0)));
+    if (value >= std::ldexp(1.0, width))
+      return Attribute(
+          IntegerAttr::get(elementType, APInt::getMaxValue(width)));
+    return Attribute(IntegerAttr::get(
+        elementType, APInt(width, static_cast<uint64_t>(value))));
+  }
   if (fromFloat) {
     // A float converted to an integer truncates, saturates to the range and
     // maps NaN to 0, as the kernels do (codegen/device/ScalarMath.h).
@@ -188,9 +198,17 @@ static bool isSubtractiveIdentity(Attribute attr) {
 /// exactly: i64 values above 2^53 do not pass through a double.
 static int64_t integerElement(DenseElementsAttr attr, int64_t index) {
   APInt value = *(attr.value_begin<APInt>() + (attr.isSplat() ? 0 : index));
-  return attr.getElementType().isInteger(1)
+  return attr.getElementType().isInteger(1) ||
+                 attr.getElementType().isUnsignedInteger()
              ? static_cast<int64_t>(value.getZExtValue())
              : value.getSExtValue();
+}
+
+/// Integer folds compute in int64: exact for every integer dtype but u64,
+/// whose values from 2^63 would read as negative (their order, division and
+/// conversions would be wrong). u64 ops are left to the kernels.
+static bool foldsInInt64(Type elementType) {
+  return !elementType.isUnsignedInteger(64);
 }
 
 //===----------------------------------------------------------------------===//
@@ -249,6 +267,8 @@ OpFoldResult fuse::foldElementwise(Operation *op,
     indexers.emplace_back(toShape(cast<RankedTensorType>(operand.getType())),
                           resultShape);
   if (!fusec::isFloat(operandDType)) {
+    if (!foldsInInt64(cast<ShapedType>(lhs.getType()).getElementType()))
+      return {};
     // Integers and bools fold in int64 and wrap to the result's width.
     int64_t count = allSplat ? 1 : resultType.getNumElements();
     if (count > kMaxFoldedElements)
@@ -294,6 +314,9 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
     return {};
   auto resultType = cast<RankedTensorType>(getType());
   bool fromFloat = isa<FloatType>(input.getElementType());
+  if (!foldsInInt64(input.getElementType()) ||
+      !foldsInInt64(resultType.getElementType()))
+    return {};
   if (!fromFloat) {
     // Exact from the integer: wrapped to a narrower int, != 0 for i1, or
     // rounded once (to nearest even) to a float.

@@ -139,7 +139,7 @@ bool ElementwiseOpInfo::accepts(DType dtype) const {
   case OperandClass::Numeric:
     return kind != DTypeKind::Bool;
   case OperandClass::Int:
-    return kind == DTypeKind::Int;
+    return fusec::isInteger(dtype);
   case OperandClass::Bool:
     return kind == DTypeKind::Bool;
   case OperandClass::Any:

@@ -47,6 +47,16 @@ std::optional<fusec::DType> fuse::toDType(Type type) {
     return fusec::DType::I32;
   if (type.isSignlessInteger(64))
     return fusec::DType::I64;
+  if (type.isSignlessInteger(16))
+    return fusec::DType::I16;
+  if (type.isUnsignedInteger(8))
+    return fusec::DType::U8;
+  if (type.isUnsignedInteger(16))
+    return fusec::DType::U16;
+  if (type.isUnsignedInteger(32))
+    return fusec::DType::U32;
+  if (type.isUnsignedInteger(64))
+    return fusec::DType::U64;
   return std::nullopt;
 }
 
@@ -69,6 +79,18 @@ Type fuse::toElementType(MLIRContext *context, fusec::DType dtype) {
     return b.getI64Type();
   case fusec::DType::I1:
     return b.getI1Type();
+  case fusec::DType::I16:
+    return b.getI16Type();
+  // Unsigned integers are MLIR's ui types: signless ones would lose what
+  // comparisons, division and casts need.
+  case fusec::DType::U8:
+    return b.getIntegerType(8, /*isSigned=*/false);
+  case fusec::DType::U16:
+    return b.getIntegerType(16, /*isSigned=*/false);
+  case fusec::DType::U32:
+    return b.getIntegerType(32, /*isSigned=*/false);
+  case fusec::DType::U64:
+    return b.getIntegerType(64, /*isSigned=*/false);
   }
   return {};
 }

@@ -22,10 +22,10 @@ def Fuse_Dialect : Dialect {
 
 // The dtypes fusec supports. Integers are signless in MLIR and read as signed.
 def Fuse_FloatTensor : StaticShapeTensorOf<[F64, F32, F16, BF16]>;
-def Fuse_NumericTensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I8, I32, I64]>;
-def Fuse_IntTensor : StaticShapeTensorOf<[I8, I32, I64]>;
+def Fuse_NumericTensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I8, I16, I32, I64, UI8, UI16, UI32, UI64]>;
+def Fuse_IntTensor : StaticShapeTensorOf<[I8, I16, I32, I64, UI8, UI16, UI32, UI64]>;
 def Fuse_BoolTensor : StaticShapeTensorOf<[I1]>;
-def Fuse_AnyTensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I8, I32, I64, I1]>;
+def Fuse_AnyTensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I8, I16, I32, I64, UI8, UI16, UI32, UI64, I1]>;
 
 // Result constraints named by the table's (Result, Operands) columns.
 defvar Fuse_SameResultOfFloat = Fuse_FloatTensor;

@@ -277,7 +277,14 @@ Value decompose(Decomposer &d, ClipOp op) {
 }
 
 Value decompose(Decomposer &d, ReduceMeanOp op) {
-  Value x = d.toCompute(op.getOperand());
+  Value x = op.getOperand();
+  auto type = cast<RankedTensorType>(x.getType());
+  // Narrow integers sum and divide in i64: their own sum would wrap, and
+  // the count may not fit them (5000 in i8); the mean then fits again.
+  auto intType = dyn_cast<IntegerType>(type.getElementType());
+  x = intType && intType.getWidth() < 64
+          ? d.toType(x, type.clone(d.builder.getI64Type()))
+          : d.toCompute(x);
   Value sum = d.reduce<ReduceSumOp>(x, op.getAxes(), op.getKeepdims());
   Value count = d.scalarLike(x, Decomposer::countOf(x, op.getAxes()));
   return d.toType(d.binary<DivOp>(sum, count), op.getType());

@@ -15,8 +15,13 @@ Tolerance toleranceFor(DType dtype) {
   case DType::BF16:
     return {5e-2, 5e-2};
   case DType::I8:
+  case DType::I16:
   case DType::I32:
   case DType::I64:
+  case DType::U8:
+  case DType::U16:
+  case DType::U32:
+  case DType::U64:
   case DType::I1:
     return {0, 0};
   }
@@ -58,6 +63,7 @@ Tensor randomTensor(DType dtype, const Shape &shape, std::mt19937_64 &rng,
       tensor.set(i, real(rng));
       break;
     case DTypeKind::Int:
+    case DTypeKind::UInt: // a negative range wraps, as a cast would
       tensor.set(i, static_cast<double>(integer(rng)));
       break;
     case DTypeKind::Bool:

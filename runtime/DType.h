@@ -13,7 +13,7 @@ enum class DType : unsigned char {
 #include "runtime/DTypes.def"
 };
 
-enum class DTypeKind { Float, Int, Bool };
+enum class DTypeKind { Float, Int, UInt, Bool };
 
 struct DTypeInfo {
   const char *name;
@@ -29,6 +29,14 @@ inline const char *dtypeName(DType dtype) { return dtypeInfo(dtype).name; }
 inline std::size_t dtypeBytes(DType dtype) { return dtypeInfo(dtype).bytes; }
 inline bool isFloat(DType dtype) {
   return dtypeInfo(dtype).kind == DTypeKind::Float;
+}
+/// Signed or unsigned integers (not bool).
+inline bool isInteger(DType dtype) {
+  DTypeKind kind = dtypeInfo(dtype).kind;
+  return kind == DTypeKind::Int || kind == DTypeKind::UInt;
+}
+inline bool isUnsigned(DType dtype) {
+  return dtypeInfo(dtype).kind == DTypeKind::UInt;
 }
 std::optional<DType> parseDType(std::string_view name);
 /// Every dtype, in table order.

@@ -18,7 +18,10 @@ void store(std::vector<uint8_t> &bytes, int64_t i, T value) {
   std::memcpy(bytes.data() + i * sizeof(T), &value, sizeof(T));
 }
 /// Integers wrap like the kernels' two's-complement arithmetic.
+/// (Values from 2^63, which only a u64 holds, convert directly.)
 template <typename T> T wrapInteger(double value) {
+  if (value >= 9223372036854775808.0)
+    return static_cast<T>(static_cast<uint64_t>(value));
   return static_cast<T>(static_cast<uint64_t>(static_cast<int64_t>(value)));
 }
 } // namespace
@@ -41,6 +44,16 @@ double Tensor::at(int64_t i) const {
     return static_cast<double>(load<int64_t>(bytes, i));
   case DType::I1:
     return load<uint8_t>(bytes, i) != 0;
+  case DType::I16:
+    return load<int16_t>(bytes, i);
+  case DType::U8:
+    return load<uint8_t>(bytes, i);
+  case DType::U16:
+    return load<uint16_t>(bytes, i);
+  case DType::U32:
+    return load<uint32_t>(bytes, i);
+  case DType::U64:
+    return static_cast<double>(load<uint64_t>(bytes, i));
   }
   return 0;
 }
@@ -63,6 +76,16 @@ void Tensor::set(int64_t i, double value) {
     return store<int64_t>(bytes, i, static_cast<int64_t>(value));
   case DType::I1:
     return store<uint8_t>(bytes, i, value != 0 ? 1 : 0);
+  case DType::I16:
+    return store<int16_t>(bytes, i, wrapInteger<int16_t>(value));
+  case DType::U8:
+    return store<uint8_t>(bytes, i, wrapInteger<uint8_t>(value));
+  case DType::U16:
+    return store<uint16_t>(bytes, i, wrapInteger<uint16_t>(value));
+  case DType::U32:
+    return store<uint32_t>(bytes, i, wrapInteger<uint32_t>(value));
+  case DType::U64:
+    return store<uint64_t>(bytes, i, wrapInteger<uint64_t>(value));
   }
 }
 

@@ -28,6 +28,26 @@ template <> struct FusecLimits<int64_t> {
   FUSEC_COMBINER_FN int64_t lowest() { return -9223372036854775807LL - 1; }
   FUSEC_COMBINER_FN int64_t highest() { return 9223372036854775807LL; }
 };
+template <> struct FusecLimits<int16_t> {
+  FUSEC_COMBINER_FN int16_t lowest() { return -32768; }
+  FUSEC_COMBINER_FN int16_t highest() { return 32767; }
+};
+template <> struct FusecLimits<uint8_t> {
+  FUSEC_COMBINER_FN uint8_t lowest() { return 0; }
+  FUSEC_COMBINER_FN uint8_t highest() { return 255; }
+};
+template <> struct FusecLimits<uint16_t> {
+  FUSEC_COMBINER_FN uint16_t lowest() { return 0; }
+  FUSEC_COMBINER_FN uint16_t highest() { return 65535; }
+};
+template <> struct FusecLimits<uint32_t> {
+  FUSEC_COMBINER_FN uint32_t lowest() { return 0; }
+  FUSEC_COMBINER_FN uint32_t highest() { return 4294967295U; }
+};
+template <> struct FusecLimits<uint64_t> {
+  FUSEC_COMBINER_FN uint64_t lowest() { return 0; }
+  FUSEC_COMBINER_FN uint64_t highest() { return 18446744073709551615ULL; }
+};
 
 template <typename T> struct FusecSum {
   FUSEC_COMBINER_FN T identity() { return T(0); }

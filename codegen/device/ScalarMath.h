@@ -12,12 +12,16 @@
 // every target: x / 0 and x % 0 are 0, x / -1 is -x (wrapping, so INT_MIN /
 // -1 is INT_MIN: the hardware division traps there on x86), x % -1 is 0.
 // The division itself always runs on a divisor other than 0 and -1, so no
-// compiler may speculate it into a trap. Operands are i8, i32 or i64.
+// compiler may speculate it into a trap. Operands are signed or unsigned
+// integers of 8 to 64 bits; for unsigned ones only 0 is special.
+template <typename T> FUSEC_SCALAR_FN bool fusec_is_signed() {
+  return (T)-1 < (T)0;
+}
 template <typename T> FUSEC_SCALAR_FN T fusec_negate_wrapping(T x) {
   return (T)(0ULL - (unsigned long long)(long long)x);
 }
 template <typename T> FUSEC_SCALAR_FN bool fusec_is_special_divisor(T b) {
-  return b == 0 || b == (T)-1;
+  return b == 0 || (fusec_is_signed<T>() && b == (T)-1);
 }
 template <typename T> FUSEC_SCALAR_FN T fusec_safe_divisor(T b) {
   return fusec_is_special_divisor(b) ? (T)1 : b;
@@ -25,7 +29,9 @@ template <typename T> FUSEC_SCALAR_FN T fusec_safe_divisor(T b) {
 /// div: truncates toward zero.
 template <typename T> FUSEC_SCALAR_FN T fusec_idiv(T a, T b) {
   const T q = (T)(a / fusec_safe_divisor(b));
-  return b == 0 ? (T)0 : b == (T)-1 ? fusec_negate_wrapping(a) : q;
+  return b == 0                               ? (T)0
+         : fusec_is_signed<T>() && b == (T)-1 ? fusec_negate_wrapping(a)
+                                              : q;
 }
 /// fmod: the remainder with the dividend's sign (C's %).
 template <typename T> FUSEC_SCALAR_FN T fusec_irem(T a, T b) {
@@ -35,7 +41,8 @@ template <typename T> FUSEC_SCALAR_FN T fusec_irem(T a, T b) {
 /// mod: the remainder with the divisor's sign (Python's and NumPy's %).
 template <typename T> FUSEC_SCALAR_FN T fusec_imod(T a, T b) {
   const T r = fusec_irem(a, b);
-  return (r != 0 && ((r < 0) != (b < 0))) ? (T)(r + b) : r;
+  return (fusec_is_signed<T>() && r != 0 && ((r < 0) != (b < 0))) ? (T)(r + b)
+                                                                  : r;
 }
 
 /// Float mod with the divisor's sign, as NumPy computes it: fmod, moved
@@ -51,7 +58,7 @@ template <typename T> FUSEC_SCALAR_FN T fusec_floor_mod(T a, T b) {
 /// low bits are the narrower dtype's wrapped result). A negative exponent
 /// gives 1 / a^-b truncated: 1 for a = 1, -1 or 1 for a = -1, else 0.
 template <typename T> FUSEC_SCALAR_FN T fusec_ipow(T a, T b) {
-  if (b < 0)
+  if (fusec_is_signed<T>() && b < (T)0)
     return a == 1 ? (T)1 : a == (T)-1 ? ((b & 1) ? (T)-1 : (T)1) : (T)0;
   unsigned long long base = (unsigned long long)(long long)a, result = 1;
   for (unsigned long long e = (unsigned long long)(long long)b; e; e >>= 1) {
@@ -85,6 +92,15 @@ template <typename I, typename F>
 FUSEC_SCALAR_FN I fusec_float_to_int(F value) {
   if (value != value)
     return (I)0;
+  if (!fusec_is_signed<I>()) {
+    // [0, 2^n - 1]: 2^n - 1 converts to F as 2^n where F has fewer bits,
+    // and a value at or above it saturates either way.
+    if (value <= (F)0)
+      return (I)0;
+    if (value >= (F)FusecLimits<I>::highest())
+      return FusecLimits<I>::highest();
+    return (I)value;
+  }
   // Both bounds are powers of two (-2^(n-1) and 2^(n-1)), exact in F.
   if (value <= (F)FusecLimits<I>::lowest())
     return FusecLimits<I>::lowest();

@@ -107,16 +107,16 @@ func.func @fusion_yield_types(%x: tensor<3xf32>) {
 // -----
 
 func.func @add_on_bool(%x: tensor<3xi1>, %y: tensor<3xi1>) {
-  // expected-error @+1 {{'fuse.add' op operand #0 must be statically shaped tensor of 64-bit float or 32-bit float or 16-bit float or bfloat16 type or 8-bit signless integer or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<3xi1>'}}
+  // expected-error @+1 {{'fuse.add' op operand #0 must be statically shaped tensor of 64-bit float or 32-bit float or 16-bit float or bfloat16 type or 8-bit signless integer or 16-bit signless integer or 32-bit signless integer or 64-bit signless integer or 8-bit unsigned integer or 16-bit unsigned integer or 32-bit unsigned integer or 64-bit unsigned integer values, but got 'tensor<3xi1>'}}
   %0 = fuse.add %x, %y : (tensor<3xi1>, tensor<3xi1>) -> tensor<3xi1>
   return
 }
 
 // -----
 
-func.func @unsupported_dtype(%x: tensor<3xi16>) {
-  // expected-error @+1 {{but got 'tensor<3xi16>'}}
-  %0 = fuse.neg %x : tensor<3xi16>
+func.func @unsupported_dtype(%x: tensor<3xi4>) {
+  // expected-error @+1 {{but got 'tensor<3xi4>'}}
+  %0 = fuse.neg %x : tensor<3xi4>
   return
 }
 

@@ -68,6 +68,29 @@ void checkCasts(Target target) {
       {DType::F64, DType::I64, nan, 0},
       {DType::F16, DType::I8, 1000, 127},
       {DType::BF16, DType::I32, -std::ldexp(1, 100), -2147483648.0},
+      {DType::F32, DType::I16, 40000.5, 32767},
+      {DType::F32, DType::I16, -40000.5, -32768},
+      // Unsigned: [0, 2^n - 1], negatives to 0.
+      {DType::F32, DType::U8, 300.75, 255},
+      {DType::F32, DType::U8, 254.75, 254},
+      {DType::F32, DType::U8, -5.5, 0},
+      {DType::F32, DType::U8, -0.75, 0},
+      {DType::F32, DType::U8, nan, 0},
+      {DType::F32, DType::U16, 70000, 65535},
+      {DType::F32, DType::U32, 4294967296.0, 4294967295.0},
+      {DType::F32, DType::U32, 4294967040.0, 4294967040.0},
+      {DType::F64, DType::U32, 4294967295.5, 4294967295.0},
+      {DType::F64, DType::U32, -inf, 0},
+      {DType::F64, DType::U64, 1e20, 18446744073709551615.0},
+      {DType::F64, DType::U64, 9007199254740993.0 * 1024,
+       9007199254740992.0 * 1024},
+      {DType::F64, DType::U64, -1e20, 0},
+      {DType::F16, DType::U8, 1000, 255},
+      // Integers to unsigned wrap (C's and NumPy's conversion).
+      {DType::I32, DType::U8, -1, 255},
+      {DType::I64, DType::U32, -2, 4294967294.0},
+      {DType::U8, DType::I8, 200, -56},
+      {DType::U32, DType::F32, 4294967295.0, 4294967296.0},
   };
   for (const CastCase &c : cases) {
     INFO(dtypeName(c.from) << " " << c.input << " -> " << dtypeName(c.to));

@@ -27,6 +27,11 @@ GPU_OPS_TEST(I8)
 GPU_OPS_TEST(I32)
 GPU_OPS_TEST(I64)
 GPU_OPS_TEST(I1)
+GPU_OPS_TEST(I16)
+GPU_OPS_TEST(U8)
+GPU_OPS_TEST(U16)
+GPU_OPS_TEST(U32)
+GPU_OPS_TEST(U64)
 
 TEST_CASE("random graphs on the GPU match unfused CPU execution", "[gpu]") {
   FUSEC_SKIP_IF(cuda::unavailableReason());

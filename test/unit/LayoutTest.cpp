@@ -315,6 +315,8 @@ struct Cases {
 /// Distinct-looking values (floats random in [-4, 4], ints random in
 /// [-100, 100]) so that a misplaced element shows.
 Tensor values(DType dtype, const Shape &shape, std::mt19937_64 &rng) {
+  if (isUnsigned(dtype))
+    return randomTensor(dtype, shape, rng, 0, 200);
   return randomTensor(dtype, shape, rng, -100, 100);
 }
 /// Few distinct values (0, 1, 2; i1: 0, 1): ties for argmax/argmin.
@@ -612,6 +614,11 @@ LAYOUT_DTYPE_TEST(I64)
 LAYOUT_DTYPE_TEST(I32)
 LAYOUT_DTYPE_TEST(I8)
 LAYOUT_DTYPE_TEST(I1)
+LAYOUT_DTYPE_TEST(I16)
+LAYOUT_DTYPE_TEST(U8)
+LAYOUT_DTYPE_TEST(U16)
+LAYOUT_DTYPE_TEST(U32)
+LAYOUT_DTYPE_TEST(U64)
 #undef LAYOUT_DTYPE_TEST
 
 TEST_CASE("argmax and argmin treat NaN as NumPy does", "[layout]") {

@@ -54,6 +54,8 @@ std::pair<double, double> inputRange(DType dtype, fuse::InputDomain domain) {
       return {1.0, 4.0};
     }
   }
+  if (isUnsigned(dtype)) // no negatives: every op's reals are its naturals
+    return positive ? std::make_pair(1.0, 50.0) : std::make_pair(0.0, 100.0);
   return positive ? std::make_pair(1.0, 50.0) : std::make_pair(-50.0, 50.0);
 }
 
@@ -189,6 +191,21 @@ TEST_CASE("every op on i32 matches the reference", "[ops]") {
 TEST_CASE("every op on i64 matches the reference", "[ops]") {
   test::checkAllOps(DType::I64, Target::Cpu);
 }
+TEST_CASE("every op on i16 matches the reference", "[ops]") {
+  test::checkAllOps(DType::I16, Target::Cpu);
+}
+TEST_CASE("every op on u8 matches the reference", "[ops]") {
+  test::checkAllOps(DType::U8, Target::Cpu);
+}
+TEST_CASE("every op on u16 matches the reference", "[ops]") {
+  test::checkAllOps(DType::U16, Target::Cpu);
+}
+TEST_CASE("every op on u32 matches the reference", "[ops]") {
+  test::checkAllOps(DType::U32, Target::Cpu);
+}
+TEST_CASE("every op on u64 matches the reference", "[ops]") {
+  test::checkAllOps(DType::U64, Target::Cpu);
+}
 TEST_CASE("every op on i1 matches the reference", "[ops]") {
   test::checkAllOps(DType::I1, Target::Cpu);
 }
@@ -208,9 +225,10 @@ TEST_CASE("cast converts between every pair of dtypes", "[ops]") {
       Tensor reference(*to, input.shape);
       for (int64_t i = 0; i < input.numElements(); ++i) {
         double value = input.at(i);
-        // Float to int truncates toward zero; anything to i1 is x != 0.
-        if (isFloat(*from) && dtypeInfo(*to).kind == DTypeKind::Int)
-          value = std::trunc(value);
+        // Float to int truncates toward zero, and saturates (to 0 for a
+        // negative float to an unsigned int); anything to i1 is x != 0.
+        if (isFloat(*from) && isInteger(*to))
+          value = isUnsigned(*to) && value < 0 ? 0 : std::trunc(value);
         reference.set(i, value);
       }
       expected.push_back(std::move(reference));
@@ -616,6 +634,36 @@ TEST_CASE("shrink and clip on integers match the reference", "[ops]") {
       INFO("output " << i);
       Comparison comparison = compareTensors(outputs[i], expected[i]);
       INFO(test::describeMismatch(outputs[i], expected[i], comparison));
+      CHECK(comparison.ok());
+    }
+  }
+}
+
+TEST_CASE("integer reduce_mean neither wraps its sum nor its count", "[ops]") {
+  // 300 elements of 100: the sum (30000) and the count (300) fit no 8-bit
+  // dtype, the mean (100) does; and rows of one 255 and 299 zeros, whose
+  // exact mean 0.85 truncates to 0.
+  for (DType dtype : {DType::I8, DType::U8, DType::I16, DType::U16, DType::I32,
+                      DType::U32, DType::I64, DType::U64}) {
+    INFO("dtype " << dtypeName(dtype));
+    GraphBuilder b("int_mean");
+    std::string x = b.input("x", dtype, {2, 300});
+    b.output(
+        b.op("reduce_mean", {x},
+             {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t(0)}}));
+    Tensor input(dtype, {2, 300});
+    for (int64_t i = 0; i < 300; ++i) {
+      input.set(i, 100);
+      input.set(300 + i, i == 7 && isUnsigned(dtype) ? 255 : 0);
+    }
+    Tensor expected(dtype, {2});
+    expected.set(0, 100);
+    expected.set(1, 0);
+    for (bool fuse : {true, false}) {
+      std::vector<Tensor> outputs =
+          compile(b.build(), test::testOptions(fuse)).run({input});
+      Comparison comparison = compareTensors(outputs[0], expected);
+      INFO(test::describeMismatch(outputs[0], expected, comparison));
       CHECK(comparison.ok());
     }
   }

@@ -512,6 +512,16 @@ std::pair<double, double> generalRange(DType dtype) {
     return {-1e6, 1e6}; // long sums wrap: the reference wraps too
   case DType::I64:
     return {-1e12, 1e12};
+  case DType::I16:
+    return {-30000, 30000};
+  case DType::U8:
+    return {0, 255};
+  case DType::U16:
+    return {0, 65535};
+  case DType::U32:
+    return {0, 4e9};
+  case DType::U64: // below 2^63: the reference reads u64 as int64
+    return {0, 1e12};
   default:
     return {-1, 1};
   }
@@ -1484,6 +1494,11 @@ REDUCTION_DTYPE_TEST(BF16)
 REDUCTION_DTYPE_TEST(I8)
 REDUCTION_DTYPE_TEST(I32)
 REDUCTION_DTYPE_TEST(I64)
+REDUCTION_DTYPE_TEST(I16)
+REDUCTION_DTYPE_TEST(U8)
+REDUCTION_DTYPE_TEST(U16)
+REDUCTION_DTYPE_TEST(U32)
+REDUCTION_DTYPE_TEST(U64)
 
 #define COMPOSITE_DTYPE_TEST(dtype)                                            \
   TEST_CASE("softmax log_softmax layer_norm rms_norm gelu silu on " #dtype     \
