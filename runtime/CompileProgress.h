@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdio>
 #include <mutex>
 #include <string>
 
@@ -23,7 +24,12 @@ namespace fusec {
 class CompileProgress {
 public:
   /// `what`: "48 kernels for sm_90a"; `groups`: the compiles to wait for.
+  /// Writes to stderr when it is a terminal, after a second.
   CompileProgress(std::string what, size_t groups);
+  /// The same, writing to `stream` when `toTerminal`, once `quietFor` has
+  /// passed (tests drive it through a file).
+  CompileProgress(std::string what, size_t groups, std::FILE *stream,
+                  bool toTerminal, std::chrono::milliseconds quietFor);
   /// Ends the progress line, if one was printed.
   ~CompileProgress();
   CompileProgress(const CompileProgress &) = delete;
@@ -35,7 +41,9 @@ public:
 private:
   std::string what;
   size_t groups, done = 0;
+  std::FILE *stream;
   bool toTerminal, printed = false;
+  std::chrono::milliseconds quietFor;
   std::chrono::steady_clock::time_point start;
   std::mutex mutex;
 };

@@ -8,6 +8,7 @@
 #include "TestUtil.h"
 
 #include "compiler/TraceFile.h"
+#include "runtime/CompileProgress.h"
 #include "runtime/CudaApi.h"
 #include "runtime/Trace.h"
 
@@ -255,4 +256,63 @@ TEST_CASE("a traced CUDA run puts each launch on the device track, timed by "
     }
   CHECK(compileTracks >= 1);
   CHECK(named(events, "allocate buffers, upload weights").size() == 1);
+}
+
+namespace {
+/// What a CompileProgress wrote into a temporary file, all of it.
+template <typename Drive> std::string progressOutput(Drive drive) {
+  std::FILE *file = std::tmpfile();
+  REQUIRE(file);
+  drive(file);
+  std::rewind(file);
+  std::string text;
+  for (int c; (c = std::fgetc(file)) != EOF;)
+    text += static_cast<char>(c);
+  std::fclose(file);
+  return text;
+}
+} // namespace
+
+TEST_CASE("a long compile shows its progress only on a terminal", "[trace]") {
+  using std::chrono::milliseconds;
+  // A terminal, past the quiet time: one line rewritten in place per group,
+  // ended by a newline.
+  CHECK(progressOutput([](std::FILE *out) {
+          CompileProgress progress("3 kernels for sm_90a", 2, out, true,
+                                   milliseconds(0));
+          progress.groupDone();
+          progress.groupDone();
+        }) == "\rfusec: compiling 3 kernels for sm_90a in 2 groups: 1/2"
+              "\rfusec: compiling 3 kernels for sm_90a in 2 groups: 2/2\n");
+  CHECK(progressOutput([](std::FILE *out) {
+          CompileProgress progress("1 kernel for the host", 1, out, true,
+                                   milliseconds(0));
+          progress.groupDone();
+        }) == "\rfusec: compiling 1 kernel for the host in 1 group: 1/1\n");
+  // A file or pipe: nothing, however long it takes.
+  CHECK(progressOutput([](std::FILE *out) {
+          CompileProgress progress("3 kernels", 2, out, false, milliseconds(0));
+          progress.groupDone();
+          progress.groupDone();
+        }).empty());
+  // A compile quicker than the quiet time (a cache hit): nothing either.
+  CHECK(progressOutput([](std::FILE *out) {
+          CompileProgress progress("3 kernels", 2, out, true,
+                                   milliseconds(3600 * 1000));
+          progress.groupDone();
+          progress.groupDone();
+        }).empty());
+  // Groups finishing on several threads count each once.
+  std::string threaded = progressOutput([](std::FILE *out) {
+    CompileProgress progress("8 kernels", 8, out, true, milliseconds(0));
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 8; ++i)
+      threads.emplace_back([&] { progress.groupDone(); });
+    for (std::thread &thread : threads)
+      thread.join();
+  });
+  for (int done = 1; done <= 8; ++done)
+    CHECK(threaded.find("8 groups: " + std::to_string(done) + "/8") !=
+          std::string::npos);
+  CHECK(threaded.back() == '\n');
 }
