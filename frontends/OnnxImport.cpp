@@ -491,6 +491,17 @@ void modKind(OnnxConverter &, const onnx::NodeProto &, GraphNode &node) {
   node.attrs.erase(it);
 }
 
+void bitShiftDirection(OnnxConverter &, const onnx::NodeProto &,
+                       GraphNode &node) {
+  auto it = node.attrs.find("direction");
+  const std::string *direction =
+      it == node.attrs.end() ? nullptr : std::get_if<std::string>(&it->second);
+  if (!direction || (*direction != "LEFT" && *direction != "RIGHT"))
+    throw Unsupported{"BitShift's direction must be \"LEFT\" or \"RIGHT\""};
+  node.op = *direction == "LEFT" ? "shift_left" : "shift_right";
+  node.attrs.erase(it);
+}
+
 /// A rank-0 constant of `dtype` holding `value`.
 Tensor scalarTensor(DType dtype, double value) {
   Tensor tensor(dtype, {});
@@ -781,6 +792,8 @@ const std::vector<OnnxOp> &onnxOps() {
     table.push_back({"Cast", "cast", {"to"}, {}, castTarget});
     // Mod: fmod=0 takes the divisor's sign (mod), fmod=1 the dividend's.
     table.push_back({"Mod", "mod", {"fmod"}, {}, modKind});
+    table.push_back(
+        {"BitShift", "shift_left", {"direction"}, {}, bitShiftDirection});
     // Activations with float attributes (composite ops) and IsInf.
     table.push_back({"LeakyRelu", "leaky_relu", {"alpha"}, {}, nullptr});
     table.push_back({"Elu", "elu", {"alpha"}, {}, nullptr});

@@ -78,6 +78,19 @@ int64_t powWrapping(int64_t a, int64_t b) {
 
 /// Half to even, by hand: ties go to the even neighbour; the sign of zero
 /// is kept (round(-0.4) is -0).
+/// Shifts in 64 bits, then wrapped to the dtype: an amount outside
+/// [0, 64) shifts everything out (0; a negative signed value's right shift
+/// fills with its sign, -1), as does one at or past the dtype's width.
+int64_t shiftLeft(int64_t a, int64_t b) {
+  return b < 0 || b >= 64 ? 0
+                          : static_cast<int64_t>(static_cast<uint64_t>(a) << b);
+}
+int64_t shiftRight(int64_t a, int64_t b) {
+  if (b < 0 || b >= 64)
+    return a < 0 ? -1 : 0;
+  return a >> b;
+}
+
 double roundHalfToEven(double a) {
   if (!std::isfinite(a))
     return a;

@@ -69,6 +69,22 @@ template <typename T> FUSEC_SCALAR_FN T fusec_ipow(T a, T b) {
   return (T)(long long)result;
 }
 
+/// Shifts (ONNX BitShift) in 64 bits, wrapped to T: amounts outside
+/// [0, 64) shift everything out, as the op table's reference does.
+template <typename T> FUSEC_SCALAR_FN T fusec_shift_left(T a, T b) {
+  if (b < (T)0 || b >= (T)64)
+    return (T)0;
+  return (T)((unsigned long long)(long long)a << (int)b);
+}
+template <typename T> FUSEC_SCALAR_FN T fusec_shift_right(T a, T b) {
+  const bool negative = fusec_is_signed<T>() && a < (T)0;
+  if (b < (T)0 || b >= (T)64)
+    return negative ? (T)-1 : (T)0;
+  if (fusec_is_signed<T>())
+    return (T)((long long)a >> (int)b);
+  return (T)((unsigned long long)a >> (int)b);
+}
+
 /// ONNX HardSwish: x * max(0, min(1, x / 6 + 1/2)); NaN stays NaN.
 template <typename T> FUSEC_SCALAR_FN T fusec_hard_swish(T x) {
   T t = x / (T)6 + (T)0.5;

@@ -463,7 +463,8 @@ TEST_CASE("new ops give ONNX's and NumPy's documented values", "[ops]") {
   }
 }
 
-TEST_CASE("integer div mod fmod and pow give the documented results", "[ops]") {
+TEST_CASE("integer div mod fmod pow and shifts give the documented results",
+          "[ops]") {
   struct IntCase {
     const char *op;
     DType dtype;
@@ -504,6 +505,20 @@ TEST_CASE("integer div mod fmod and pow give the documented results", "[ops]") {
       {"bitwise_and", DType::I32, {12, -1}, {10, i32min}, {8, i32min}},
       {"bitwise_or", DType::I8, {12, -128}, {3, 1}, {15, -127}},
       {"bitwise_xor", DType::I64, {12, -1}, {10, 0}, {6, -1}},
+      // Unsigned: only 0 is a special divisor; 255 is not -1.
+      {"div", DType::U8, {200, 200, 255}, {0, 255, 2}, {0, 0, 127}},
+      {"mod", DType::U32, {7, 4294967295}, {0, 10}, {0, 5}},
+      {"fmod", DType::U16, {65535, 9}, {65535, 4}, {0, 1}},
+      {"pow", DType::U8, {3, 2}, {5, 9}, {243, 0}},
+      {"max", DType::U64, {1, 5}, {i64min, 4}, {i64min, 5}}, // 2^63 > 1
+      // BitShift (NumPy's values): past the width shifts everything out;
+      // signed right shifts fill with the sign.
+      {"shift_left", DType::U8, {1, 255, 3}, {7, 1, 8}, {128, 254, 0}},
+      {"shift_right", DType::U8, {128, 255, 200}, {7, 1, 9}, {1, 127, 0}},
+      {"shift_right", DType::I8, {-128, -8, 100}, {7, 10, 2}, {-1, -1, 25}},
+      {"shift_left", DType::I32, {1, -1, 5}, {31, 40, -1}, {i32min, 0, 0}},
+      {"shift_left", DType::U64, {1, 3}, {63, 64}, {i64min, 0}},
+      {"shift_right", DType::U64, {i64min, 1}, {63, 1}, {1, 0}},
   };
   for (const IntCase &c : cases) {
     INFO("op " << c.op << " on " << dtypeName(c.dtype));
