@@ -126,8 +126,8 @@ FailureOr<Value> importDequantizeLinear(NodeImport &node) {
   auto type = cast<RankedTensorType>(node.operands[0].getType());
   auto scaleType = cast<RankedTensorType>(node.operands[1].getType());
   if (!type.getElementType().isInteger(8) &&
-      !type.getElementType().isInteger(32))
-    return node.error() << "quantized input must be i8 or i32, not "
+      !type.getElementType().isSignlessInteger(32))
+    return node.error() << "quantized input must be i8, u8 or i32, not "
                         << type.getElementType();
   if (!isa<FloatType>(scaleType.getElementType()))
     return node.error() << "scale must be a float tensor, not "

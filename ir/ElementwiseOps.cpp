@@ -76,8 +76,6 @@ int64_t powWrapping(int64_t a, int64_t b) {
   return static_cast<int64_t>(result);
 }
 
-/// Half to even, by hand: ties go to the even neighbour; the sign of zero
-/// is kept (round(-0.4) is -0).
 /// Shifts in 64 bits, then wrapped to the dtype: an amount outside
 /// [0, 64) shifts everything out (0; a negative signed value's right shift
 /// fills with its sign, -1), as does one at or past the dtype's width.
@@ -91,6 +89,8 @@ int64_t shiftRight(int64_t a, int64_t b) {
   return a >> b;
 }
 
+/// Half to even, by hand: ties go to the even neighbour; the sign of zero
+/// is kept (round(-0.4) is -0).
 double roundHalfToEven(double a) {
   if (!std::isfinite(a))
     return a;

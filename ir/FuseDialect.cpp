@@ -121,7 +121,8 @@ double fuse::constantElement(DenseElementsAttr attr, int64_t index) {
   if (isa<FloatType>(attr.getElementType()))
     return (*(attr.value_begin<APFloat>() + i)).convertToDouble();
   APInt value = *(attr.value_begin<APInt>() + i);
-  return attr.getElementType().isInteger(1)
+  return attr.getElementType().isInteger(1) ||
+                 attr.getElementType().isUnsignedInteger()
              ? static_cast<double>(value.getZExtValue())
              : static_cast<double>(value.getSExtValue());
 }

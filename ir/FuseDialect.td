@@ -20,7 +20,8 @@ def Fuse_Dialect : Dialect {
   let hasConstantMaterializer = 1;
 }
 
-// The dtypes fusec supports. Integers are signless in MLIR and read as signed.
+// The dtypes fusec supports. Signed integers are MLIR's signless ones (read
+// as signed), unsigned ones its ui types.
 def Fuse_FloatTensor : StaticShapeTensorOf<[F64, F32, F16, BF16]>;
 def Fuse_NumericTensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I8, I16, I32, I64, UI8, UI16, UI32, UI64]>;
 def Fuse_IntTensor : StaticShapeTensorOf<[I8, I16, I32, I64, UI8, UI16, UI32, UI64]>;

@@ -169,7 +169,7 @@ struct PrepareLibraryCalls
       return false;
     auto weightType = dequantize.getOperand().getType();
     auto scaleType = dequantize.getScale().getType();
-    if (!weightType.getElementType().isInteger(8) ||
+    if (!weightType.getElementType().isSignlessInteger(8) ||
         weightType.getRank() != 2 || scaleType.getRank() != 1 ||
         !isAbsentOrZero(dequantize.getZeroPoint()))
       return false;

@@ -51,16 +51,18 @@ namespace {
 constexpr uint64_t kMaxWorkspaceBytes = uint64_t(32) << 20;
 
 const dynlib::LoadedLibrary<Api> &loadedCublasLt() {
-  static const dynlib::LoadedLibrary<Api> loaded = dynlib::loadLibrary<Api>(
-      {"libcublasLt.so.13", "libcublasLt.so"}, "cuBLASLt (libcublasLt.so.13)",
-      " (it comes with the CUDA 13 toolkit; put its lib64 directory on "
-      "LD_LIBRARY_PATH)",
-      [](void *library, Api &api, std::string &missing) {
+  static const dynlib::LoadedLibrary<Api> &loaded =
+      *new dynlib::LoadedLibrary<Api>(dynlib::loadLibrary<Api>(
+          {"libcublasLt.so.13", "libcublasLt.so"},
+          "cuBLASLt (libcublasLt.so.13)",
+          " (it comes with the CUDA 13 toolkit; put its lib64 directory on "
+          "LD_LIBRARY_PATH)",
+          [](void *library, Api &api, std::string &missing) {
 #define FUSEC_RESOLVE_CUBLASLT(name, result, parameters)                       \
   dynlib::resolve(library, api.name, #name, false, missing);
-        FUSEC_CUBLASLT_ENTRY_POINTS(FUSEC_RESOLVE_CUBLASLT)
+            FUSEC_CUBLASLT_ENTRY_POINTS(FUSEC_RESOLVE_CUBLASLT)
 #undef FUSEC_RESOLVE_CUBLASLT
-      });
+          }));
   return loaded;
 }
 

@@ -25,14 +25,15 @@ using dynlib::loadLibrary;
 using dynlib::resolve;
 
 const LoadedLibrary<Driver> &loadedDriver() {
-  static const LoadedLibrary<Driver> loaded = loadLibrary<Driver>(
-      {"libcuda.so.1", "libcuda.so"}, "the CUDA driver (libcuda.so.1)", "",
-      [](void *library, Driver &api, std::string &missing) {
+  static const LoadedLibrary<Driver> &loaded =
+      *new LoadedLibrary<Driver>(loadLibrary<Driver>(
+          {"libcuda.so.1", "libcuda.so"}, "the CUDA driver (libcuda.so.1)", "",
+          [](void *library, Driver &api, std::string &missing) {
 #define FUSEC_RESOLVE_DRIVER(name, parameters, versioned)                      \
   resolve(library, api.name, #name, versioned, missing);
-        FUSEC_CUDA_DRIVER_ENTRY_POINTS(FUSEC_RESOLVE_DRIVER)
+            FUSEC_CUDA_DRIVER_ENTRY_POINTS(FUSEC_RESOLVE_DRIVER)
 #undef FUSEC_RESOLVE_DRIVER
-      });
+          }));
   return loaded;
 }
 
@@ -93,7 +94,7 @@ LoadedDevice identifyDevice() {
 }
 
 const LoadedDevice &identifiedDevice() {
-  static const LoadedDevice identified = identifyDevice();
+  static const LoadedDevice &identified = *new LoadedDevice(identifyDevice());
   return identified;
 }
 
@@ -110,7 +111,7 @@ LoadedDevice initDevice() {
   if (failed(d.cuDevicePrimaryCtxRetain(&device.context, device.handle),
              "cuDevicePrimaryCtxRetain") ||
       failed(d.cuCtxSetCurrent(device.context), "cuCtxSetCurrent") ||
-      failed(d.cuStreamCreate(&device.stream, kStreamNonBlocking),
+      failed(d.cuStreamCreate(&device.stream, kStreamOrderedWithDefault),
              "cuStreamCreate"))
     return loaded;
   // Without the flag, finishStream waits with cuStreamSynchronize alone.
@@ -128,7 +129,7 @@ LoadedDevice initDevice() {
 }
 
 const LoadedDevice &loadedDevice() {
-  static const LoadedDevice loaded = initDevice();
+  static const LoadedDevice &loaded = *new LoadedDevice(initDevice());
   return loaded;
 }
 
@@ -174,14 +175,15 @@ std::vector<std::string> nvrtcCandidates() {
 }
 
 const LoadedLibrary<Nvrtc> &loadedNvrtc() {
-  static const LoadedLibrary<Nvrtc> loaded = loadLibrary<Nvrtc>(
-      nvrtcCandidates(), "NVRTC (libnvrtc.so)", "; set CUDA_HOME",
-      [](void *library, Nvrtc &api, std::string &missing) {
+  static const LoadedLibrary<Nvrtc> &loaded =
+      *new LoadedLibrary<Nvrtc>(loadLibrary<Nvrtc>(
+          nvrtcCandidates(), "NVRTC (libnvrtc.so)", "; set CUDA_HOME",
+          [](void *library, Nvrtc &api, std::string &missing) {
 #define FUSEC_RESOLVE_NVRTC(name, result, parameters)                          \
   resolve(library, api.name, #name, false, missing);
-        FUSEC_NVRTC_ENTRY_POINTS(FUSEC_RESOLVE_NVRTC)
+            FUSEC_NVRTC_ENTRY_POINTS(FUSEC_RESOLVE_NVRTC)
 #undef FUSEC_RESOLVE_NVRTC
-      });
+          }));
   return loaded;
 }
 
@@ -221,10 +223,11 @@ CUresult finishStream() {
                                  0) == 0) {
       auto start = std::chrono::steady_clock::now();
       for (uint32_t spins = 1;; ++spins) {
-        if (int32_t(*d.completionFlag - ticket) >= 0) {
-          std::atomic_thread_fence(std::memory_order_acquire);
+        // Acquire: the run's outputs are read after the ticket.
+        uint32_t seen = __atomic_load_n(
+            const_cast<const uint32_t *>(d.completionFlag), __ATOMIC_ACQUIRE);
+        if (int32_t(seen - ticket) >= 0)
           return 0;
-        }
         if (spins % 256 == 0 && std::chrono::steady_clock::now() - start >
                                     std::chrono::microseconds(50))
           break;
@@ -263,7 +266,10 @@ std::string unavailableReason() {
 
 void startInitializingInBackground() {
   // Three threads, as none waits for another. Joined at exit: the process
-  // never ends inside a library's initialization.
+  // never ends inside a library's initialization. What they build is never
+  // destroyed (the loaded libraries and the device are allocated once and
+  // kept), as statics whose construction a thread completes after this
+  // one are destroyed before it joins.
   struct Initializer {
     std::thread device{[] {
       trace::nameThisThread("cuda init");

@@ -34,10 +34,12 @@ using CUgraphExec = struct CUgraphExec_st *;
 constexpr unsigned kMemHostAllocDeviceMap = 0x02;
 /// CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: a capture only sees this thread.
 constexpr int kStreamCaptureModeThreadLocal = 1;
-/// CU_STREAM_NON_BLOCKING: no waiting on the legacy default stream; fusec
-/// orders all its work on its own stream (a graph replay and synchronize
-/// measured 7.6 us against 8.2 us on a blocking stream, H200).
-constexpr unsigned kStreamNonBlocking = 0x1;
+/// CU_STREAM_DEFAULT: fusec's stream waits for the legacy default stream's
+/// work and it for fusec's, so device tensors a caller produced there (a
+/// PyTorch kernel, a cudaMemcpy) are ready when a run reads them. A
+/// non-blocking stream was 0.6 us faster per synchronized run (H200) but
+/// left that ordering to every caller.
+constexpr unsigned kStreamOrderedWithDefault = 0x0;
 
 /// The driver entry points fusec uses: (name, return, parameters,
 /// versioned). A versioned entry point is resolved as `name_v2` first.

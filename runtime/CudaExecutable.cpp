@@ -480,6 +480,10 @@ void CudaExecutable::runTimed(const std::vector<Tensor> &inputs,
   }
   download(outputs);
   synchronize();
+  // The wait may end on the stream's ticket before the driver has seen the
+  // events complete; their times are read once it has.
+  check(driver.cuEventSynchronize(stepEvents.back()), "cuEventSynchronize",
+        "profiling '" + prog.name + "'");
   stepMicros.assign(prog.steps.size(), 0.0);
   for (size_t i = 0; i < prog.steps.size(); ++i) {
     float millis = 0;

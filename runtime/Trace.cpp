@@ -30,7 +30,9 @@ struct Recorder {
 };
 
 Recorder &recorder() {
-  static Recorder instance;
+  // Never destroyed: background threads may still record while the
+  // process exits (cuda::startInitializingInBackground joins them late).
+  static Recorder &instance = *new Recorder;
   return instance;
 }
 

@@ -195,3 +195,35 @@ TEST_CASE("the quantized GEMV kernel compiles for the GPU", "[quantized]") {
                                    {{"perm", std::vector<int64_t>{1, 0}}})}));
   test::compileForGpus(b.build(), /*everyVariant=*/false);
 }
+
+TEST_CASE("uint8 weights are dequantized as unsigned, never as int8",
+          "[quantized]") {
+  // The quantized GEMV reads int8; a u8 weight (ONNX's usual uint8
+  // quantization) must take the dequantize-then-matmul path, with 200 and
+  // 255 as themselves.
+  GraphBuilder b("u8_weights");
+  std::string x = b.input("x", DType::F32, {1, 4});
+  std::string w = b.input("w", DType::U8, {4, 2});
+  std::string s = b.input("scale", DType::F32, {2});
+  b.output(b.op("matmul", {x, b.op("dequantize_linear", {w, s},
+                                   {{"axis", int64_t(1)}})}));
+  Tensor xs(DType::F32, {1, 4}), ws(DType::U8, {4, 2}), scale(DType::F32, {2});
+  const double xValues[] = {1, -2, 0.5, 3},
+               wValues[] = {200, 255, 0, 1, 128, 7, 255, 3};
+  for (int i = 0; i < 4; ++i)
+    xs.set(i, xValues[i]);
+  for (int i = 0; i < 8; ++i)
+    ws.set(i, wValues[i]);
+  scale.set(0, 0.5);
+  scale.set(1, 0.25);
+  CompiledModel model = compile(b.build(), test::testOptions());
+  for (const KernelDesc &kernel : model.program().kernels)
+    CHECK(kernel.schedule != "quantized-gemv");
+  std::vector<Tensor> outputs = model.run({xs, ws, scale});
+  for (int j = 0; j < 2; ++j) {
+    double expected = 0;
+    for (int i = 0; i < 4; ++i)
+      expected += xValues[i] * wValues[i * 2 + j] * (j == 0 ? 0.5 : 0.25);
+    CHECK(outputs[0].at(j) == Approx(expected).epsilon(1e-6));
+  }
+}
