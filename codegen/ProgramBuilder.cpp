@@ -27,6 +27,8 @@ static std::vector<uint8_t> constantBytes(DenseElementsAttr attr) {
   size_t width = fusec::dtypeBytes(dtype);
   int64_t count = type.getNumElements();
   std::vector<uint8_t> bytes(count * width);
+  if (bytes.empty()) // an empty vector's data() may be null: no memcpy
+    return bytes;
   if (type.getElementType().isInteger(1)) { // MLIR packs bools in bits
     auto element = attr.value_begin<APInt>();
     for (int64_t i = 0; i < count; ++i)
