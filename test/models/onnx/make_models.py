@@ -189,3 +189,15 @@ model = helper.make_model(helper.make_graph(
     opset_imports=OPSET, producer_name="fusec")
 model.ir_version = 10
 onnx.save(model, "newer_ir.onnx")
+
+# BitShift with a bad and a missing direction: each an error naming its node.
+shift = helper.make_graph(
+    [helper.make_node("BitShift", ["x", "y"], ["a"], name="sideways",
+                      direction="UP"),
+     helper.make_node("BitShift", ["a", "y"], ["b"], name="undirected")],
+    "bitshift_errors",
+    [helper.make_tensor_value_info("x", TensorProto.UINT8, [4]),
+     helper.make_tensor_value_info("y", TensorProto.UINT8, [4])],
+    [helper.make_tensor_value_info("b", TensorProto.UINT8, [4])])
+onnx.save(helper.make_model(shift, opset_imports=[helper.make_opsetid("", 13)]),
+          "bitshift_errors.onnx")
