@@ -111,8 +111,12 @@ LoadedDevice initDevice() {
   if (failed(d.cuDevicePrimaryCtxRetain(&device.context, device.handle),
              "cuDevicePrimaryCtxRetain") ||
       failed(d.cuCtxSetCurrent(device.context), "cuCtxSetCurrent") ||
-      failed(d.cuStreamCreate(&device.stream, kStreamOrderedWithDefault),
-             "cuStreamCreate"))
+      failed(d.cuStreamCreate(&device.stream, kStreamNonBlocking),
+             "cuStreamCreate") ||
+      failed(d.cuEventCreate(&device.defaultStreamMark, kEventDisableTiming),
+             "cuEventCreate") ||
+      failed(d.cuEventCreate(&device.fusecStreamMark, kEventDisableTiming),
+             "cuEventCreate"))
     return loaded;
   // Without the flag, finishStream waits with cuStreamSynchronize alone.
   void *flag = nullptr;
@@ -210,6 +214,20 @@ std::string Device::arch() const {
          (major == 9 && minor == 0 ? "a" : "");
 }
 
+bool spinUntilWritten(volatile uint32_t *flag, uint32_t value) {
+  auto start = std::chrono::steady_clock::now();
+  for (uint32_t spins = 1;; ++spins) {
+    // Acquire: what the device wrote before the flag is read after it.
+    uint32_t seen =
+        __atomic_load_n(const_cast<const uint32_t *>(flag), __ATOMIC_ACQUIRE);
+    if (int32_t(seen - value) >= 0)
+      return true;
+    if (spins % 256 == 0 && std::chrono::steady_clock::now() - start >
+                                std::chrono::microseconds(50))
+      return false;
+  }
+}
+
 CUresult finishStream() {
   Device &d = device();
   const Driver &api = driver();
@@ -220,19 +238,7 @@ CUresult finishStream() {
   if (d.completionFlag && flagWrites.load(std::memory_order_relaxed)) {
     uint32_t ticket = lastTicket.fetch_add(1) + 1;
     if (api.cuStreamWriteValue32(d.stream, d.completionFlagOnDevice, ticket,
-                                 0) == 0) {
-      auto start = std::chrono::steady_clock::now();
-      for (uint32_t spins = 1;; ++spins) {
-        // Acquire: the run's outputs are read after the ticket.
-        uint32_t seen = __atomic_load_n(
-            const_cast<const uint32_t *>(d.completionFlag), __ATOMIC_ACQUIRE);
-        if (int32_t(seen - ticket) >= 0)
-          return 0;
-        if (spins % 256 == 0 && std::chrono::steady_clock::now() - start >
-                                    std::chrono::microseconds(50))
-          break;
-      }
-    } else {
+                                 0) != 0) {
       // Not supported here, or the stream failed: cuStreamSynchronize says
       // which; in the first case, later waits skip the flag.
       CUresult result = api.cuStreamSynchronize(d.stream);
@@ -240,8 +246,28 @@ CUresult finishStream() {
         flagWrites = false;
       return result;
     }
+    if (spinUntilWritten(d.completionFlag, ticket))
+      return 0;
   }
   return api.cuStreamSynchronize(d.stream);
+}
+
+void orderAfterDefaultStream() {
+  Device &d = device();
+  const Driver &api = driver();
+  check(api.cuEventRecord(d.defaultStreamMark, legacyDefaultStream()),
+        "cuEventRecord", "the default stream");
+  check(api.cuStreamWaitEvent(d.stream, d.defaultStreamMark, 0),
+        "cuStreamWaitEvent", "fusec's stream after the default stream");
+}
+
+void orderDefaultStreamAfter() {
+  Device &d = device();
+  const Driver &api = driver();
+  check(api.cuEventRecord(d.fusecStreamMark, d.stream), "cuEventRecord",
+        "fusec's stream");
+  check(api.cuStreamWaitEvent(legacyDefaultStream(), d.fusecStreamMark, 0),
+        "cuStreamWaitEvent", "the default stream after fusec's stream");
 }
 
 std::string deviceArch() {

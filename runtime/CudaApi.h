@@ -34,12 +34,19 @@ using CUgraphExec = struct CUgraphExec_st *;
 constexpr unsigned kMemHostAllocDeviceMap = 0x02;
 /// CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: a capture only sees this thread.
 constexpr int kStreamCaptureModeThreadLocal = 1;
-/// CU_STREAM_DEFAULT: fusec's stream waits for the legacy default stream's
-/// work and it for fusec's, so device tensors a caller produced there (a
-/// PyTorch kernel, a cudaMemcpy) are ready when a run reads them. A
-/// non-blocking stream was 0.6 us faster per synchronized run (H200) but
-/// left that ordering to every caller.
-constexpr unsigned kStreamOrderedWithDefault = 0x0;
+/// CU_STREAM_NON_BLOCKING: fusec's stream does not wait for the legacy
+/// default stream (nor it for fusec's); a launch on a blocking stream cost
+/// 0.6 us more per synchronized run (H200). Runs on the caller's device
+/// tensors are ordered with the default stream by events instead
+/// (orderAfterDefaultStream, orderDefaultStreamAfter).
+constexpr unsigned kStreamNonBlocking = 0x1;
+/// CU_STREAM_LEGACY: the legacy default stream, where callers that name no
+/// stream (a cudaMemcpy, PyTorch's default) put their work.
+inline CUstream legacyDefaultStream() {
+  return reinterpret_cast<CUstream>(0x1);
+}
+/// CU_EVENT_DISABLE_TIMING: an event for ordering only, cheaper to record.
+constexpr unsigned kEventDisableTiming = 0x2;
 
 /// The driver entry points fusec uses: (name, return, parameters,
 /// versioned). A versioned entry point is resolved as `name_v2` first.
@@ -66,6 +73,7 @@ constexpr unsigned kStreamOrderedWithDefault = 0x0;
   X(cuStreamCreate, (CUstream *, unsigned), false)                             \
   X(cuStreamSynchronize, (CUstream), false)                                    \
   X(cuStreamWriteValue32, (CUstream, CUdeviceptr, unsigned, unsigned), true)   \
+  X(cuStreamWaitEvent, (CUstream, CUevent, unsigned), false)                   \
   X(cuEventCreate, (CUevent *, unsigned), false)                               \
   X(cuEventDestroy, (CUevent), true)                                           \
   X(cuEventRecord, (CUevent, CUstream), false)                                 \
@@ -125,6 +133,9 @@ struct Device {
   /// asked for (finishStream); null where it could not be allocated.
   volatile uint32_t *completionFlag = nullptr;
   CUdeviceptr completionFlagOnDevice = 0;
+  /// Marks in the default stream's and in fusec's stream, for ordering
+  /// the two around a run on the caller's device tensors.
+  CUevent defaultStreamMark = nullptr, fusecStreamMark = nullptr;
   /// The NVRTC architecture for this device: sm_90a on Hopper, else sm_XY.
   std::string arch() const;
 };
@@ -136,10 +147,23 @@ Device &device();
 /// Waits until everything queued on fusec's stream has run and returns
 /// what cuStreamSynchronize would. A short run ends sooner than with
 /// cuStreamSynchronize alone: the stream writes a ticket into mapped host
-/// memory, which this spins on for up to 50 us before it waits with
+/// memory, which this spins on (spinUntilWritten) before it waits with
 /// cuStreamSynchronize (which also reports the errors of a failed run).
 /// Measured on an H200 with a one-kernel graph: 7.5 us per run against 8.2.
 CUresult finishStream();
+
+/// Spins for up to 50 us until the device has written at least `value`
+/// (in wrapping order) to `flag`, a word of mapped host memory; false when
+/// it has not by then (wait with cuStreamSynchronize instead).
+bool spinUntilWritten(volatile uint32_t *flag, uint32_t value);
+
+/// Work queued on fusec's stream from now on runs after what the caller
+/// queued on the legacy default stream so far (the device tensors it made
+/// there are ready).
+void orderAfterDefaultStream();
+/// Work the caller queues on the legacy default stream from now on runs
+/// after what fusec queued so far (it may read the outputs there).
+void orderDefaultStreamAfter();
 
 /// The device's NVRTC architecture (Device::arch), known once the driver
 /// is initialized and before the context exists: kernels compile while the
