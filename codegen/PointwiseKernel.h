@@ -98,6 +98,9 @@ constexpr int64_t kMax32BitElements = INT32_MAX - (int64_t(1) << 24);
 /// Below this many elements a C++ kernel runs on one thread: waking the
 /// OpenMP team costs more than the work.
 constexpr int64_t kCpuParallelThreshold = 1 << 16;
+/// C++ kernels whose outputs take at least this many bytes write them with
+/// streaming stores.
+constexpr int64_t kCpuStreamingStoreMinBytes = int64_t(32) << 20;
 
 /// How generated kernels store an element, and compute with it.
 inline const char *storageType(fusec::DType dtype) {

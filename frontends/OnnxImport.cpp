@@ -85,9 +85,9 @@ std::string onnxTypeName(int32_t elemType) {
 
 /// The bytes of an external-data tensor: the file must stay inside the
 /// model's directory and hold `offset + length` bytes.
-std::vector<uint8_t> readExternalData(const onnx::TensorProto &proto,
-                                      const std::filesystem::path &modelDir,
-                                      int64_t expectedBytes) {
+TensorBytes readExternalData(const onnx::TensorProto &proto,
+                             const std::filesystem::path &modelDir,
+                             int64_t expectedBytes) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const onnx::StringStringEntryProto &entry : proto.external_data()) {
@@ -132,7 +132,7 @@ std::vector<uint8_t> readExternalData(const onnx::TensorProto &proto,
                       std::to_string(offset) + ", length " +
                       std::to_string(length) + ") does not hold the " +
                       std::to_string(expectedBytes) + " bytes the dims need"};
-  std::vector<uint8_t> bytes(expectedBytes);
+  TensorBytes bytes(expectedBytes);
   std::ifstream in(file, std::ios::binary);
   in.seekg(offset);
   in.read(reinterpret_cast<char *>(bytes.data()), expectedBytes);
@@ -166,7 +166,7 @@ Tensor tensorFromProto(const onnx::TensorProto &proto,
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
     // The file's size is checked first: nothing is allocated for dims the
     // file cannot hold.
-    std::vector<uint8_t> data = readExternalData(proto, modelDir, bytes);
+    TensorBytes data = readExternalData(proto, modelDir, bytes);
     Tensor tensor(*dtype, {});
     tensor.shape = shape;
     tensor.bytes = std::move(data);

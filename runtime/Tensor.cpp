@@ -8,13 +8,12 @@
 namespace fusec {
 
 namespace {
-template <typename T> T load(const std::vector<uint8_t> &bytes, int64_t i) {
+template <typename T> T load(const TensorBytes &bytes, int64_t i) {
   T value;
   std::memcpy(&value, bytes.data() + i * sizeof(T), sizeof(T));
   return value;
 }
-template <typename T>
-void store(std::vector<uint8_t> &bytes, int64_t i, T value) {
+template <typename T> void store(TensorBytes &bytes, int64_t i, T value) {
   std::memcpy(bytes.data() + i * sizeof(T), &value, sizeof(T));
 }
 /// Integers wrap like the kernels' two's-complement arithmetic.

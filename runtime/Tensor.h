@@ -5,18 +5,44 @@
 #include "runtime/DType.h"
 #include "runtime/Shape.h"
 
+#include <cstddef>
 #include <cstdint>
+#include <new>
 #include <string>
 #include <vector>
 
 namespace fusec {
+
+/// Allocates on cache-line (64-byte) boundaries: kernels write large
+/// outputs with streaming stores, which need whole lines.
+template <typename T> struct CacheLineAllocator {
+  using value_type = T;
+  static constexpr std::align_val_t kAlignment{64};
+  CacheLineAllocator() = default;
+  template <typename U> CacheLineAllocator(const CacheLineAllocator<U> &) {}
+  T *allocate(size_t count) {
+    return static_cast<T *>(::operator new(count * sizeof(T), kAlignment));
+  }
+  void deallocate(T *pointer, size_t) {
+    ::operator delete(pointer, kAlignment);
+  }
+  template <typename U> bool operator==(const CacheLineAllocator<U> &) const {
+    return true;
+  }
+  template <typename U> bool operator!=(const CacheLineAllocator<U> &) const {
+    return false;
+  }
+};
+
+/// A tensor's storage.
+using TensorBytes = std::vector<uint8_t, CacheLineAllocator<uint8_t>>;
 
 /// A dense row-major host tensor owning its bytes (little-endian elements;
 /// f16/bf16 as raw 16-bit patterns, i1 as one byte 0/1).
 struct Tensor {
   DType dtype = DType::F32;
   Shape shape;
-  std::vector<uint8_t> bytes;
+  TensorBytes bytes;
 
   Tensor() = default;
   Tensor(DType dtype, Shape shape)

@@ -451,7 +451,7 @@ TEST_CASE("kernels matmuls and views run in step order", "[blas]") {
   program.buffers[v].aliasOf = y;
   std::mt19937_64 rng(7);
   Tensor weights = randomTensor(DType::F32, {6, 5}, rng);
-  program.buffers[w].data = weights.bytes;
+  program.buffers[w].data.assign(weights.bytes.begin(), weights.bytes.end());
   program.source = R"(
 extern "C" void twice(const void *const *in, void *const *out) {
   for (int i = 0; i < 24; ++i)
