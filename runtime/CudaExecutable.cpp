@@ -241,8 +241,6 @@ CudaExecutable::~CudaExecutable() {
   const cuda::Driver &driver = cuda::driver();
   // Queued device runs use the memory released below.
   driver.cuStreamSynchronize(cuda::device().stream);
-  if (hostRunDone)
-    driver.cuMemFreeHost(const_cast<uint32_t *>(hostRunDone));
   for (cuda::CUevent event : stepEvents)
     driver.cuEventDestroy(event);
   destroy(hostRunGraph);
@@ -423,44 +421,6 @@ void CudaExecutable::enqueueBound(const std::vector<DeviceTensor> &inputs,
   replay(captured);
 }
 
-void CudaExecutable::captureHostRun() {
-  const cuda::Driver &driver = cuda::driver();
-  if (!hostRunDone) {
-    void *flag = nullptr;
-    if (driver.cuMemHostAlloc(&flag, sizeof(uint32_t),
-                              cuda::kMemHostAllocDeviceMap) == 0) {
-      if (driver.cuMemHostGetDevicePointer(&hostRunDoneOnDevice, flag, 0) == 0)
-        hostRunDone = static_cast<volatile uint32_t *>(flag);
-      else
-        driver.cuMemFreeHost(flag);
-    }
-  }
-  auto enqueueRun = [&] {
-    enqueueCopiesIn();
-    launch();
-    enqueueCopiesOut();
-  };
-  if (hostRunDone) {
-    // The graph's last node writes the flag that run() spins on: one
-    // driver call per run fewer than finishStream's ticket.
-    try {
-      hostRunGraph = capture([&] {
-        enqueueRun();
-        check(driver.cuStreamWriteValue32(cuda::device().stream,
-                                          hostRunDoneOnDevice, 1, 0),
-              "cuStreamWriteValue32", "the end of a run");
-      });
-      return;
-    } catch (const Error &) {
-      // This driver may not capture stream memory operations: capture
-      // the run alone (a failure of its own steps is thrown again below).
-      driver.cuMemFreeHost(const_cast<uint32_t *>(hostRunDone));
-      hostRunDone = nullptr;
-    }
-  }
-  hostRunGraph = capture(enqueueRun);
-}
-
 void CudaExecutable::replay(const CapturedGraph &captured) {
   check(cuda::driver().cuGraphLaunch(captured.exec, cuda::device().stream),
         "cuGraphLaunch",
@@ -623,19 +583,19 @@ void CudaExecutable::run(const std::vector<Tensor> &inputs,
     if (!inputs[i].bytes.empty())
       std::memcpy(pinnedInputs[i], inputs[i].data(), inputs[i].bytes.size());
   if (useGraph && !hostRunGraph.exec) // the buffers and staging never move
-    captureHostRun();
+    hostRunGraph = capture([&] {
+      enqueueCopiesIn();
+      launch();
+      enqueueCopiesOut();
+    });
   if (useGraph) {
-    if (hostRunDone)
-      *hostRunDone = 0; // stored before the launch, so before the graph's 1
     replay(hostRunGraph);
-    if (!hostRunDone || !cuda::spinUntilWritten(hostRunDone, 1))
-      synchronize();
   } else {
     enqueueCopiesIn();
     launch();
     enqueueCopiesOut();
-    synchronize();
   }
+  synchronize();
   for (size_t i = 0; i < outputs.size(); ++i)
     if (!outputs[i].bytes.empty())
       std::memcpy(outputs[i].data(), pinnedOutputs[i], outputs[i].bytes.size());

@@ -179,9 +179,6 @@ private:
   /// enqueueOnDevice's steps, its tensors checked and the stream ordered.
   void enqueueBound(const std::vector<DeviceTensor> &inputs,
                     const std::vector<DeviceTensor> &outputs);
-  /// Captures hostRunGraph, ending with a write of 1 to hostRunDone where
-  /// the driver can capture one.
-  void captureHostRun();
   /// Captures what `enqueue` puts on the stream.
   CapturedGraph capture(const std::function<void()> &enqueue);
   /// Enqueues a captured graph on the stream.
@@ -191,10 +188,6 @@ private:
   bool useGraph = true;
   /// The run from host tensors: copies in, every step, copies out.
   CapturedGraph hostRunGraph;
-  /// Mapped host memory that hostRunGraph sets to 1 when it ends (run()
-  /// zeroes it first); null where it could not be allocated or captured.
-  volatile uint32_t *hostRunDone = nullptr;
-  cuda::CUdeviceptr hostRunDoneOnDevice = 0;
   /// Device runs, by the addresses of their inputs and then outputs; the
   /// most recently used last.
   static constexpr size_t kMaxDeviceGraphs = 8;
