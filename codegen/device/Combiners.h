@@ -49,13 +49,45 @@ template <> struct FusecLimits<uint64_t> {
   FUSEC_COMBINER_FN uint64_t highest() { return 18446744073709551615ULL; }
 };
 
+// Integer +, - and * wrap: they compute in an unsigned type at least as
+// wide as int, whose arithmetic is modular, and narrow back. In the type
+// itself a signed overflow, or u16 * u16 (promoted to int), would be
+// undefined behaviour, which an optimizer may exploit. Floats compute as
+// they are (the overloads below win for them).
+template <int Bytes> struct FusecWrappingUnsigned {
+  typedef unsigned int type;
+};
+template <> struct FusecWrappingUnsigned<8> {
+  typedef unsigned long long type;
+};
+template <typename T> FUSEC_COMBINER_FN T fusec_add_wrapping(T a, T b) {
+  typedef typename FusecWrappingUnsigned<sizeof(T)>::type U;
+  return (T)((U)a + (U)b);
+}
+template <typename T> FUSEC_COMBINER_FN T fusec_sub_wrapping(T a, T b) {
+  typedef typename FusecWrappingUnsigned<sizeof(T)>::type U;
+  return (T)((U)a - (U)b);
+}
+template <typename T> FUSEC_COMBINER_FN T fusec_mul_wrapping(T a, T b) {
+  typedef typename FusecWrappingUnsigned<sizeof(T)>::type U;
+  return (T)((U)a * (U)b);
+}
+FUSEC_COMBINER_FN float fusec_add_wrapping(float a, float b) { return a + b; }
+FUSEC_COMBINER_FN double fusec_add_wrapping(double a, double b) {
+  return a + b;
+}
+FUSEC_COMBINER_FN float fusec_mul_wrapping(float a, float b) { return a * b; }
+FUSEC_COMBINER_FN double fusec_mul_wrapping(double a, double b) {
+  return a * b;
+}
+
 template <typename T> struct FusecSum {
   FUSEC_COMBINER_FN T identity() { return T(0); }
-  FUSEC_COMBINER_FN T combine(T a, T b) { return (T)(a + b); }
+  FUSEC_COMBINER_FN T combine(T a, T b) { return fusec_add_wrapping(a, b); }
 };
 template <typename T> struct FusecProd {
   FUSEC_COMBINER_FN T identity() { return T(1); }
-  FUSEC_COMBINER_FN T combine(T a, T b) { return (T)(a * b); }
+  FUSEC_COMBINER_FN T combine(T a, T b) { return fusec_mul_wrapping(a, b); }
 };
 // `b != b` is true only for NaN: a NaN on either side wins.
 template <typename T> struct FusecMax {

@@ -505,6 +505,18 @@ TEST_CASE("integer div mod fmod pow and shifts give the documented results",
       {"bitwise_and", DType::I32, {12, -1}, {10, i32min}, {8, i32min}},
       {"bitwise_or", DType::I8, {12, -128}, {3, 1}, {15, -127}},
       {"bitwise_xor", DType::I64, {12, -1}, {10, 0}, {6, -1}},
+      // +, - and * wrap, also where C++ would overflow (signed) or promote
+      // u16 * u16 to int and overflow there.
+      {"mul", DType::U16, {65535, 300, 256}, {65535, 300, 256}, {1, 24464, 0}},
+      {"mul", DType::I16, {-32768, 300}, {-1, 300}, {-32768, 24464}},
+      {"mul",
+       DType::I32,
+       {INT32_MAX, i32min, 65536},
+       {2, -1, 65536},
+       {-2, i32min, 0}},
+      {"add", DType::I32, {INT32_MAX, i32min}, {1, -1}, {i32min, INT32_MAX}},
+      {"sub", DType::I64, {i64min, INT64_MAX}, {1, -1}, {INT64_MAX, i64min}},
+      {"mul", DType::U32, {4294967295, 65536}, {4294967295, 65536}, {1, 0}},
       // Unsigned: only 0 is a special divisor; 255 is not -1.
       {"div", DType::U8, {200, 200, 255}, {0, 255, 2}, {0, 0, 127}},
       {"mod", DType::U32, {7, 4294967295}, {0, 10}, {0, 5}},
