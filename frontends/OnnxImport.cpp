@@ -874,6 +874,18 @@ const std::vector<OnnxOp> &onnxOps() {
     table.push_back({"PRelu", "select", {}, {}, preluSelect});
     table.push_back({"Tile", "reshape", {}, {{1, "repeats"}}, tileByBroadcast});
     table.push_back({"Hardmax", "cast", {"axis"}, {}, hardmaxOneHot});
+    // Ops the default domain defines later than opset 11. Mish and the
+    // Bitwise ops come with opset 18, past what fusec reads: a model
+    // fusec accepts cannot use them (the JSON and MLIR inputs can).
+    const std::pair<const char *, int64_t> introduced[] = {
+        {"Celu", 12},       {"GreaterOrEqual", 12},     {"LessOrEqual", 12},
+        {"HardSwish", 14},  {"LayerNormalization", 17}, {"Mish", 18},
+        {"BitwiseAnd", 18}, {"BitwiseOr", 18},          {"BitwiseXor", 18},
+        {"BitwiseNot", 18}};
+    for (auto [onnxName, since] : introduced)
+      for (OnnxOp &op : table)
+        if (std::string_view(op.onnxName) == onnxName)
+          op.sinceOpset = since;
     return table;
   }();
   return ops;
@@ -1787,9 +1799,10 @@ Tensor readTensorProtoFile(const std::string &path,
 std::vector<std::string> supportedOnnxOps() {
   std::vector<std::string> lines;
   for (const OnnxOp &op : onnxOps())
-    lines.push_back(std::string(op.onnxName) + " " +
-                    std::to_string(op.sinceOpset) + "-" +
-                    std::to_string(kMaxOpset));
+    if (op.sinceOpset <= kMaxOpset)
+      lines.push_back(std::string(op.onnxName) + " " +
+                      std::to_string(op.sinceOpset) + "-" +
+                      std::to_string(kMaxOpset));
   for (const auto &[opType, convert] : OnnxConverter::specialOps())
     lines.push_back(std::string(opType) + " " + std::to_string(kMinOpset) +
                     "-" + std::to_string(kMaxOpset));
