@@ -731,8 +731,15 @@ void hardmaxOneHot(OnnxConverter &converter, const onnx::NodeProto &,
 const std::vector<OnnxOp> &onnxOps() {
   static const std::vector<OnnxOp> ops = [] {
     std::vector<OnnxOp> table;
-    // Elementwise ops with the same meaning and no attributes.
-    const std::pair<const char *, const char *> elementwise[] = {
+    // Elementwise ops with the same meaning and no attributes; the first
+    // opset that defines each, where later than 11. Mish and the Bitwise
+    // ops come with opset 18, past what fusec reads: a model fusec accepts
+    // cannot use them (the JSON and MLIR inputs can).
+    struct Elementwise {
+      const char *onnxName, *graphOp;
+      int64_t sinceOpset = kMinOpset;
+    };
+    const Elementwise elementwise[] = {
         {"Add", "add"},
         {"Sub", "sub"},
         {"Mul", "mul"},
@@ -756,9 +763,9 @@ const std::vector<OnnxOp> &onnxOps() {
         {"Or", "or"},
         {"Equal", "eq"},
         {"Less", "lt"},
-        {"LessOrEqual", "le"},
+        {"LessOrEqual", "le", 12},
         {"Greater", "gt"},
-        {"GreaterOrEqual", "ge"},
+        {"GreaterOrEqual", "ge", 12},
         {"Where", "select"},
         {"Tan", "tan"},
         {"Asin", "asin"},
@@ -774,17 +781,18 @@ const std::vector<OnnxOp> &onnxOps() {
         {"IsNaN", "isnan"},
         {"Softplus", "softplus"},
         {"Softsign", "softsign"},
-        {"Mish", "mish"},
-        {"HardSwish", "hard_swish"},
+        {"Mish", "mish", 18},
+        {"HardSwish", "hard_swish", 14},
         {"Xor", "xor"},
-        {"BitwiseAnd", "bitwise_and"},
-        {"BitwiseOr", "bitwise_or"},
-        {"BitwiseXor", "bitwise_xor"},
-        {"BitwiseNot", "bitwise_not"},
+        {"BitwiseAnd", "bitwise_and", 18},
+        {"BitwiseOr", "bitwise_or", 18},
+        {"BitwiseXor", "bitwise_xor", 18},
+        {"BitwiseNot", "bitwise_not", 18},
         // Clip (opset 11 on): min and max are optional inputs.
         {"Clip", "clip"}};
-    for (auto [onnxName, graphOp] : elementwise)
-      table.push_back({onnxName, graphOp, {}, {}, nullptr});
+    for (const Elementwise &op : elementwise)
+      table.push_back(
+          {op.onnxName, op.graphOp, {}, {}, nullptr, op.sinceOpset});
     // Max, Min and Sum take one or more inputs (convertNode chains them).
     table.push_back({"Max", "max", {}, {}, nullptr});
     table.push_back({"Min", "min", {}, {}, nullptr});
@@ -798,7 +806,7 @@ const std::vector<OnnxOp> &onnxOps() {
     table.push_back({"LeakyRelu", "leaky_relu", {"alpha"}, {}, nullptr});
     table.push_back({"Elu", "elu", {"alpha"}, {}, nullptr});
     table.push_back({"Selu", "selu", {"alpha", "gamma"}, {}, nullptr});
-    table.push_back({"Celu", "celu", {"alpha"}, {}, nullptr});
+    table.push_back({"Celu", "celu", {"alpha"}, {}, nullptr, 12});
     table.push_back(
         {"HardSigmoid", "hard_sigmoid", {"alpha", "beta"}, {}, nullptr});
     table.push_back({"Shrink", "shrink", {"bias", "lambd"}, {}, nullptr});
@@ -821,7 +829,8 @@ const std::vector<OnnxOp> &onnxOps() {
                      "layer_norm",
                      {"axis", "epsilon", "stash_type"},
                      {},
-                     layerNormOutputs});
+                     layerNormOutputs,
+                     17});
     table.push_back({"Transpose", "transpose", {"perm"}, {}, nullptr});
     table.push_back({"Reshape", "reshape", {"allowzero"}, {{1, "shape"}}});
     table.push_back({"Flatten", "flatten", {"axis"}, {}, nullptr});
@@ -874,18 +883,6 @@ const std::vector<OnnxOp> &onnxOps() {
     table.push_back({"PRelu", "select", {}, {}, preluSelect});
     table.push_back({"Tile", "reshape", {}, {{1, "repeats"}}, tileByBroadcast});
     table.push_back({"Hardmax", "cast", {"axis"}, {}, hardmaxOneHot});
-    // Ops the default domain defines later than opset 11. Mish and the
-    // Bitwise ops come with opset 18, past what fusec reads: a model
-    // fusec accepts cannot use them (the JSON and MLIR inputs can).
-    const std::pair<const char *, int64_t> introduced[] = {
-        {"Celu", 12},       {"GreaterOrEqual", 12},     {"LessOrEqual", 12},
-        {"HardSwish", 14},  {"LayerNormalization", 17}, {"Mish", 18},
-        {"BitwiseAnd", 18}, {"BitwiseOr", 18},          {"BitwiseXor", 18},
-        {"BitwiseNot", 18}};
-    for (auto [onnxName, since] : introduced)
-      for (OnnxOp &op : table)
-        if (std::string_view(op.onnxName) == onnxName)
-          op.sinceOpset = since;
     return table;
   }();
   return ops;

@@ -214,6 +214,10 @@ std::string Device::arch() const {
          (major == 9 && minor == 0 ? "a" : "");
 }
 
+namespace {
+/// Spins for up to 50 us until the device has written at least `value`
+/// (in wrapping order) to `flag`, a word of mapped host memory; false when
+/// it has not by then.
 bool spinUntilWritten(volatile uint32_t *flag, uint32_t value) {
   auto start = std::chrono::steady_clock::now();
   for (uint32_t spins = 1;; ++spins) {
@@ -227,6 +231,7 @@ bool spinUntilWritten(volatile uint32_t *flag, uint32_t value) {
       return false;
   }
 }
+} // namespace
 
 CUresult finishStream() {
   Device &d = device();

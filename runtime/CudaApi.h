@@ -147,15 +147,10 @@ Device &device();
 /// Waits until everything queued on fusec's stream has run and returns
 /// what cuStreamSynchronize would. A short run ends sooner than with
 /// cuStreamSynchronize alone: the stream writes a ticket into mapped host
-/// memory, which this spins on (spinUntilWritten) before it waits with
+/// memory, which this spins on for up to 50 us before it waits with
 /// cuStreamSynchronize (which also reports the errors of a failed run).
 /// Measured on an H200 with a one-kernel graph: 7.5 us per run against 8.2.
 CUresult finishStream();
-
-/// Spins for up to 50 us until the device has written at least `value`
-/// (in wrapping order) to `flag`, a word of mapped host memory; false when
-/// it has not by then (wait with cuStreamSynchronize instead).
-bool spinUntilWritten(volatile uint32_t *flag, uint32_t value);
 
 /// Work queued on fusec's stream from now on runs after what the caller
 /// queued on the legacy default stream so far (the device tensors it made

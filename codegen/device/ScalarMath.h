@@ -17,8 +17,10 @@
 template <typename T> FUSEC_SCALAR_FN bool fusec_is_signed() {
   return (T)-1 < (T)0;
 }
+// (The wrapping arithmetic is in Combiners.h, which every prelude puts
+// first.)
 template <typename T> FUSEC_SCALAR_FN T fusec_negate_wrapping(T x) {
-  return (T)(0ULL - (unsigned long long)(long long)x);
+  return fusec_sub_wrapping((T)0, x);
 }
 template <typename T> FUSEC_SCALAR_FN bool fusec_is_special_divisor(T b) {
   return b == 0 || (fusec_is_signed<T>() && b == (T)-1);
