@@ -201,3 +201,13 @@ shift = helper.make_graph(
     [helper.make_tensor_value_info("b", TensorProto.UINT8, [4])])
 onnx.save(helper.make_model(shift, opset_imports=[helper.make_opsetid("", 13)]),
           "bitshift_errors.onnx")
+
+# HardSwish is defined from opset 14: an opset-13 model using it is an error.
+hard_swish = helper.make_graph(
+    [helper.make_node("HardSwish", ["x"], ["y"], name="early_hard_swish")],
+    "hardswish_opset13",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+onnx.save(helper.make_model(hard_swish,
+                            opset_imports=[helper.make_opsetid("", 13)]),
+          "hardswish_opset13.onnx")
