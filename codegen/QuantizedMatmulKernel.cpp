@@ -260,15 +260,16 @@ std::string printCuda(const GemvShape &shape, const std::string &name) {
 /// mma.m16n8k16; its N, 8, holds up to 8 lhs rows.
 constexpr int64_t kTensorCoreChannels = 16;
 /// Warps per block of the tensor-core kernel (they split k), the blocks
-/// resident per SM (the compiler's register budget: 128 per thread) and
-/// the steps whose weights a warp loads before it uses the first of them.
-/// Measured on an H200 with 1x4096x11008 (688 blocks), median of 200
-/// back-to-back runs: 8 warps, 6 blocks and loads one step ahead took
-/// 20.6 us; 4 warps, 4 blocks and 16 steps in flight, 17.2 us (a plain
-/// read of the same bytes: 10.7 us).
+/// resident per SM (the compiler's register budget: 80 per thread, so all
+/// 688 blocks of a 4096x11008 layer fit in one wave on 132 SMs) and the
+/// steps whose weights a warp keeps in flight: it issues step s + 4's loads
+/// before it computes step s, so its loads and its arithmetic overlap.
+/// Measured on an H200 with 1x4096x11008, median of 200 back-to-back runs:
+/// 4 blocks loading 16 steps, then computing them, 18.0-18.7 us; this
+/// pipeline, 16.4-16.8 us (a plain read of the same bytes: 11.7 us).
 constexpr int64_t kTensorCoreWarps = 4;
-constexpr int64_t kTensorCoreBlocksPerMultiprocessor = 4;
-constexpr int64_t kTensorCoreLoadBatch = 16;
+constexpr int64_t kTensorCoreBlocksPerMultiprocessor = 6;
+constexpr int64_t kTensorCoreStepsAhead = 4;
 /// k per load step of the tensor-core kernel: 16 bytes from each of 4
 /// lanes per channel.
 constexpr int64_t kTensorCoreStep = 64;
@@ -279,6 +280,58 @@ constexpr int64_t kTensorCoreStep = 64;
 bool usesTensorCores(const GemvShape &shape) {
   return (shape.dtype == DType::BF16 || shape.dtype == DType::F16) &&
          shape.k % kTensorCoreStep == 0 && shape.rows <= 8;
+}
+
+/// `<name>_dequantize(word, scale2, low, high)`: a word of 4 int8 weights
+/// as two f16x2/bf16x2 pairs (bytes 0-1 into `low`, 2-3 into `high`),
+/// each weight times the scale (`scale2`: the scale's bits in both
+/// halves) rounded once, which is DequantizeLinear's f32 product rounded
+/// to the scale's dtype: that product is exact in f32 (8 by 8 or 11
+/// significant bits), so one rounding of the exact product is the same
+/// number. The weight itself is made exact in the pair's type with byte
+/// permutes and one add, never the conversion unit (a quarter of the
+/// ALU's rate, and half for packed conversions):
+/// - bf16, 8 significant bits, cannot hold 1024 + byte: a byte biased by
+///   128 becomes the low mantissa byte of 2^23, and subtracting 2^23 + 128
+///   leaves it as an f32 whose upper half is the exact bf16.
+/// - f16 can: the biased byte under the exponent byte 0x64 is 1024 + byte,
+///   and subtracting 1152 leaves the weight.
+void printTensorCoreDequantize(std::ostream &os, const GemvShape &shape,
+                               const std::string &name) {
+  bool bf16 = shape.dtype == DType::BF16;
+  const char *type = bf16 ? "bf16x2" : "f16x2";
+  os << "static __device__ __forceinline__ unsigned " << name
+     << "_fma2(unsigned a, unsigned b, unsigned c) {\n";
+  os << "  unsigned d;\n";
+  os << "  asm(\"fma.rn." << type
+     << " %0, %1, %2, %3;\" : \"=r\"(d) : \"r\"(a), \"r\"(b), \"r\"(c));\n";
+  os << "  return d;\n";
+  os << "}\n";
+  os << "static __device__ __forceinline__ void " << name
+     << "_dequantize(unsigned word, unsigned scale2, unsigned &low, unsigned "
+        "&high) {\n";
+  os << "  const unsigned biased = word ^ 0x80808080u;\n";
+  // q * scale + (-0): the product rounded once; -0 keeps a -0 product's sign.
+  if (bf16) {
+    os << "  unsigned q[4];\n";
+    os << "  #pragma unroll\n";
+    os << "  for (int b = 0; b < 4; ++b)\n";
+    os << "    q[b] = __float_as_uint(__uint_as_float(__byte_perm(biased, "
+          "0x4B000000u, 0x7650u + b)) - 8388736.0f);\n";
+    os << "  low = " << name
+       << "_fma2(__byte_perm(q[0], q[1], 0x7632u), scale2, 0x80008000u);\n";
+    os << "  high = " << name
+       << "_fma2(__byte_perm(q[2], q[3], 0x7632u), scale2, 0x80008000u);\n";
+  } else {
+    // 0x3C00 is 1.0 and 0xE480 is -1152 in f16.
+    os << "  low = " << name << "_fma2(" << name
+       << "_fma2(__byte_perm(biased, 0x64646464u, 0x4140u), 0x3C003C00u, "
+          "0xE480E480u), scale2, 0x80008000u);\n";
+    os << "  high = " << name << "_fma2(" << name
+       << "_fma2(__byte_perm(biased, 0x64646464u, 0x4342u), 0x3C003C00u, "
+          "0xE480E480u), scale2, 0x80008000u);\n";
+  }
+  os << "}\n";
 }
 
 /// The tensor-core kernel. A block owns 16 channels; its warps split k
@@ -297,33 +350,14 @@ std::string printCudaTensorCore(const GemvShape &shape,
   int64_t chunk = (shape.k + kTensorCoreWarps - 1) / kTensorCoreWarps;
   chunk = (chunk + kTensorCoreStep - 1) / kTensorCoreStep * kTensorCoreStep;
   int64_t steps = chunk / kTensorCoreStep;
-  int64_t batch = std::min(steps, kTensorCoreLoadBatch);
-  // Every warp's every step lies inside k: no step needs a guard. With
-  // guards, half the batch keeps the registers from spilling.
-  bool exact = chunk * kTensorCoreWarps == shape.k && steps % batch == 0;
-  if (!exact)
-    batch = std::min(steps, kTensorCoreLoadBatch / 2);
+  const int64_t ahead = kTensorCoreStepsAhead;
   std::ostringstream os;
   os << "// y[" << shape.rows << "x" << shape.n << "] = x[" << shape.rows << "x"
      << shape.k << "] @ dequantize(int8 w[" << shape.n << "x" << shape.k
      << "])^T on tensor cores: 16 channels per block, k split among its "
-     << kTensorCoreWarps << " warps\n";
-  // A word of 4 int8 weights dequantized (see printFastDequantizeLoop) and
-  // rounded in pairs: bytes 0-1 into `low`, 2-3 into `high`.
-  os << "static __device__ __forceinline__ void " << name
-     << "_dequantize(unsigned word, float scale, unsigned &low, unsigned "
-        "&high) {\n";
-  os << "  const unsigned biased = word ^ 0x80808080u;\n";
-  os << "  float w[4];\n";
-  os << "  #pragma unroll\n";
-  os << "  for (int b = 0; b < 4; ++b)\n";
-  os << "    w[b] = (__uint_as_float(__byte_perm(biased, 0x4B000000u, 0x7650u "
-        "+ b)) - 8388736.0f) * scale;\n";
-  os << "  asm(\"cvt.rn." << type
-     << "x2.f32 %0, %1, %2;\" : \"=r\"(low) : \"f\"(w[1]), \"f\"(w[0]));\n";
-  os << "  asm(\"cvt.rn." << type
-     << "x2.f32 %0, %1, %2;\" : \"=r\"(high) : \"f\"(w[3]), \"f\"(w[2]));\n";
-  os << "}\n";
+     << kTensorCoreWarps << " warps, " << ahead
+     << " steps of loads in flight per warp\n";
+  printTensorCoreDequantize(os, shape, name);
   os << "extern \"C\" __global__ void __launch_bounds__("
      << kTensorCoreWarps * 32 << ", " << kTensorCoreBlocksPerMultiprocessor
      << ") " << name
@@ -336,65 +370,66 @@ std::string printCudaTensorCore(const GemvShape &shape,
      << kTensorCoreChannels << " + group, channel1 = channel0 + 8;\n";
   os << "  const bool has0 = channel0 < " << shape.n << "LL, has1 = channel1 < "
      << shape.n << "LL;\n";
-  os << "  const float scale0 = has0 ? "
-     << fromStorage(shape.dtype, "in2[channel0]") << " : 0.0f;\n";
-  os << "  const float scale1 = has1 ? "
-     << fromStorage(shape.dtype, "in2[channel1]") << " : 0.0f;\n";
   os << "  float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n";
   os << "#if __CUDA_ARCH__ >= 800\n";
-  // Odd steps j accumulate apart: two independent mma chains.
+  // An absent channel's scale is 0 and its sums are never stored.
+  os << "  const unsigned scale0 = has0 ? (unsigned)in2[channel0] * 0x10001u "
+        ": 0u;\n";
+  os << "  const unsigned scale1 = has1 ? (unsigned)in2[channel1] * 0x10001u "
+        ": 0u;\n";
+  // Odd j accumulate apart: two independent mma chains.
   os << "  float e[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n";
-  os << "  const signed char *__restrict__ row0 = in1 + (has0 ? channel0 : 0) "
-        "* "
-     << shape.k << "LL;\n";
-  os << "  const signed char *__restrict__ row1 = in1 + (has1 ? channel1 : 0) "
-        "* "
-     << shape.k << "LL;\n";
+  // An absent channel reads row 0: its loads need no guard of their own.
+  for (const char *row : {"0", "1"})
+    os << "  const signed char *__restrict__ row" << row << " = in1 + (has"
+       << row << " ? channel" << row << " : 0) * " << shape.k << "LL + warp * "
+       << chunk << "LL + quad * 16;\n";
   os << "  const bool hasRow = group < " << shape.rows << ";\n";
   os << "  const uint16_t *__restrict__ lhs = in0 + (hasRow ? group : 0) * "
-     << shape.k << "LL;\n";
+     << shape.k << "LL + warp * " << chunk << "LL + quad * 16;\n";
   os << "  const int4 zero = make_int4(0, 0, 0, 0);\n";
-  // A batch of steps' weights is loaded before any is used, so that many
-  // loads are in flight per warp; steps past k load nothing.
-  os << "  #pragma unroll 1\n";
-  os << "  for (int batch = 0; batch < " << steps << "; batch += " << batch
-     << ") {\n";
-  os << "    int4 weights0[" << batch << "], weights1[" << batch << "];\n";
-  os << "    #pragma unroll\n";
-  os << "    for (int i = 0; i < " << batch << "; ++i) {\n";
-  os << "      const long long base = warp * " << chunk << "LL + (batch + i) * "
-     << kTensorCoreStep << "LL;\n";
-  // An absent channel's row is row 0 (its scale is 0 and its sums are
-  // never stored): the loads need no guard of their own.
-  if (exact) {
-    for (const char *row : {"0", "1"})
-      os << "      weights" << row << "[i] = __ldg((const int4 *)(row" << row
-         << " + base + quad * 16));\n";
-  } else {
-    os << "      const bool inside = batch + i < " << steps << " && base < "
-       << shape.k << "LL;\n";
-    // A step past k loads step 0 again (skipped below): a clamped
-    // address, not a select of the loaded values, keeps the registers.
-    for (const char *row : {"0", "1"})
-      os << "      weights" << row << "[i] = __ldg((const int4 *)(row" << row
-         << " + (inside ? base : 0) + quad * 16));\n";
-  }
+  // The last warp's chunk may run past k; k and chunk are multiples of a
+  // step.
+  if (chunk * kTensorCoreWarps == shape.k)
+    os << "  const int stepCount = " << steps << ";\n";
+  else
+    os << "  const int stepCount = max(0, min(" << steps << ", (int)(("
+       << shape.k << "LL - warp * " << chunk << "LL) / " << kTensorCoreStep
+       << ")));\n";
+  // ring*[i] holds the weights of the step congruent to i mod `ahead`;
+  // the pointers advance by `ahead` steps per round, so every load's
+  // offset is a constant.
+  os << "  int4 ring0[" << ahead << "], ring1[" << ahead << "];\n";
+  os << "  #pragma unroll\n";
+  os << "  for (int i = 0; i < " << ahead << "; ++i)\n";
+  os << "    if (i < stepCount) {\n";
+  os << "      ring0[i] = __ldg((const int4 *)(row0 + i * " << kTensorCoreStep
+     << "));\n";
+  os << "      ring1[i] = __ldg((const int4 *)(row1 + i * " << kTensorCoreStep
+     << "));\n";
   os << "    }\n";
+  os << "  #pragma unroll 1\n";
+  os << "  for (int first = 0; first < stepCount; first += " << ahead
+     << ", row0 += " << ahead * kTensorCoreStep
+     << ", row1 += " << ahead * kTensorCoreStep
+     << ", lhs += " << ahead * kTensorCoreStep << ") {\n";
   os << "    #pragma unroll\n";
-  os << "    for (int i = 0; i < " << batch << "; ++i) {\n";
-  os << "      const long long base = warp * " << chunk << "LL + (batch + i) * "
-     << kTensorCoreStep << "LL;\n";
-  if (!exact)
-    os << "      if (batch + i >= " << steps << " || base >= " << shape.k
-       << "LL) continue;\n";
-  os << "      const long long k = base + quad * 16;\n";
-  os << "      const int4 x0 = hasRow ? __ldg((const int4 *)(lhs + k)) : "
-        "zero;\n";
-  os << "      const int4 x1 = hasRow ? __ldg((const int4 *)(lhs + k) + 1) : "
-        "zero;\n";
-  os << "      const unsigned *w0 = (const unsigned *)&weights0[i], *w1 = "
-        "(const unsigned *)&weights1[i];\n";
-  os << "      const unsigned x[8] = {(unsigned)x0.x, (unsigned)x0.y, "
+  os << "    for (int i = 0; i < " << ahead << "; ++i) {\n";
+  os << "      if (first + i >= stepCount) break;\n";
+  os << "      const int4 weights0 = ring0[i], weights1 = ring1[i];\n";
+  os << "      if (first + i + " << ahead << " < stepCount) {\n";
+  os << "        ring0[i] = __ldg((const int4 *)(row0 + (i + " << ahead
+     << ") * " << kTensorCoreStep << "));\n";
+  os << "        ring1[i] = __ldg((const int4 *)(row1 + (i + " << ahead
+     << ") * " << kTensorCoreStep << "));\n";
+  os << "      }\n";
+  os << "      const int4 *x = (const int4 *)(lhs + i * " << kTensorCoreStep
+     << ");\n";
+  os << "      const int4 x0 = hasRow ? __ldg(x) : zero, x1 = hasRow ? "
+        "__ldg(x + 1) : zero;\n";
+  os << "      const unsigned *w0 = (const unsigned *)&weights0, *w1 = "
+        "(const unsigned *)&weights1;\n";
+  os << "      const unsigned xw[8] = {(unsigned)x0.x, (unsigned)x0.y, "
         "(unsigned)x0.z, (unsigned)x0.w, (unsigned)x1.x, (unsigned)x1.y, "
         "(unsigned)x1.z, (unsigned)x1.w};\n";
   os << "      #pragma unroll\n";
@@ -402,18 +437,16 @@ std::string printCudaTensorCore(const GemvShape &shape,
   os << "        unsigned a0, a1, a2, a3;\n";
   os << "        " << name << "_dequantize(w0[j], scale0, a0, a2);\n";
   os << "        " << name << "_dequantize(w1[j], scale1, a1, a3);\n";
-  os << "        if ((j & 1) == 0) asm(\"mma.sync.aligned.m16n8k16.row.col.f32."
-     << type << "." << type
-     << ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, "
-        "%3};\" : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3]) : "
-        "\"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(x[2 * j]), "
-        "\"r\"(x[2 * j + 1]));\n";
-  os << "        else asm(\"mma.sync.aligned.m16n8k16.row.col.f32." << type
-     << "." << type
-     << ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, "
-        "%3};\" : \"+f\"(e[0]), \"+f\"(e[1]), \"+f\"(e[2]), \"+f\"(e[3]) : "
-        "\"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(x[2 * j]), "
-        "\"r\"(x[2 * j + 1]));\n";
+  for (const char *acc : {"d", "e"}) {
+    os << "        " << (acc[0] == 'd' ? "if ((j & 1) == 0)" : "else")
+       << " asm(\"mma.sync.aligned.m16n8k16.row.col.f32." << type << "." << type
+       << ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, "
+          "%3};\" : \"+f\"("
+       << acc << "[0]), \"+f\"(" << acc << "[1]), \"+f\"(" << acc
+       << "[2]), \"+f\"(" << acc
+       << "[3]) : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(xw[2 * "
+          "j]), \"r\"(xw[2 * j + 1]));\n";
+  }
   os << "      }\n";
   os << "    }\n";
   os << "  }\n";
@@ -422,6 +455,10 @@ std::string printCudaTensorCore(const GemvShape &shape,
   os << "#else\n";
   // Before sm_80 there is no f16/bf16 mma: each lane sums its own four
   // (channel, row) entries over the warp's chunk of k, one at a time.
+  for (const char *row : {"0", "1"})
+    os << "  const float scale" << row << " = has" << row << " ? "
+       << fromStorage(shape.dtype, std::string("in2[channel") + row + "]")
+       << " : 0.0f;\n";
   os << "  for (long long k = warp * " << chunk << "LL; k < " << shape.k
      << "LL && k < (warp + 1) * " << chunk << "LL; ++k) {\n";
   os << "    for (int i = 0; i < 4; ++i) {\n";

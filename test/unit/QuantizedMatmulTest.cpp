@@ -15,6 +15,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <random>
 
 using namespace fusec;
@@ -230,4 +231,86 @@ TEST_CASE("uint8 weights are dequantized as unsigned, never as int8",
       expected += xValues[i] * wValues[i * 2 + j] * (j == 0 ? 0.5 : 0.25);
     CHECK(outputs[0].at(j) == Approx(expected).epsilon(1e-6));
   }
+}
+
+namespace {
+
+/// Every int8 weight times every 16-bit scale pattern (the 65536 channels'
+/// scales), read out one weight per output: lhs row r is 3 at one k and 0
+/// elsewhere, so y[r][c] is 3 * w[c][k] (exact in f32, then rounded to the
+/// output dtype) unless another weight of the channel is inf or NaN (0 *
+/// inf is NaN). Compared bitwise, this pins the kernel's dequantization to
+/// DequantizeLinear's for every byte and scale, subnormal and huge ones
+/// included: the weight must be rounded to the dtype before the product
+/// (3 * w rounded once more differs from 3 * q * scale rounded once).
+void checkEveryWeightAndScale(DType dtype, Target target) {
+  INFO("dtype " << dtypeName(dtype) << " on " << targetName(target));
+  const int64_t rows = 8, k = 256, n = 65536;
+  GraphBuilder b("every_weight");
+  std::string x = b.input("x", dtype, {rows, k});
+  std::string scale = b.input("scale", dtype, {n});
+  std::string w = b.input("w", DType::I8, {n, k});
+  std::string dequantized =
+      b.op("dequantize_linear", {w, scale}, {{"axis", int64_t(0)}});
+  b.output(b.op("matmul", {x, b.op("transpose", {dequantized},
+                                   {{"perm", std::vector<int64_t>{1, 0}}})}));
+  CompiledModel model = compile(b.build(), test::testOptions(true, target));
+
+  Tensor scales(dtype, {n}), weights(DType::I8, {n, k});
+  for (int64_t c = 0; c < n; ++c)
+    scales.as<uint16_t>()[c] = static_cast<uint16_t>(c);
+  // Weight k of every channel is k - 128, in a channel-dependent rotation
+  // so that each byte meets each position of the kernel's words.
+  for (int64_t c = 0; c < n; ++c)
+    for (int64_t i = 0; i < k; ++i)
+      weights.set(c * k + i, double((i + c) % k) - 128);
+  // The reference: DequantizeLinear's f32 product rounded to the dtype.
+  Tensor dequantizedReference(dtype, {n, k});
+  std::vector<int> nonFinite(n, 0); // weights of the channel
+  for (int64_t c = 0; c < n; ++c)
+    for (int64_t i = 0; i < k; ++i) {
+      float product = static_cast<float>(weights.at(c * k + i)) *
+                      static_cast<float>(scales.at(c));
+      dequantizedReference.set(c * k + i, product);
+      nonFinite[c] += !std::isfinite(dequantizedReference.at(c * k + i));
+    }
+  int64_t mismatches = 0;
+  Tensor rounded(dtype, {1});
+  for (int64_t first = 0; first < k; first += rows) {
+    Tensor lhs(dtype, {rows, k});
+    for (int64_t r = 0; r < rows; ++r)
+      lhs.set(r * k + first + r, 3.0);
+    std::vector<Tensor> outputs = model.run({lhs, scales, weights});
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < n; ++c) {
+        double got = outputs[0].at(r * n + c);
+        double weight = dequantizedReference.at(c * k + first + r);
+        bool othersFinite = nonFinite[c] == (std::isfinite(weight) ? 0 : 1);
+        rounded.set(0, 3.0 * weight);
+        double expected = othersFinite ? rounded.at(0) : std::nan("");
+        bool same = std::isnan(expected) ? std::isnan(got) : got == expected;
+        if (!same && mismatches++ < 5)
+          UNSCOPED_INFO("channel "
+                        << c << " (scale " << scales.at(c) << ") weight "
+                        << weights.at(c * k + first + r) << ": got " << got
+                        << ", expected " << expected);
+      }
+  }
+  CHECK(mismatches == 0);
+}
+
+} // namespace
+
+TEST_CASE("every int8 weight times every 16-bit scale dequantizes exactly",
+          "[quantized]") {
+  for (DType dtype : {DType::BF16, DType::F16})
+    checkEveryWeightAndScale(dtype, Target::Cpu);
+}
+
+TEST_CASE("every int8 weight times every 16-bit scale dequantizes exactly on "
+          "the GPU",
+          "[quantized][gpu]") {
+  FUSEC_SKIP_IF(cuda::unavailableReason());
+  for (DType dtype : {DType::BF16, DType::F16})
+    checkEveryWeightAndScale(dtype, Target::Cuda);
 }
