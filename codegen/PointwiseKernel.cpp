@@ -141,6 +141,15 @@ static const char *const kLibmvecFunctions[][2] = {
     {"exp", "1"},  {"log", "1"},   {"log1p", "1"}, {"erf", "1"},
     {"pow", "2"}};
 
+const MathFunctionMap &cpuMathFunctions() {
+  static const MathFunctionMap functions = [] {
+    MathFunctionMap map;
+    map["exp"] = "fusec_expf";
+    return map;
+  }();
+  return functions;
+}
+
 std::string cppPrelude(bool withHalfTypes) {
   std::string prelude = "#include <math.h>\n#include <stdint.h>\n\n"
                         "extern \"C\" {\n";
@@ -178,6 +187,41 @@ static inline void fusec_stream_store(void *to, const void *from, int64_t bytes)
 }
 static inline void fusec_stream_fence(void) {}
 #endif
+
+)";
+  // exp(x) = 2^n e^r with n = rint(x / ln 2), |r| <= ln(2) / 2, e^r by its
+  // Taylor polynomial of degree 7, 2^n in two factors so that results
+  // down into the subnormals round once. Every float input checked
+  // against the correctly rounded exp: at most 1 ulp off, NaN, +-inf and
+  // the range's ends exact. Straight-line code, so a simd loop vectorizes
+  // it whole, where libmvec's expf falls back to one scalar call per lane
+  // for any vector holding a lane past +-87 (a causal mask's -inf made a
+  // softmax 4x slower). Inputs below -104 (exp rounds to 0 from -103.97)
+  // compute on 0 and are replaced by 0: an underflowing product would
+  // cost the CPU a microcode assist per vector.
+  prelude += R"(static inline float fusec_expf(float x) {
+  const bool zero = x < -104.0f;
+  const float clamped = zero ? 0.0f : (x > 89.0f ? 89.0f : x);
+  const float n = rintf(clamped * 1.44269504088896341f);
+  float r = fmaf(n, -0.693145751953125f, clamped);
+  r = fmaf(n, -1.42860682030941723212e-6f, r);
+  float p = 1.0f / 5040.0f;
+  p = fmaf(p, r, 1.0f / 720.0f);
+  p = fmaf(p, r, 1.0f / 120.0f);
+  p = fmaf(p, r, 1.0f / 24.0f);
+  p = fmaf(p, r, 1.0f / 6.0f);
+  p = fmaf(p, r, 0.5f);
+  p = fmaf(p, r, 1.0f);
+  p = fmaf(p, r, 1.0f);
+  const int32_t exponent = (int32_t)n, half = exponent >> 1;
+  const uint32_t lowBits = (uint32_t)(half + 127) << 23,
+                 highBits = (uint32_t)(exponent - half + 127) << 23;
+  float low, high;
+  memcpy(&low, &lowBits, 4);
+  memcpy(&high, &highBits, 4);
+  const float result = p * low * high;
+  return zero ? 0.0f : (x != x ? x : result);
+}
 
 )";
   prelude += kCombinersSource;
@@ -416,7 +460,7 @@ printCppStagedLoops(raw_indented_ostream &os, const PointwiseKernel &kernel,
     std::vector<ScalarLet> stageLets;
     for (const ScalarLet *let : stages[s])
       stageLets.push_back(*let);
-    ScalarExprPrinter().print(stageLets, os);
+    ScalarExprPrinter(&cpuMathFunctions()).print(stageLets, os);
     for (const ScalarLet *let : stages[s])
       if (carried.contains(let->variable->name))
         os << let->variable->name << "_tile[j] = " << let->variable->name
@@ -511,7 +555,7 @@ static void printCppLoops(raw_indented_ostream &os,
                                                    input.strides);
       printInputElement(os, input, pointer + "[" + index + "]");
     }
-    ScalarExprPrinter().print(kernel.lets, os);
+    ScalarExprPrinter(&cpuMathFunctions()).print(kernel.lets, os);
     printOutputStores(os, kernel);
   }
 }

@@ -96,8 +96,12 @@ constexpr unsigned kGridStrideBlocksPerMultiprocessor = 64;
 /// (< 2^24 threads).
 constexpr int64_t kMax32BitElements = INT32_MAX - (int64_t(1) << 24);
 /// Below this many elements a C++ kernel runs on one thread: waking the
-/// OpenMP team costs more than the work.
-constexpr int64_t kCpuParallelThreshold = 1 << 16;
+/// OpenMP team costs more than the work. On a 16-core host, 2^16 left the
+/// small models' layout kernels and softmaxes (16k-44k elements) on one
+/// core: llama_d256 took 1012-1247 us a run, 2^14 689-760, 2^12 700-727
+/// (gpt2_d256 1231-1410, 752-826, 733-793; bert_d128 503-530, 466-476,
+/// 345-353).
+constexpr int64_t kCpuParallelThreshold = 1 << 12;
 /// C++ kernels whose outputs take at least this many bytes write them with
 /// streaming stores.
 constexpr int64_t kCpuStreamingStoreMinBytes = int64_t(32) << 20;
@@ -125,6 +129,10 @@ std::string printCudaKernel(const PointwiseKernel &kernel,
 std::string cudaPrelude();
 /// CUDA's fast intrinsics for the table's f32 math calls (--fast-math).
 const MathFunctionMap &cudaFastMathFunctions();
+/// The C++ target's own f32 math (the prelude's fusec_expf), for calls
+/// whose libmvec variant is slow on some inputs; as exact as libm's to 1
+/// ulp, so it is not a fast-math option.
+const MathFunctionMap &cpuMathFunctions();
 
 /// An element as stored converted to its compute type (f16/bf16 -> f32),
 /// and a computed value converted back for storing.

@@ -718,7 +718,7 @@ class CppEmitter : EmitterBase {
 public:
   CppEmitter(const ReductionPlan &plan, const std::string &name,
              const std::vector<std::string> &ops)
-      : EmitterBase(plan, name, ops, nullptr) {}
+      : EmitterBase(plan, name, ops, &cpuMathFunctions()) {}
 
   FailureOr<std::string> emit() {
     std::string text;
@@ -794,7 +794,7 @@ private:
     for (size_t p = 0; p < passRoots.size(); ++p) {
       bool storesOutputs = p == plan.numLevels;
       ScalarLets statements;
-      ScopePrinter printer(plan, nullptr, "v");
+      ScopePrinter printer(plan, f32Functions, "v");
       scope.bindInto(printer);
       printer.bindLoads(Load::Full);
       for (auto [index, entry] : llvm::enumerate(kept))
@@ -931,7 +931,7 @@ private:
     for (auto [value, index] : plan.loadOf)
       if (plan.loads[index].kind != Load::Full)
         scope.bound.push_back({value, plan.loads[index].variable});
-    ScopePrinter printer(plan, nullptr, "v");
+    ScopePrinter printer(plan, f32Functions, "v");
     printer.bindLoads(Load::Full);
     scope.bindInto(printer);
     if (failed(printer.build(slice, statements)))
