@@ -192,16 +192,17 @@ static inline void fusec_stream_fence(void) {}
   // exp(x) = 2^n e^r with n = rint(x / ln 2), |r| <= ln(2) / 2, e^r by its
   // Taylor polynomial of degree 7, 2^n in two factors so that results
   // down into the subnormals round once. Every float input checked
-  // against the correctly rounded exp: at most 1 ulp off, NaN, +-inf and
-  // the range's ends exact. Straight-line code, so a simd loop vectorizes
-  // it whole, where libmvec's expf falls back to one scalar call per lane
-  // for any vector holding a lane past +-87 (a causal mask's -inf made a
+  // against exp in long double rounded to float: at most 1 ulp off, NaN,
+  // +-inf and the range's ends exact. Straight-line code, so a simd loop
+  // vectorizes it whole, where libmvec's expf falls back to one scalar call per
+  // lane for any vector holding a lane past +-87 (a causal mask's -inf made a
   // softmax 4x slower). Inputs below -104 (exp rounds to 0 from -103.97)
   // compute on 0 and are replaced by 0: an underflowing product would
   // cost the CPU a microcode assist per vector.
   prelude += R"(static inline float fusec_expf(float x) {
   const bool zero = x < -104.0f;
-  const float clamped = zero ? 0.0f : (x > 89.0f ? 89.0f : x);
+  // NaN computes on 0 too (converting it to an integer is undefined).
+  const float clamped = x >= -104.0f ? (x > 89.0f ? 89.0f : x) : 0.0f;
   const float n = rintf(clamped * 1.44269504088896341f);
   float r = fmaf(n, -0.693145751953125f, clamped);
   r = fmaf(n, -1.42860682030941723212e-6f, r);

@@ -283,7 +283,7 @@ TEST_CASE("max and min and relu propagate NaN from either operand", "[ops]") {
   }
 }
 
-TEST_CASE("f32 exp is within 1 ulp of the correctly rounded exp", "[ops]") {
+TEST_CASE("f32 exp is within 1 ulp of exp in f64 rounded to f32", "[ops]") {
   // The C++ target computes f32 exp itself (the prelude's fusec_expf, not
   // libm): over the whole range, the ends where it overflows and
   // underflows (subnormal results, then 0), and the special values, each

@@ -243,6 +243,8 @@ namespace {
 /// DequantizeLinear's for every byte and scale, subnormal and huge ones
 /// included: the weight must be rounded to the dtype before the product
 /// (3 * w rounded once more differs from 3 * q * scale rounded once).
+/// k = 256 gives each warp of the tensor-core kernel one step; the cases
+/// above with k = 4160 and 8192 run its ring of loads over many.
 void checkEveryWeightAndScale(DType dtype, Target target) {
   INFO("dtype " << dtypeName(dtype) << " on " << targetName(target));
   const int64_t rows = 8, k = 256, n = 65536;
