@@ -286,7 +286,15 @@ Device &device() {
   const LoadedDevice &loaded = loadedDevice();
   if (!loaded.error.empty())
     throw Error("fusec: the CUDA target is unavailable: " + loaded.error);
-  return const_cast<Device &>(loaded.device);
+  Device &d = const_cast<Device &>(loaded.device);
+  // A context is current per thread: the one that initialized the device
+  // has it, a caller's worker thread does not (or has another).
+  const Driver &api = driver();
+  CUcontext current = nullptr;
+  if (api.cuCtxGetCurrent(&current) != 0 || current != d.context)
+    check(api.cuCtxSetCurrent(d.context), "cuCtxSetCurrent",
+          "fusec's CUDA context on this thread");
+  return d;
 }
 
 std::string unavailableReason() {

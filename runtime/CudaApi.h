@@ -58,6 +58,7 @@ constexpr unsigned kEventDisableTiming = 0x2;
   X(cuDeviceGetName, (char *, int, CUdevice), false)                           \
   X(cuDevicePrimaryCtxRetain, (CUcontext *, CUdevice), false)                  \
   X(cuCtxSetCurrent, (CUcontext), false)                                       \
+  X(cuCtxGetCurrent, (CUcontext *), false)                                     \
   X(cuModuleLoadData, (CUmodule *, const void *), false)                       \
   X(cuModuleGetFunction, (CUfunction *, CUmodule, const char *), false)        \
   X(cuLaunchKernel,                                                            \
@@ -141,7 +142,8 @@ struct Device {
 };
 
 /// The device, initialized on first use; throws fusec::Error when there is
-/// no usable GPU.
+/// no usable GPU. Makes its (primary) context current on the calling
+/// thread, so a model compiled on one thread runs on any other.
 Device &device();
 
 /// Waits until everything queued on fusec's stream has run and returns

@@ -564,6 +564,7 @@ void CudaExecutable::run(const std::vector<Tensor> &inputs,
   }
   checkInputs(inputs);
   prepareOutputs(outputs);
+  cuda::device(); // the context current on this thread, for every call below
   const cuda::Driver &driver = cuda::driver();
   if (pinnedInputs.empty() && pinnedOutputs.empty()) {
     auto allocate = [&](std::vector<void *> &pinned,

@@ -11,6 +11,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <thread>
+
 using namespace fusec;
 
 #define GPU_OPS_TEST(dtype)                                                    \
@@ -144,6 +147,50 @@ TEST_CASE("a replayed CUDA graph gives each run's own results", "[gpu]") {
       }
     }
   }
+}
+
+TEST_CASE("a model compiled on one thread runs on others", "[gpu]") {
+  FUSEC_SKIP_IF(cuda::unavailableReason());
+  // A server compiles once and runs on its worker threads, none of which
+  // has made fusec's CUDA context current: every run must work there, with
+  // and without the CUDA graph, zero-copy or not, a kernel and a library
+  // call.
+  GraphBuilder b("other_threads");
+  std::string x = b.input("x", DType::F32, {8, 16});
+  std::string w = b.input("w", DType::F32, {16, 4});
+  b.output(b.op("relu", {b.op("matmul", {b.op("sin", {x}), w})}));
+  Graph graph = b.build();
+  CompiledModel reference = compile(graph, test::testOptions(false));
+  std::mt19937_64 rng(11);
+  std::vector<Tensor> inputs = {randomTensor(DType::F32, {8, 16}, rng),
+                                randomTensor(DType::F32, {16, 4}, rng)};
+  std::vector<Tensor> expected = reference.run(inputs);
+  for (bool cudaGraph : {true, false})
+    for (int64_t zeroCopy : {int64_t(16384), int64_t(0)}) {
+      INFO("graph " << cudaGraph << ", zero-copy " << zeroCopy);
+      CompileOptions options = test::testOptions(true, Target::Cuda);
+      options.cudaGraph = cudaGraph;
+      options.zeroCopyMaxBytes = zeroCopy;
+      CompiledModel model = compile(graph, options);
+      for (int run = 0; run < 2; ++run) {
+        std::vector<Tensor> got;
+        std::string error;
+        std::thread worker([&] {
+          try {
+            got = model.run(inputs);
+          } catch (const std::exception &e) {
+            error = e.what();
+          }
+        });
+        worker.join();
+        INFO("run " << run << " on a new thread: " << error);
+        REQUIRE(error.empty());
+        REQUIRE(got.size() == 1);
+        Comparison comparison = compareTensors(got[0], expected[0]);
+        INFO(test::describeMismatch(got[0], expected[0], comparison));
+        CHECK(comparison.ok());
+      }
+    }
 }
 
 namespace {
