@@ -233,7 +233,13 @@ bool spinUntilWritten(volatile uint32_t *flag, uint32_t value) {
 }
 } // namespace
 
+std::recursive_mutex &streamMutex() {
+  static std::recursive_mutex mutex;
+  return mutex;
+}
+
 CUresult finishStream() {
+  std::lock_guard<std::recursive_mutex> lock(streamMutex());
   Device &d = device();
   const Driver &api = driver();
   // Tickets are handed out after the caller's work was queued, so a ticket

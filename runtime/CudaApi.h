@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -145,6 +146,13 @@ struct Device {
 /// no usable GPU. Makes its (primary) context current on the calling
 /// thread, so a model compiled on one thread runs on any other.
 Device &device();
+
+/// Held by whatever queues work on fusec's stream, captures it or waits
+/// for it. A capture takes in every call on the stream from any thread
+/// while it lasts, and waiting on a capturing stream is an error, so two
+/// threads running models at the same time take turns. Recursive: a run
+/// holds it around the waits it makes.
+std::recursive_mutex &streamMutex();
 
 /// Waits until everything queued on fusec's stream has run and returns
 /// what cuStreamSynchronize would. A short run ends sooner than with

@@ -102,7 +102,8 @@ CudaExecutable::CudaExecutable(Program program,
   BackgroundCompile compile(prog, *cache, arch, options.fastMath);
   cuda::Device &device = cuda::device();
   const cuda::Driver &driver = cuda::driver();
-  check(driver.cuCtxSetCurrent(device.context), "cuCtxSetCurrent", prog.name);
+  // The weights' uploads queue on the shared stream.
+  std::lock_guard<std::recursive_mutex> streamLock(cuda::streamMutex());
 
   useGraph = options.cudaGraph;
   // Temporaries that are not outputs share one arena by liveness.
@@ -238,6 +239,7 @@ CudaExecutable::CudaExecutable(Program program,
 }
 
 CudaExecutable::~CudaExecutable() {
+  std::lock_guard<std::recursive_mutex> streamLock(cuda::streamMutex());
   const cuda::Driver &driver = cuda::driver();
   // Queued device runs use the memory released below.
   driver.cuStreamSynchronize(cuda::device().stream);
@@ -269,6 +271,7 @@ CudaExecutable::~CudaExecutable() {
 
 void CudaExecutable::upload(const std::vector<Tensor> &inputs) {
   checkInputs(inputs);
+  std::lock_guard<std::recursive_mutex> streamLock(cuda::streamMutex());
   const cuda::Driver &driver = cuda::driver();
   for (size_t i = 0; i < inputs.size(); ++i)
     check(driver.cuMemcpyHtoDAsync(deviceAddress[prog.inputs[i]],
@@ -279,6 +282,7 @@ void CudaExecutable::upload(const std::vector<Tensor> &inputs) {
 }
 
 void CudaExecutable::launch() {
+  std::lock_guard<std::recursive_mutex> streamLock(cuda::streamMutex());
   for (const Step &step : prog.steps)
     launchStep(step);
 }
@@ -339,6 +343,7 @@ void CudaExecutable::enqueueOnDevice(const std::vector<DeviceTensor> &inputs,
   };
   checkTensors(inputs, prog.inputs, "input");
   checkTensors(outputs, prog.outputs, "output");
+  std::lock_guard<std::recursive_mutex> streamLock(cuda::streamMutex());
   // fusec's stream does not wait for the default stream by itself.
   cuda::orderAfterDefaultStream();
   enqueueBound(inputs, outputs);
@@ -468,6 +473,7 @@ void CudaExecutable::runTimed(const std::vector<Tensor> &inputs,
                               std::vector<Tensor> &outputs,
                               std::vector<double> &stepMicros) {
   trace::Scope scope("run", "run");
+  std::lock_guard<std::recursive_mutex> streamLock(cuda::streamMutex());
   const cuda::Driver &driver = cuda::driver();
   cuda::CUstream stream = cuda::device().stream;
   while (stepEvents.size() < prog.steps.size() + 1) {
@@ -515,6 +521,7 @@ void CudaExecutable::runTimed(const std::vector<Tensor> &inputs,
 
 void CudaExecutable::download(std::vector<Tensor> &outputs) {
   prepareOutputs(outputs);
+  std::lock_guard<std::recursive_mutex> streamLock(cuda::streamMutex());
   const cuda::Driver &driver = cuda::driver();
   for (size_t i = 0; i < outputs.size(); ++i)
     check(driver.cuMemcpyDtoHAsync(
@@ -564,6 +571,7 @@ void CudaExecutable::run(const std::vector<Tensor> &inputs,
   }
   checkInputs(inputs);
   prepareOutputs(outputs);
+  std::lock_guard<std::recursive_mutex> streamLock(cuda::streamMutex());
   cuda::device(); // the context current on this thread, for every call below
   const cuda::Driver &driver = cuda::driver();
   if (pinnedInputs.empty() && pinnedOutputs.empty()) {

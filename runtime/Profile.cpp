@@ -66,6 +66,7 @@ double measureHostCopyGBps() {
 
 /// A device-to-device copy of kCopyBytes timed with CUDA events.
 double measureCudaCopyGBps() {
+  std::lock_guard<std::recursive_mutex> streamLock(cuda::streamMutex());
   const cuda::Driver &driver = cuda::driver();
   cuda::CUstream stream = cuda::device().stream;
   cuda::CUdeviceptr source = 0, target = 0;

@@ -193,6 +193,59 @@ TEST_CASE("a model compiled on one thread runs on others", "[gpu]") {
     }
 }
 
+TEST_CASE("two models run at the same time on two threads", "[gpu]") {
+  FUSEC_SKIP_IF(cuda::unavailableReason());
+  // Both share fusec's stream: each thread's runs, the first of which
+  // captures its CUDA graph, must neither join the other's capture nor
+  // take its results.
+  std::vector<Graph> graphs;
+  for (const char *op : {"sin", "cos"}) {
+    GraphBuilder b(std::string("concurrent_") + op);
+    std::string x = b.input("x", DType::F32, {8, 16});
+    std::string w = b.input("w", DType::F32, {16, 4});
+    b.output(b.op("relu", {b.op("matmul", {b.op(op, {x}), w})}));
+    graphs.push_back(b.build());
+  }
+  for (bool cudaGraph : {true, false}) {
+    INFO("graph " << cudaGraph);
+    std::vector<CompiledModel> models, references;
+    for (const Graph &graph : graphs) {
+      CompileOptions options = test::testOptions(true, Target::Cuda);
+      options.cudaGraph = cudaGraph;
+      models.push_back(compile(graph, options));
+      references.push_back(compile(graph, test::testOptions(false)));
+    }
+    std::vector<std::string> failures(models.size());
+    std::vector<std::thread> threads;
+    for (size_t m = 0; m < models.size(); ++m)
+      threads.emplace_back([&, m] {
+        std::mt19937_64 rng(100 + m);
+        try {
+          for (int run = 0; run < 50 && failures[m].empty(); ++run) {
+            std::vector<Tensor> inputs = {
+                randomTensor(DType::F32, {8, 16}, rng),
+                randomTensor(DType::F32, {16, 4}, rng)};
+            std::vector<Tensor> expected = references[m].run(inputs);
+            std::vector<Tensor> got = models[m].run(inputs);
+            if (!compareTensors(got[0], expected[0]).ok())
+              failures[m] =
+                  "run " + std::to_string(run) + ": " +
+                  test::describeMismatch(got[0], expected[0],
+                                         compareTensors(got[0], expected[0]));
+          }
+        } catch (const std::exception &e) {
+          failures[m] = e.what();
+        }
+      });
+    for (std::thread &thread : threads)
+      thread.join();
+    for (size_t m = 0; m < models.size(); ++m) {
+      INFO("model " << m << ": " << failures[m]);
+      CHECK(failures[m].empty());
+    }
+  }
+}
+
 namespace {
 
 /// Device memory holding a copy of a host tensor, freed at scope exit.
