@@ -233,13 +233,17 @@ bool spinUntilWritten(volatile uint32_t *flag, uint32_t value) {
 }
 } // namespace
 
+namespace {
 std::recursive_mutex &streamMutex() {
   static std::recursive_mutex mutex;
   return mutex;
 }
+} // namespace
+
+StreamLock::StreamLock() : lock(streamMutex()), device(cuda::device()) {}
 
 CUresult finishStream() {
-  std::lock_guard<std::recursive_mutex> lock(streamMutex());
+  StreamLock held;
   Device &d = device();
   const Driver &api = driver();
   // Tickets are handed out after the caller's work was queued, so a ticket

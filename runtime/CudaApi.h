@@ -148,11 +148,21 @@ struct Device {
 Device &device();
 
 /// Held by whatever queues work on fusec's stream, captures it or waits
-/// for it. A capture takes in every call on the stream from any thread
+/// for it: a capture takes in every call on the stream from any thread
 /// while it lasts, and waiting on a capturing stream is an error, so two
-/// threads running models at the same time take turns. Recursive: a run
-/// holds it around the waits it makes.
-std::recursive_mutex &streamMutex();
+/// threads running models at the same time take turns. Recursive (a run
+/// holds it around the waits it makes); taking it makes fusec's context
+/// current on the calling thread (device()).
+class StreamLock {
+public:
+  StreamLock();
+  /// fusec's stream, usable while this lock is held.
+  CUstream stream() const { return device.stream; }
+
+private:
+  std::lock_guard<std::recursive_mutex> lock;
+  Device &device;
+};
 
 /// Waits until everything queued on fusec's stream has run and returns
 /// what cuStreamSynchronize would. A short run ends sooner than with

@@ -103,7 +103,7 @@ CudaExecutable::CudaExecutable(Program program,
   cuda::Device &device = cuda::device();
   const cuda::Driver &driver = cuda::driver();
   // The weights' uploads queue on the shared stream.
-  std::lock_guard<std::recursive_mutex> streamLock(cuda::streamMutex());
+  cuda::StreamLock held;
 
   useGraph = options.cudaGraph;
   // Temporaries that are not outputs share one arena by liveness.
@@ -239,10 +239,10 @@ CudaExecutable::CudaExecutable(Program program,
 }
 
 CudaExecutable::~CudaExecutable() {
-  std::lock_guard<std::recursive_mutex> streamLock(cuda::streamMutex());
+  cuda::StreamLock held;
   const cuda::Driver &driver = cuda::driver();
   // Queued device runs use the memory released below.
-  driver.cuStreamSynchronize(cuda::device().stream);
+  driver.cuStreamSynchronize(held.stream());
   for (cuda::CUevent event : stepEvents)
     driver.cuEventDestroy(event);
   destroy(hostRunGraph);
@@ -271,25 +271,24 @@ CudaExecutable::~CudaExecutable() {
 
 void CudaExecutable::upload(const std::vector<Tensor> &inputs) {
   checkInputs(inputs);
-  std::lock_guard<std::recursive_mutex> streamLock(cuda::streamMutex());
+  cuda::StreamLock held;
   const cuda::Driver &driver = cuda::driver();
   for (size_t i = 0; i < inputs.size(); ++i)
     check(driver.cuMemcpyHtoDAsync(deviceAddress[prog.inputs[i]],
                                    inputs[i].data(), inputs[i].bytes.size(),
-                                   cuda::device().stream),
+                                   held.stream()),
           "cuMemcpyHtoDAsync",
           "input '" + prog.buffers[prog.inputs[i]].name + "'");
 }
 
 void CudaExecutable::launch() {
-  std::lock_guard<std::recursive_mutex> streamLock(cuda::streamMutex());
+  cuda::StreamLock held;
   for (const Step &step : prog.steps)
-    launchStep(step);
+    launchStep(step, held.stream());
 }
 
-void CudaExecutable::launchStep(const Step &step) {
+void CudaExecutable::launchStep(const Step &step, cuda::CUstream stream) {
   const cuda::Driver &driver = cuda::driver();
-  cuda::CUstream stream = cuda::device().stream;
   if (step.kind == StepKind::Matmul) {
     matmulCalls[step.index]->enqueue(stream, matmulWorkspace);
     return;
@@ -343,7 +342,7 @@ void CudaExecutable::enqueueOnDevice(const std::vector<DeviceTensor> &inputs,
   };
   checkTensors(inputs, prog.inputs, "input");
   checkTensors(outputs, prog.outputs, "output");
-  std::lock_guard<std::recursive_mutex> streamLock(cuda::streamMutex());
+  cuda::StreamLock held;
   // fusec's stream does not wait for the default stream by itself.
   cuda::orderAfterDefaultStream();
   enqueueBound(inputs, outputs);
@@ -403,7 +402,7 @@ void CudaExecutable::enqueueBound(const std::vector<DeviceTensor> &inputs,
       ~Restore() { executable.bindAddresses(executable.deviceAddress); }
     } restore{*this};
     for (const Step &step : prog.steps)
-      launchStep(step);
+      launchStep(step, stream);
     for (auto [root, output] : copies)
       if (prog.buffers[root].byteSize() > 0)
         check(driver.cuMemcpyDtoDAsync(outputs[output].address, address[root],
@@ -473,9 +472,9 @@ void CudaExecutable::runTimed(const std::vector<Tensor> &inputs,
                               std::vector<Tensor> &outputs,
                               std::vector<double> &stepMicros) {
   trace::Scope scope("run", "run");
-  std::lock_guard<std::recursive_mutex> streamLock(cuda::streamMutex());
+  cuda::StreamLock held;
   const cuda::Driver &driver = cuda::driver();
-  cuda::CUstream stream = cuda::device().stream;
+  cuda::CUstream stream = held.stream();
   while (stepEvents.size() < prog.steps.size() + 1) {
     cuda::CUevent event = nullptr;
     check(driver.cuEventCreate(&event, 0), "cuEventCreate",
@@ -490,7 +489,7 @@ void CudaExecutable::runTimed(const std::vector<Tensor> &inputs,
   check(driver.cuEventRecord(stepEvents[0], stream), "cuEventRecord",
         "profiling '" + prog.name + "'");
   for (size_t i = 0; i < prog.steps.size(); ++i) {
-    launchStep(prog.steps[i]);
+    launchStep(prog.steps[i], stream);
     check(driver.cuEventRecord(stepEvents[i + 1], stream), "cuEventRecord",
           "profiling '" + prog.name + "'");
   }
@@ -521,12 +520,12 @@ void CudaExecutable::runTimed(const std::vector<Tensor> &inputs,
 
 void CudaExecutable::download(std::vector<Tensor> &outputs) {
   prepareOutputs(outputs);
-  std::lock_guard<std::recursive_mutex> streamLock(cuda::streamMutex());
+  cuda::StreamLock held;
   const cuda::Driver &driver = cuda::driver();
   for (size_t i = 0; i < outputs.size(); ++i)
-    check(driver.cuMemcpyDtoHAsync(
-              outputs[i].data(), deviceAddress[prog.outputs[i]],
-              outputs[i].bytes.size(), cuda::device().stream),
+    check(driver.cuMemcpyDtoHAsync(outputs[i].data(),
+                                   deviceAddress[prog.outputs[i]],
+                                   outputs[i].bytes.size(), held.stream()),
           "cuMemcpyDtoHAsync", "output '" + prog.outputNames[i] + "'");
 }
 
@@ -571,8 +570,7 @@ void CudaExecutable::run(const std::vector<Tensor> &inputs,
   }
   checkInputs(inputs);
   prepareOutputs(outputs);
-  std::lock_guard<std::recursive_mutex> streamLock(cuda::streamMutex());
-  cuda::device(); // the context current on this thread, for every call below
+  cuda::StreamLock held; // also the context current for every call below
   const cuda::Driver &driver = cuda::driver();
   if (pinnedInputs.empty() && pinnedOutputs.empty()) {
     auto allocate = [&](std::vector<void *> &pinned,

@@ -165,8 +165,9 @@ private:
   /// GPU reads and writes directly (and a graph can hold).
   void enqueueCopiesIn();
   void enqueueCopiesOut();
-  /// Enqueues one step (a kernel or a matmul; a view does nothing).
-  void launchStep(const Step &step);
+  /// Enqueues one step (a kernel or a matmul; a view does nothing) on
+  /// `stream` (fusec's, with its StreamLock held).
+  void launchStep(const Step &step, cuda::CUstream stream);
   /// Points every kernel argument and library operand at `address` (one
   /// per buffer): deviceAddress, or a device run's binding.
   void bindAddresses(const std::vector<cuda::CUdeviceptr> &address);

@@ -66,9 +66,9 @@ double measureHostCopyGBps() {
 
 /// A device-to-device copy of kCopyBytes timed with CUDA events.
 double measureCudaCopyGBps() {
-  std::lock_guard<std::recursive_mutex> streamLock(cuda::streamMutex());
+  cuda::StreamLock held;
   const cuda::Driver &driver = cuda::driver();
-  cuda::CUstream stream = cuda::device().stream;
+  cuda::CUstream stream = held.stream();
   cuda::CUdeviceptr source = 0, target = 0;
   cuda::check(driver.cuMemAlloc(&source, kCopyBytes), "cuMemAlloc",
               "the copy ceiling's source");
