@@ -48,9 +48,21 @@ std::string cudaVectorType(DType dtype, int64_t width) {
          std::to_string(width) + ">";
 }
 
-fusec::LaunchGeometry cudaPointwiseLaunch(const PointwiseKernel &kernel) {
+/// The thread that takes the first tail element: the first of the warp after
+/// the vectors' warps. Threads of one warp that take different loops run
+/// them one after the other, so a tail in the last vector's warp would wait
+/// for that vector's loads before issuing its own (on mapped host memory,
+/// two PCIe round trips instead of one).
+static int64_t cudaTailFirstThread(const PointwiseKernel &kernel) {
   int64_t width = cudaVectorWidth(kernel);
-  int64_t steps = (kernel.numElements() + width - 1) / width;
+  int64_t vectors = width > 1 ? kernel.numElements() / width : 0;
+  return (vectors + kWarpSize - 1) / kWarpSize * kWarpSize;
+}
+
+fusec::LaunchGeometry cudaPointwiseLaunch(const PointwiseKernel &kernel) {
+  int64_t width = cudaVectorWidth(kernel), count = kernel.numElements();
+  int64_t tail = width > 1 ? count % width : count;
+  int64_t steps = tail > 0 ? cudaTailFirstThread(kernel) + tail : count / width;
   fusec::LaunchGeometry launch;
   launch.blockX = kPointwiseThreadsPerBlock;
   launch.gridX = std::max<int64_t>(1, (steps + kPointwiseThreadsPerBlock - 1) /
@@ -222,14 +234,12 @@ static void printCudaLoops(mlir::raw_indented_ostream &os,
          << " *>(out" << i << " + base) = out" << i << "_vector;\n";
   }
 
-  // The tail (or everything, for a width of 1), one element per step. Its
-  // first element goes to the thread after the last vector's, so that in a
-  // small kernel no thread waits for two loads one after the other (from
-  // mapped host memory, each is a PCIe round trip).
+  // The tail (or everything, for a width of 1), one element per step, from
+  // the warp after the vectors' (cudaTailFirstThread).
   int64_t vectorized = width > 1 ? count / width * width : 0;
   if (vectorized > 0) {
     os << "const " << index << " tail_first = (first + stride - "
-       << count / width << " % stride) % stride;\n";
+       << cudaTailFirstThread(kernel) << " % stride) % stride;\n";
     os << "for (" << index << " i = " << vectorized
        << " + tail_first; i < count; i += stride) {\n";
   } else {

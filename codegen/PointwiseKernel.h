@@ -86,6 +86,8 @@ std::string cppPrelude(bool withHalfTypes);
 int cudaVectorWidth(const PointwiseKernel &kernel);
 /// Threads per block of grid-stride CUDA kernels (pointwise, layout).
 constexpr unsigned kPointwiseThreadsPerBlock = 256;
+/// Threads of a CUDA warp, which issue each instruction together.
+constexpr int64_t kWarpSize = 32;
 /// Grid-stride kernels get at most this many blocks per SM (8 waves of
 /// resident 256-thread blocks). Measured on an H200 over the benchmark
 /// cases: 32 left bf16 cases at 89% of the copy ceiling, an uncapped grid

@@ -45,7 +45,8 @@ TEST_CASE("random graphs on the GPU match unfused CPU execution", "[gpu]") {
 
 TEST_CASE("sizes around the vector width on the GPU", "[gpu]") {
   FUSEC_SKIP_IF(cuda::unavailableReason());
-  for (int64_t size : {1, 3, 4, 5, 7, 8, 9, 15, 17, 1023, 4097, 1000003}) {
+  for (int64_t size :
+       {1, 3, 4, 5, 7, 8, 9, 15, 17, 129, 1023, 1027, 4097, 1000003}) {
     for (DType dtype : {DType::F32, DType::BF16, DType::I8}) {
       INFO("size " << size << " " << dtypeName(dtype));
       GraphBuilder b("tail");
