@@ -33,39 +33,54 @@ operandsAt(const MatmulCall &call,
   return operands;
 }
 
-/// The program's kernels compiling on a thread of their own while the
-/// executable creates the context, uploads the weights and prepares the
-/// library calls: a cold start pays for the longest of these, not their sum.
+/// Translation units the CUDA kernels of a program are split into, each
+/// compiled by NVRTC on a thread of its own (NVRTC compiles programs in
+/// parallel; each unit repeats the prelude). Measured cold (no kernel
+/// cache, CUDA_CACHE_DISABLE=1) on an H200's 16-core host, gpt2_d256 /
+/// llama_d256 / bert_d128 in ms: 1 unit 671/814/247, 2 units 284/624/191,
+/// 4 units 217/354/180, 8 units 278/316/190, 16 units 380/368/188.
+constexpr size_t kMaxCudaCompileUnits = 8;
+
+size_t cudaCompileUnits() {
+  return std::clamp<size_t>(std::thread::hardware_concurrency(), 1,
+                            kMaxCudaCompileUnits);
+}
+
+/// The program's kernels compiling in the background while the executable
+/// creates the context, uploads the weights and prepares the library calls:
+/// a cold start pays for the longest of these, not their sum.
 class BackgroundCompile {
 public:
   BackgroundCompile(const Program &program, KernelCache &cache,
                     const std::string &arch, bool fastMath)
-      // One translation unit: measured on an H200's 16-core host, NVRTC
-      // compiles one program at a time in a process (16 units of GPT-2's
-      // kernels in parallel took 340 ms; the same 14 kernels in one unit,
-      // 18 ms), and each unit costs ~10 ms of its own.
-      : units(splitIntoCompileUnits(program, 1)), cubins(units.sources.size()) {
+      : units(splitIntoCompileUnits(program, cudaCompileUnits())),
+        cubins(units.sources.size()), failures(units.sources.size()) {
     if (units.sources.empty())
       return;
     std::string what =
         std::to_string(program.kernels.size()) + " kernels for " + arch;
     compiler = std::thread([this, &cache, arch, fastMath, what] {
-      try {
-        trace::nameThisThread("nvrtc");
-        CompileProgress progress(what, units.sources.size());
-        for (size_t u = 0; u < units.sources.size(); ++u) {
-          const std::vector<std::string> &functions = units.functions[u];
-          trace::Scope scope(
-              "kernels " + trace::shortList(functions), "compile",
-              {{"group", double(u)},
-               {"kernels", trace::shortList(functions, functions.size())}});
-          cubins[u] = cache.loadCubin(units.sources[u], arch,
-                                      cuda::nvrtcOptions(fastMath));
+      trace::nameThisThread("nvrtc");
+      CompileProgress progress(what, units.sources.size());
+      std::vector<std::thread> unitCompilers;
+      for (size_t u = 0; u < units.sources.size(); ++u)
+        unitCompilers.emplace_back([&, u] {
+          try {
+            trace::nameThisThread("nvrtc " + std::to_string(u));
+            const std::vector<std::string> &functions = units.functions[u];
+            trace::Scope scope(
+                "kernels " + trace::shortList(functions), "compile",
+                {{"group", double(u)},
+                 {"kernels", trace::shortList(functions, functions.size())}});
+            cubins[u] = cache.loadCubin(units.sources[u], arch,
+                                        cuda::nvrtcOptions(fastMath));
+          } catch (...) {
+            failures[u] = std::current_exception();
+          }
           progress.groupDone();
-        }
-      } catch (...) {
-        failure = std::current_exception();
-      }
+        });
+      for (std::thread &unitCompiler : unitCompilers)
+        unitCompiler.join();
     });
   }
   ~BackgroundCompile() {
@@ -76,8 +91,9 @@ public:
   const std::vector<std::shared_ptr<const std::string>> &wait() {
     if (compiler.joinable())
       compiler.join();
-    if (failure)
-      std::rethrow_exception(failure);
+    for (const std::exception_ptr &failure : failures)
+      if (failure)
+        std::rethrow_exception(failure);
     return cubins;
   }
 
@@ -85,7 +101,7 @@ public:
 
 private:
   std::vector<std::shared_ptr<const std::string>> cubins;
-  std::exception_ptr failure;
+  std::vector<std::exception_ptr> failures;
   std::thread compiler;
 };
 
