@@ -18,6 +18,7 @@ def Fuse_Dialect : Dialect {
   }];
   let cppNamespace = "::fuse";
   let hasConstantMaterializer = 1;
+  let hasCanonicalizer = 1;
 }
 
 // The dtypes fusec supports. Signed integers are MLIR's signless ones (read

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <random>
 
 using namespace fusec;
 
@@ -416,6 +417,66 @@ TEST_CASE("every integer op on zero and -1 divisors and the extremes",
     INFO("dtype " << dtypeName(dtype));
     checkRowsOnValues(dtype, {}, specialInts(dtype));
   }
+}
+
+namespace {
+
+/// pow(x, 2) with a constant exponent (the canonicalizer makes it x * x)
+/// against the exact square (in f64, exact for every dtype but f64 itself,
+/// where it is the correctly rounded one) rounded once to the dtype: the
+/// special values, subnormals, squares that overflow or underflow, and
+/// random values, fused and unfused.
+void checkSquareByPowerOfTwo(Target target) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> uniform(-300, 300);
+  for (DType dtype : {DType::F64, DType::F32, DType::F16, DType::BF16}) {
+    std::vector<double> values(std::begin(kSpecialFloats),
+                               std::end(kSpecialFloats));
+    for (double value : {1e-40, -3e-42, 1e-20, 6e-8, -6e-8, 1e19, -2e19, 255.5,
+                         65504.0, 3e38, 1e-160, 1e160, -1e200})
+      values.push_back(value);
+    for (int i = 0; i < 64; ++i)
+      values.push_back(uniform(rng));
+    const int64_t count = static_cast<int64_t>(values.size());
+    Tensor x(dtype, {count});
+    for (int64_t i = 0; i < count; ++i)
+      x.set(i, values[i]);
+    Tensor expected(dtype, {count});
+    for (int64_t i = 0; i < count; ++i)
+      expected.set(i, x.at(i) * x.at(i));
+    for (bool fuse : {true, false}) {
+      INFO(dtypeName(dtype) << (fuse ? " fused" : " unfused"));
+      GraphBuilder b("square");
+      std::string input = b.input("x", dtype, {count});
+      b.output(b.op("pow", {input, b.scalar(2.0, dtype)}));
+      CompiledModel model = compile(b.build(), test::testOptions(fuse, target));
+      for (const KernelInfo &kernel : model.kernels())
+        CHECK(kernel.source.find("pow(") == std::string::npos);
+      Tensor result = model.run({x})[0];
+      for (int64_t i = 0; i < count; ++i) {
+        INFO("x = " << x.at(i));
+        if (std::isnan(expected.at(i))) {
+          CHECK(std::isnan(result.at(i)));
+        } else {
+          CHECK(result.at(i) == expected.at(i));
+          CHECK(std::signbit(result.at(i)) == std::signbit(expected.at(i)));
+        }
+      }
+    }
+  }
+}
+
+} // namespace
+
+TEST_CASE("pow with a constant exponent of 2 is the exact square rounded once",
+          "[ops]") {
+  checkSquareByPowerOfTwo(Target::Cpu);
+}
+
+TEST_CASE("pow with a constant exponent of 2 is the exact square on the GPU",
+          "[gpu]") {
+  FUSEC_SKIP_IF(cuda::unavailableReason());
+  checkSquareByPowerOfTwo(Target::Cuda);
 }
 
 TEST_CASE("every op on special values matches the reference on the GPU",
