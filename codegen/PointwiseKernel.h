@@ -82,7 +82,8 @@ std::string printCppKernel(const PointwiseKernel &kernel);
 std::string cppPrelude(bool withHalfTypes);
 
 /// Elements per thread and step of the CUDA kernel: 16-byte accesses for
-/// the widest contiguous dtype (4 x f32, 8 x bf16), at most 8.
+/// the widest contiguous dtype (4 x f32, 8 x bf16), at most 8; one for
+/// kernels of at most a block's threads.
 int cudaVectorWidth(const PointwiseKernel &kernel);
 /// Threads per block of grid-stride CUDA kernels (pointwise, layout).
 constexpr unsigned kPointwiseThreadsPerBlock = 256;

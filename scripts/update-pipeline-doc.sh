@@ -69,7 +69,9 @@ TEXT
 ## 4a. Source for the CPU: `fusec examples/seed.json --target=cpu --emit=source`
 
 One translation unit: a prelude (math declarations with vector variants from
-glibc's libmvec; f16/bf16 conversions when needed) and one `extern "C"`
+glibc's libmvec, and fusec's own f32 exp, which the printer calls in place
+of `exp` because libmvec's turns scalar on inputs past ±87; f16/bf16
+conversions when needed) and one `extern "C"`
 function per kernel. The per-element statements come from the shared
 scalar-expression printer, which reads each op's C expression from
 `ir/ElementwiseOps.def`; the C++ target wraps them in `#pragma omp simd` loops
@@ -84,9 +86,12 @@ TEXT
 
 ## 4b. Source for the GPU: `fusec examples/seed.json --target=cuda --emit=source`
 
-The same statements in a grid-stride loop over 16-byte vectors (4 × f32,
-8 × bf16), then a scalar tail; NVRTC compiles it to a cubin for the GPU's
-architecture (`--emit=ptx` shows the PTX).
+The same statements in a grid-stride loop, one element per thread here:
+a kernel of at most a block's elements (256) gains nothing from vectors.
+Larger ones loop over 16-byte vectors (4 × f32, 8 × bf16), then a scalar
+tail from the warp after the vectors'. The kernels of a program compile as
+up to 8 units (one per core), each by NVRTC on a thread of its own, to
+cubins for the GPU's architecture (`--emit=ptx` shows the PTX).
 
 ```cuda
 TEXT
