@@ -289,12 +289,23 @@ CompileUnits splitIntoCompileUnits(const Program &program, size_t maxUnits) {
   size_t count = std::clamp<size_t>(maxUnits, 1, distinct.size());
   units.sources.assign(count, program.prelude);
   units.functions.resize(count);
-  std::vector<size_t> unitOfKernel(kernels.size());
-  for (size_t i = 0; i < distinct.size(); ++i) {
-    const KernelDesc &kernel = kernels[distinct[i]];
-    units.sources[i % count] += "\n" + kernel.source;
-    units.functions[i % count].push_back(kernel.name);
-    unitOfKernel[distinct[i]] = i % count;
+  // Longest first, each to the unit with the least source so far (the
+  // lowest index on a tie): the units compile at once, so the largest one
+  // sets the time, and a kernel's compile time grows with its source.
+  std::vector<size_t> byLength = distinct;
+  std::stable_sort(byLength.begin(), byLength.end(), [&](size_t a, size_t b) {
+    return kernels[a].source.size() > kernels[b].source.size();
+  });
+  std::vector<size_t> unitOfKernel(kernels.size()), load(count, 0);
+  for (size_t k : byLength) {
+    size_t unit = std::min_element(load.begin(), load.end()) - load.begin();
+    load[unit] += kernels[k].source.size();
+    unitOfKernel[k] = unit;
+  }
+  // Each unit's functions in program order.
+  for (size_t k : distinct) {
+    units.sources[unitOfKernel[k]] += "\n" + kernels[k].source;
+    units.functions[unitOfKernel[k]].push_back(kernels[k].name);
   }
   for (size_t k = 0; k < kernels.size(); ++k) {
     units.unitOf.push_back(unitOfKernel[owner[k]]);

@@ -145,8 +145,9 @@ struct Program {
 /// The translation units a program's kernels are compiled in. Kernels
 /// whose code differs only in their name (a layer's norm, repeated per
 /// layer) are compiled once: the first one's function runs them all. The
-/// distinct functions are dealt round-robin into at most `maxUnits` units,
-/// each the prelude and its functions. A program whose kernels carry no
+/// distinct functions are dealt into at most `maxUnits` units of about equal
+/// source (longest first, each to the unit with the least so far), each the
+/// prelude and its functions in program order. A program whose kernels carry no
 /// source of their own (written by hand) is one unit, its `source`.
 struct CompileUnits {
   std::vector<std::string> sources;
