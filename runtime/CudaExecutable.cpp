@@ -1,6 +1,5 @@
 //===- CudaExecutable.cpp - Running a Program on the GPU -----------------===//
 
-#include "runtime/CompileProgress.h"
 #include "runtime/CudaApi.h"
 #include "runtime/DeviceAllocator.h"
 #include "runtime/Error.h"
@@ -54,33 +53,20 @@ public:
   BackgroundCompile(const Program &program, KernelCache &cache,
                     const std::string &arch, bool fastMath)
       : units(splitIntoCompileUnits(program, cudaCompileUnits())),
-        cubins(units.sources.size()), failures(units.sources.size()) {
+        cubins(units.sources.size()) {
     if (units.sources.empty())
       return;
     std::string what =
         std::to_string(program.kernels.size()) + " kernels for " + arch;
     compiler = std::thread([this, &cache, arch, fastMath, what] {
-      trace::nameThisThread("nvrtc");
-      CompileProgress progress(what, units.sources.size());
-      std::vector<std::thread> unitCompilers;
-      for (size_t u = 0; u < units.sources.size(); ++u)
-        unitCompilers.emplace_back([&, u] {
-          try {
-            trace::nameThisThread("nvrtc " + std::to_string(u));
-            const std::vector<std::string> &functions = units.functions[u];
-            trace::Scope scope(
-                "kernels " + trace::shortList(functions), "compile",
-                {{"group", double(u)},
-                 {"kernels", trace::shortList(functions, functions.size())}});
-            cubins[u] = cache.loadCubin(units.sources[u], arch,
-                                        cuda::nvrtcOptions(fastMath));
-          } catch (...) {
-            failures[u] = std::current_exception();
-          }
-          progress.groupDone();
+      try {
+        compileUnitsInParallel(units, "nvrtc", what, [&](size_t u) {
+          cubins[u] = cache.loadCubin(units.sources[u], arch,
+                                      cuda::nvrtcOptions(fastMath));
         });
-      for (std::thread &unitCompiler : unitCompilers)
-        unitCompiler.join();
+      } catch (...) {
+        failure = std::current_exception();
+      }
     });
   }
   ~BackgroundCompile() {
@@ -91,9 +77,8 @@ public:
   const std::vector<std::shared_ptr<const std::string>> &wait() {
     if (compiler.joinable())
       compiler.join();
-    for (const std::exception_ptr &failure : failures)
-      if (failure)
-        std::rethrow_exception(failure);
+    if (failure)
+      std::rethrow_exception(failure);
     return cubins;
   }
 
@@ -101,7 +86,7 @@ public:
 
 private:
   std::vector<std::shared_ptr<const std::string>> cubins;
-  std::vector<std::exception_ptr> failures;
+  std::exception_ptr failure;
   std::thread compiler;
 };
 

@@ -65,6 +65,38 @@ std::vector<size_t> Executable::matmulSteps() const {
   return steps;
 }
 
+void compileUnitsInParallel(const CompileUnits &units,
+                            const std::string &threadName,
+                            const std::string &what,
+                            const std::function<void(size_t)> &compileUnit) {
+  size_t count = units.sources.size();
+  std::vector<std::exception_ptr> failures(count);
+  {
+    CompileProgress progress(what, count);
+    std::vector<std::thread> compilers;
+    for (size_t u = 0; u < count; ++u)
+      compilers.emplace_back([&, u] {
+        try {
+          trace::nameThisThread(threadName + " " + std::to_string(u));
+          const std::vector<std::string> &functions = units.functions[u];
+          trace::Scope group(
+              "kernels " + trace::shortList(functions), "compile",
+              {{"group", double(u)},
+               {"kernels", trace::shortList(functions, functions.size())}});
+          compileUnit(u);
+        } catch (...) {
+          failures[u] = std::current_exception();
+        }
+        progress.groupDone();
+      });
+    for (std::thread &compiler : compilers)
+      compiler.join();
+  }
+  for (const std::exception_ptr &failure : failures)
+    if (failure)
+      std::rethrow_exception(failure);
+}
+
 HostExecutable::HostExecutable(Program program,
                                std::shared_ptr<KernelCache> cache)
     : Executable(std::move(program)) {
@@ -78,34 +110,13 @@ HostExecutable::HostExecutable(Program program,
     // host compilers at once.
     CompileUnits units = splitIntoCompileUnits(
         prog, std::max(1u, std::thread::hardware_concurrency()));
-    size_t count = units.sources.size();
-    libraries.resize(count);
-    std::vector<std::exception_ptr> failures(count);
-    {
-      CompileProgress progress(
-          std::to_string(prog.kernels.size()) + " kernels for the host", count);
-      std::vector<std::thread> compilers;
-      for (size_t u = 0; u < count; ++u)
-        compilers.emplace_back([&, u] {
-          try {
-            trace::nameThisThread("host compile " + std::to_string(u));
-            const std::vector<std::string> &functions = units.functions[u];
-            trace::Scope group(
-                "kernels " + trace::shortList(functions), "compile",
-                {{"group", double(u)},
-                 {"kernels", trace::shortList(functions, functions.size())}});
-            libraries[u] = cache->loadHostLibrary(units.sources[u]);
-          } catch (...) {
-            failures[u] = std::current_exception();
-          }
-          progress.groupDone();
+    libraries.resize(units.sources.size());
+    compileUnitsInParallel(
+        units, "host compile",
+        std::to_string(prog.kernels.size()) + " kernels for the host",
+        [&](size_t u) {
+          libraries[u] = cache->loadHostLibrary(units.sources[u]);
         });
-      for (std::thread &compiler : compilers)
-        compiler.join();
-    }
-    for (const std::exception_ptr &failure : failures)
-      if (failure)
-        std::rethrow_exception(failure);
     for (size_t k = 0; k < prog.kernels.size(); ++k)
       kernelFns.push_back(
           libraries[units.unitOf[k]]->lookup(units.functionOf[k]));
