@@ -167,10 +167,12 @@ std::vector<QuantizedCase> cases() {
   all.push_back({DType::F32, 12, 33, 5, false, true, {}});
   // A decode-sized layer.
   all.push_back({DType::BF16, 1, 4096, 256, true, false, {}});
-  // The tensor-core kernel's loads in several batches: 17 steps per warp
-  // with guards (batches of 8, the last past k), 32 without (two of 16).
+  // The tensor-core kernel's ring of loads, unrolled: 17 steps per warp
+  // with guards (the last warp's chunk runs past k), 32 without; past 64
+  // steps per warp, the rolled loop (65 steps, the last warp's 62).
   all.push_back({DType::BF16, 2, 4160, 40, true, false, {}});
   all.push_back({DType::F16, 1, 8192, 24, true, true, {}});
+  all.push_back({DType::BF16, 3, 16448, 20, true, false, {}});
   return all;
 }
 
