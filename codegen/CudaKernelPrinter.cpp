@@ -68,8 +68,12 @@ static int64_t cudaTailFirstThread(const PointwiseKernel &kernel) {
 
 fusec::LaunchGeometry cudaPointwiseLaunch(const PointwiseKernel &kernel) {
   int64_t width = cudaVectorWidth(kernel), count = kernel.numElements();
-  int64_t tail = width > 1 ? count % width : count;
-  int64_t steps = tail > 0 ? cudaTailFirstThread(kernel) + tail : count / width;
+  // Threads: without vectors, one per element; with them, one per vector,
+  // then the tail's from the warp after the vectors'.
+  int64_t steps = count;
+  if (width > 1)
+    steps = count % width == 0 ? count / width
+                               : cudaTailFirstThread(kernel) + count % width;
   fusec::LaunchGeometry launch;
   launch.blockX = kPointwiseThreadsPerBlock;
   launch.gridX = std::max<int64_t>(1, (steps + kPointwiseThreadsPerBlock - 1) /

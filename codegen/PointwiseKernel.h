@@ -119,7 +119,8 @@ inline const char *computeType(fusec::DType dtype) {
 /// `width` stored elements moved as one aligned CUDA access.
 std::string cudaVectorType(fusec::DType dtype, int64_t width);
 /// The launch of the CUDA kernel: a grid-stride loop, one thread per vector
-/// of `cudaVectorWidth` elements, at most 64 blocks per multiprocessor.
+/// of `cudaVectorWidth` elements and, after the vectors' warps, one per tail
+/// element; at most 64 blocks per multiprocessor.
 fusec::LaunchGeometry cudaPointwiseLaunch(const PointwiseKernel &kernel);
 /// The kernel as CUDA C: `extern "C" __global__ void NAME(in0.., out0..)`,
 /// a grid-stride loop over vectors of `cudaVectorWidth` elements, then the

@@ -33,17 +33,14 @@ operandsAt(const MatmulCall &call,
 }
 
 /// Translation units the CUDA kernels of a program are split into, each
-/// compiled by NVRTC on a thread of its own (NVRTC compiles programs in
-/// parallel; each unit repeats the prelude). Measured cold (no kernel
-/// cache, CUDA_CACHE_DISABLE=1) on an H200's 16-core host, gpt2_d256 /
-/// llama_d256 / bert_d128 in ms: 1 unit 671/814/247, 2 units 284/624/191,
-/// 4 units 217/354/180, 8 units 278/316/190, 16 units 380/368/188.
-constexpr size_t kMaxCudaCompileUnits = 8;
-
-size_t cudaCompileUnits() {
-  return std::clamp<size_t>(std::thread::hardware_concurrency(), 1,
-                            kMaxCudaCompileUnits);
-}
+/// compiled by NVRTC (which compiles programs in parallel; each unit
+/// repeats the prelude), on as many threads as there are cores, up to one
+/// per unit. A fixed count: the units, and so their cache entries, are the
+/// same on every machine. Measured cold (no kernel cache,
+/// CUDA_CACHE_DISABLE=1) on an H200's 16-core host, gpt2_d256 / llama_d256
+/// / bert_d128 in ms: 1 unit 671/814/247, 2 units 284/624/191, 4 units
+/// 217/354/180, 8 units 278/316/190, 16 units 380/368/188.
+constexpr size_t kCudaCompileUnits = 8;
 
 /// The program's kernels compiling in the background while the executable
 /// creates the context, uploads the weights and prepares the library calls:
@@ -52,7 +49,7 @@ class BackgroundCompile {
 public:
   BackgroundCompile(const Program &program, KernelCache &cache,
                     const std::string &arch, bool fastMath)
-      : units(splitIntoCompileUnits(program, cudaCompileUnits())),
+      : units(splitIntoCompileUnits(program, kCudaCompileUnits)),
         cubins(units.sources.size()) {
     if (units.sources.empty())
       return;
@@ -60,10 +57,12 @@ public:
         std::to_string(program.kernels.size()) + " kernels for " + arch;
     compiler = std::thread([this, &cache, arch, fastMath, what] {
       try {
-        compileUnitsInParallel(units, "nvrtc", what, [&](size_t u) {
-          cubins[u] = cache.loadCubin(units.sources[u], arch,
-                                      cuda::nvrtcOptions(fastMath));
-        });
+        compileUnitsInParallel(
+            units, "nvrtc", what, std::thread::hardware_concurrency(),
+            [&](size_t u) {
+              cubins[u] = cache.loadCubin(units.sources[u], arch,
+                                          cuda::nvrtcOptions(fastMath));
+            });
       } catch (...) {
         failure = std::current_exception();
       }

@@ -6,6 +6,7 @@
 #include "runtime/Trace.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -67,17 +68,19 @@ std::vector<size_t> Executable::matmulSteps() const {
 
 void compileUnitsInParallel(const CompileUnits &units,
                             const std::string &threadName,
-                            const std::string &what,
+                            const std::string &what, size_t maxThreads,
                             const std::function<void(size_t)> &compileUnit) {
   size_t count = units.sources.size();
+  if (count == 0)
+    return;
   std::vector<std::exception_ptr> failures(count);
   {
     CompileProgress progress(what, count);
-    std::vector<std::thread> compilers;
-    for (size_t u = 0; u < count; ++u)
-      compilers.emplace_back([&, u] {
+    std::atomic<size_t> next{0};
+    auto compileUnits = [&](size_t thread) {
+      trace::nameThisThread(threadName + " " + std::to_string(thread));
+      for (size_t u; (u = next.fetch_add(1)) < count;) {
         try {
-          trace::nameThisThread(threadName + " " + std::to_string(u));
           const std::vector<std::string> &functions = units.functions[u];
           trace::Scope group(
               "kernels " + trace::shortList(functions), "compile",
@@ -88,7 +91,18 @@ void compileUnitsInParallel(const CompileUnits &units,
           failures[u] = std::current_exception();
         }
         progress.groupDone();
-      });
+      }
+    };
+    std::vector<std::thread> compilers;
+    size_t threads = std::clamp<size_t>(maxThreads, 1, count);
+    try {
+      for (size_t t = 0; t < threads; ++t)
+        compilers.emplace_back(compileUnits, t);
+    } catch (...) {
+      // No thread to spare: the started ones take the rest of the units.
+      if (compilers.empty())
+        compileUnits(0);
+    }
     for (std::thread &compiler : compilers)
       compiler.join();
   }
@@ -114,7 +128,7 @@ HostExecutable::HostExecutable(Program program,
     compileUnitsInParallel(
         units, "host compile",
         std::to_string(prog.kernels.size()) + " kernels for the host",
-        [&](size_t u) {
+        units.sources.size(), [&](size_t u) {
           libraries[u] = cache->loadHostLibrary(units.sources[u]);
         });
     for (size_t k = 0; k < prog.kernels.size(); ++k)

@@ -69,13 +69,13 @@ protected:
   Program prog;
 };
 
-/// Compiles each of `units` with `compileUnit(u)` on a thread of its own
-/// (named `threadName` and the unit's number, a trace slice per unit),
-/// showing progress as `what`; once all have finished, rethrows the first
-/// unit's failure.
+/// Compiles each of `units` with `compileUnit(u)`, on up to `maxThreads`
+/// threads that take the next unit as they finish one (named `threadName`
+/// and a number; a trace slice per unit), showing progress as `what`; once
+/// all have finished, rethrows the first unit's failure.
 void compileUnitsInParallel(const CompileUnits &units,
                             const std::string &threadName,
-                            const std::string &what,
+                            const std::string &what, size_t maxThreads,
                             const std::function<void(size_t)> &compileUnit);
 
 /// Kernels compiled by the host compiler, run on this CPU.

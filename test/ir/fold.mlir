@@ -115,21 +115,27 @@ func.func @saturating_casts() -> (tensor<4xi8>, tensor<3xi64>) {
 // integers, other exponents, or an exponent that broadcasts x.
 // CHECK-LABEL: func.func @square
 // CHECK-SAME: (%[[X:.*]]: tensor<4xf32>, %[[Y:.*]]: tensor<4xi32>, %[[H:.*]]: tensor<4xbf16>)
-func.func @square(%x: tensor<4xf32>, %y: tensor<4xi32>, %h: tensor<4xbf16>) -> (tensor<4xf32>, tensor<4xi32>, tensor<4xf32>, tensor<4xbf16>, tensor<2x4xf32>) {
+func.func @square(%x: tensor<4xf32>, %y: tensor<4xi32>, %h: tensor<4xbf16>) -> (tensor<4xf32>, tensor<4xi32>, tensor<4xf32>, tensor<4xbf16>, tensor<2x4xf32>, tensor<4xf32>) {
   %two = fuse.constant dense<2.0> : tensor<f32>
   // CHECK-DAG: fuse.mul %[[X]], %[[X]] : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   %a = fuse.pow %x, %two : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
   %i2 = fuse.constant dense<2> : tensor<i32>
   // CHECK-DAG: fuse.pow %[[Y]], %{{.*}} : (tensor<4xi32>, tensor<i32>) -> tensor<4xi32>
   %b = fuse.pow %y, %i2 : (tensor<4xi32>, tensor<i32>) -> tensor<4xi32>
+  // CHECK-DAG: %[[THREE:.*]] = fuse.constant dense<3.000000e+00> : tensor<f32>
+  // CHECK-DAG: fuse.pow %[[X]], %[[THREE]] : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
   %three = fuse.constant dense<3.0> : tensor<f32>
-  // CHECK-DAG: fuse.pow %[[X]], %{{.*}} : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
   %c = fuse.pow %x, %three : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  // Not every element 2: not a square.
+  // CHECK-DAG: %[[MIXED:.*]] = fuse.constant dense<[2.000000e+00, 3.000000e+00, 2.000000e+00, 2.000000e+00]> : tensor<4xf32>
+  // CHECK-DAG: fuse.pow %[[X]], %[[MIXED]] : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %mixed = fuse.constant dense<[2.0, 3.0, 2.0, 2.0]> : tensor<4xf32>
+  %f = fuse.pow %x, %mixed : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   %htwo = fuse.constant dense<2.0> : tensor<4xbf16>
   // CHECK-DAG: fuse.mul %[[H]], %[[H]] : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
   %d = fuse.pow %h, %htwo : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
   %wide = fuse.constant dense<2.0> : tensor<2x4xf32>
   // CHECK-DAG: fuse.pow %[[X]], %{{.*}} : (tensor<4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
   %e = fuse.pow %x, %wide : (tensor<4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
-  return %a, %b, %c, %d, %e : tensor<4xf32>, tensor<4xi32>, tensor<4xf32>, tensor<4xbf16>, tensor<2x4xf32>
+  return %a, %b, %c, %d, %e, %f : tensor<4xf32>, tensor<4xi32>, tensor<4xf32>, tensor<4xbf16>, tensor<2x4xf32>, tensor<4xf32>
 }

@@ -45,8 +45,8 @@ TEST_CASE("random graphs on the GPU match unfused CPU execution", "[gpu]") {
 
 TEST_CASE("sizes around the vector width on the GPU", "[gpu]") {
   FUSEC_SKIP_IF(cuda::unavailableReason());
-  for (int64_t size :
-       {1, 3, 4, 5, 7, 8, 9, 15, 17, 129, 1023, 1027, 4097, 1000003}) {
+  for (int64_t size : {1, 3, 4, 5, 7, 8, 9, 15, 17, 129, 256, 257, 263, 1023,
+                       1027, 4097, 1000003}) {
     for (DType dtype : {DType::F32, DType::BF16, DType::I8}) {
       INFO("size " << size << " " << dtypeName(dtype));
       GraphBuilder b("tail");
@@ -64,6 +64,28 @@ TEST_CASE("sizes around the vector width on the GPU", "[gpu]") {
       INFO(test::describeMismatch(gpu, cpu, comparison));
       CHECK(comparison.ok());
     }
+  }
+}
+
+TEST_CASE("a CUDA pointwise launch covers the warp after the vectors",
+          "[codegen]") {
+  // f32 moves as 4-vectors past 256 elements; a tail's threads start at the
+  // warp after the vectors' (no GPU needed: the program is only lowered).
+  struct Case {
+    int64_t size, blocks;
+    const char *perThread;
+  };
+  for (Case c : {Case{6, 1, "1 per thread"}, Case{256, 1, "1 per thread"},
+                 Case{257, 1, "4 per thread"}, Case{8190, 9, "4 per thread"},
+                 Case{8192, 8, "4 per thread"}}) {
+    INFO("size " << c.size);
+    GraphBuilder b("neg");
+    b.output(b.op("neg", {b.input("x", DType::F32, {c.size})}));
+    Program program =
+        lowerGraph(b.build(), test::testOptions(true, Target::Cuda)).program;
+    REQUIRE(program.kernels.size() == 1);
+    CHECK(program.kernels[0].launch.gridX == c.blocks);
+    CHECK(program.kernels[0].source.find(c.perThread) != std::string::npos);
   }
 }
 

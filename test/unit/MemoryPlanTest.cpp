@@ -126,6 +126,21 @@ TEST_CASE("kernels whose code differs only in their name compile once",
   CHECK(units.sources[1] ==
         "// prelude\n\nvoid k5(float *p) { int k22 = 2; p[0] = k22; }");
 
+  SECTION("a long kernel gets a unit of its own") {
+    // Round-robin would pair the long kernel with one of the short ones.
+    Program balanced;
+    balanced.prelude = "//\n";
+    balanced.kernels = {
+        kernelWithSource("big", "void big(float *p) { p[0] = 1; p[1] = 2; "
+                                "p[2] = 3; p[3] = 4; p[4] = 5; p[5] = 6; }"),
+        kernelWithSource("s1", "void s1(float *p) { p[0] = 1; }"),
+        kernelWithSource("s2", "void s2(float *p) { p[0] = 2; }"),
+        kernelWithSource("s3", "void s3(float *p) { p[0] = 3; }")};
+    CompileUnits split = splitIntoCompileUnits(balanced, 2);
+    CHECK(split.unitOf == std::vector<size_t>{0, 1, 1, 1});
+    CHECK(split.functions[1] == std::vector<std::string>{"s1", "s2", "s3"});
+  }
+
   SECTION("one unit when asked for none, or a hand-written program") {
     CHECK(splitIntoCompileUnits(program, 0).sources.size() == 1);
     program.kernels[1].source.clear();
