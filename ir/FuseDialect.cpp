@@ -38,10 +38,9 @@ struct SquareForPowerOfTwo : OpRewritePattern<PowOp> {
   LogicalResult matchAndRewrite(PowOp op,
                                 PatternRewriter &rewriter) const override {
     Value base = op.getLhs();
-    std::optional<fusec::DType> dtype =
-        toDType(cast<ShapedType>(base.getType()).getElementType());
     DenseElementsAttr exponent;
-    if (base.getType() != op.getType() || !dtype || !fusec::isFloat(*dtype) ||
+    if (base.getType() != op.getType() ||
+        !fusec::isFloat(dtypeOf(base.getType())) ||
         !matchPattern(op.getRhs(), m_Constant(&exponent)) ||
         !exponent.isSplat() || constantElement(exponent, 0) != 2.0)
       return failure();

@@ -244,7 +244,7 @@ StreamLock::StreamLock() : lock(streamMutex()), device(cuda::device()) {}
 
 CUresult finishStream() {
   StreamLock held;
-  Device &d = device();
+  Device &d = held.lockedDevice();
   const Driver &api = driver();
   // Tickets are handed out after the caller's work was queued, so a ticket
   // at least ours means that work ran, whichever thread wrote it.

@@ -156,7 +156,8 @@ Device &device();
 class StreamLock {
 public:
   StreamLock();
-  /// fusec's stream, usable while this lock is held.
+  /// fusec's device and stream, usable while this lock is held.
+  Device &lockedDevice() const { return device; }
   CUstream stream() const { return device.stream; }
 
 private:

@@ -203,6 +203,32 @@ TEST_CASE("the quantized GEMV kernel compiles for the GPU", "[quantized]") {
   test::compileForGpus(b.build(), /*everyVariant=*/false);
 }
 
+TEST_CASE("the tensor-core GEMV unrolls a warp's steps up to 64 of them",
+          "[quantized]") {
+  // k = 4096: 16 steps per warp, one unrolled loop over them; k = 16448:
+  // 65 steps, rounds of 4 in a rolled loop (no GPU needed: lowered only).
+  for (int64_t k : {4096, 16448}) {
+    INFO("k " << k);
+    GraphBuilder b("gemv");
+    std::string x = b.input("x", DType::BF16, {1, k});
+    std::string w = b.op(
+        "dequantize_linear",
+        {b.input("w", DType::I8, {32, k}), b.input("s", DType::BF16, {32})},
+        {{"axis", int64_t(0)}});
+    b.output(b.op("matmul", {x, b.op("transpose", {w},
+                                     {{"perm", std::vector<int64_t>{1, 0}}})}));
+    Program program =
+        lowerGraph(b.build(), test::testOptions(true, Target::Cuda)).program;
+    REQUIRE(program.kernels.size() == 1);
+    const std::string &source = program.kernels[0].source;
+    bool unrolled = source.find("for (int step = 0; step < 16; ++step)") !=
+                    std::string::npos;
+    bool rolled = source.find("#pragma unroll 1") != std::string::npos;
+    CHECK(unrolled == (k == 4096));
+    CHECK(rolled == (k == 16448));
+  }
+}
+
 TEST_CASE("uint8 weights are dequantized as unsigned, never as int8",
           "[quantized]") {
   // The quantized GEMV reads int8; a u8 weight (ONNX's usual uint8
