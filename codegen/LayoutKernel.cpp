@@ -308,6 +308,9 @@ void LayoutKernelPrinter::printLoop(int64_t count, DType resultType) {
   if (target == fusec::Target::Cuda) {
     os << "const " << index << " stride = (" << index
        << ")gridDim.x * blockDim.x;\n";
+    // Rolled, as the pointwise kernels' loops (printCudaLoops): it mostly
+    // runs once, and unrolling it only costs NVRTC time.
+    os << "#pragma unroll 1\n";
     os << "for (" << index << " i = (" << index
        << ")blockIdx.x * blockDim.x + threadIdx.x; i < " << count
        << "; i += stride) {\n";

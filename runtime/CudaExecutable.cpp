@@ -33,13 +33,15 @@ operandsAt(const MatmulCall &call,
 }
 
 /// Translation units the CUDA kernels of a program are split into, each
-/// compiled by NVRTC (which compiles programs in parallel; each unit
-/// repeats the prelude), on as many threads as there are cores, up to one
-/// per unit. A fixed count: the units, and so their cache entries, are the
-/// same on every machine. Measured cold (no kernel cache,
-/// CUDA_CACHE_DISABLE=1) on an H200's 16-core host, gpt2_d256 / llama_d256
-/// / bert_d128 in ms: 1 unit 671/814/247, 2 units 284/624/191, 4 units
-/// 217/354/180, 8 units 278/316/190, 16 units 380/368/188.
+/// compiled by NVRTC (each unit repeats the prelude), on as many threads as
+/// there are cores, up to one per unit. A fixed count: the units, and so
+/// their cache entries, are the same on every machine. NVRTC's threads
+/// scale poorly on an H200's 16-core host (1, 2, 4, 8 copies of one small
+/// kernel at once: 47, 58, 90, 175 ms), but units still pay: with rolled
+/// grid-stride loops and --minimal, the three models' kernels compiled
+/// cold (CUDA_CACHE_DISABLE=1) as 1, 2, 4, 8 units took, gpt2_d256 /
+/// llama_d256 / bert_d128 in ms: 339/383/193, 181/183/127, 172/155/112,
+/// 163/136/116.
 constexpr size_t kCudaCompileUnits = 8;
 
 /// The program's kernels compiling in the background while the executable
