@@ -79,20 +79,24 @@ struct Group {
 class FusionGroups {
 public:
   explicit FusionGroups(Block &block) {
-    for (Operation &op : block) {
-      indexOf[&op] = ops.size();
-      ops.push_back(&op);
-    }
-    parent.resize(ops.size());
-    for (size_t i = 0; i < ops.size(); ++i)
-      parent[i] = i;
-    groupOfLeader.assign(ops.size(), -1);
+    for (Operation &op : block)
+      track(&op, 2 * ops.size());
   }
 
-  unsigned position(Operation *op) const { return indexOf.lookup(op); }
+  /// Program order: the block's ops at even positions, each copy
+  /// (addCopyBefore) at the odd one just before the op it was made for.
+  unsigned position(Operation *op) const {
+    return positionOf[indexOf.lookup(op)];
+  }
+
+  /// Tracks `copy`, an op inserted right before `user`, at a position
+  /// between `user` and the ops before it.
+  void addCopyBefore(Operation *copy, Operation *user) {
+    track(copy, position(user) - 1);
+  }
 
   Group &add(Operation *op, GroupKind kind) {
-    unsigned index = position(op);
+    unsigned index = indexOf.lookup(op);
     groupOfLeader[index] = groups.size();
     groups.emplace_back();
     Group &group = groups.back();
@@ -201,6 +205,14 @@ public:
   }
 
 private:
+  void track(Operation *op, unsigned position) {
+    indexOf[op] = ops.size();
+    ops.push_back(op);
+    positionOf.push_back(position);
+    parent.push_back(parent.size());
+    groupOfLeader.push_back(-1);
+  }
+
   unsigned find(unsigned i) {
     while (parent[i] != i) {
       parent[i] = parent[parent[i]]; // path halving
@@ -211,6 +223,7 @@ private:
 
   SmallVector<Operation *> ops;
   DenseMap<Operation *, unsigned> indexOf;
+  std::vector<unsigned> positionOf;
   std::vector<unsigned> parent;
   std::vector<int> groupOfLeader; ///< index into `groups`, -1 if none
   std::vector<Group> groups;
@@ -355,26 +368,52 @@ struct FormFusionRegions
     if (producerGroup < 0 || producerGroup == consumerGroup)
       return;
     Group combined;
-    if (std::optional<std::string> reason =
-            whyNotFused(operand, op, groups.group(producerGroup),
-                        groups.group(consumerGroup), combined)) {
-      InFlightDiagnostic remark = producer->emitRemark()
-                                  << "not fused with its consumer "
-                                  << describeOp(op) << ": " << *reason;
-      attachEdge(remark, op, *reason);
+    std::optional<std::string> reason =
+        whyNotFused(operand, op, groups.group(producerGroup),
+                    groups.group(consumerGroup), combined);
+    if (!reason)
+      if (Operation *exit = groups.cycleThrough(producerGroup, consumerGroup,
+                                                groups.position(op)))
+        reason = "the path through " + describeOp(exit) +
+                 " outside the region would form a cycle";
+    if (!reason) {
+      groups.merge(producerGroup, consumerGroup, std::move(combined));
       return;
     }
-    if (Operation *exit = groups.cycleThrough(producerGroup, consumerGroup,
-                                              groups.position(op))) {
-      std::string reason = "the path through " + describeOp(exit) +
-                           " outside the region would form a cycle";
-      InFlightDiagnostic remark = producer->emitRemark()
-                                  << "not fused with its consumer "
-                                  << describeOp(op) << ": " << reason;
-      attachEdge(remark, op, reason);
+    if (fuseCopyOfBroadcast(operand, op, groups))
       return;
-    }
-    groups.merge(producerGroup, consumerGroup, std::move(combined));
+    InFlightDiagnostic remark = producer->emitRemark()
+                                << "not fused with its consumer "
+                                << describeOp(op) << ": " << *reason;
+    attachEdge(remark, op, *reason);
+  }
+
+  /// A broadcast that cannot join `op`'s group where it is (CSE shares one
+  /// broadcast of a LayerNorm weight across layers, or of a causal mask
+  /// across attention blocks) gets a copy of its own there: a broadcast
+  /// only re-reads its operand, so `op`'s kernel reads the small operand
+  /// instead of another kernel writing the full tensor out for it.
+  bool fuseCopyOfBroadcast(Value operand, Operation *op, FusionGroups &groups) {
+    auto broadcast = operand.getDefiningOp<BroadcastToOp>();
+    if (!broadcast)
+      return false;
+    int consumerGroup = groups.leaderOf(op);
+    Group alone;
+    alone.kind = GroupKind::Pointwise;
+    alone.shape.assign(shapeOf(operand).begin(), shapeOf(operand).end());
+    alone.members.push_back(broadcast);
+    Group combined;
+    if (whyNotFused(operand, op, alone, groups.group(consumerGroup), combined))
+      return false;
+    OpBuilder builder(op);
+    Operation *copy = builder.clone(*broadcast);
+    op->replaceUsesOfWith(operand, copy->getResult(0));
+    groups.addCopyBefore(copy, op);
+    Group &copied = groups.add(copy, GroupKind::Pointwise);
+    copied.shape = alone.shape;
+    // Its only user is `op`, so no path leaves and re-enters: no cycle.
+    groups.merge(groups.leaderOf(copy), consumerGroup, std::move(combined));
+    return true;
   }
 
   /// The reason `operand` (made in group `producer`) cannot join its

@@ -41,7 +41,10 @@ identities and MLIR's algebraic traits), `cse`, then
 `FusionKindOpInterface`: reductions root groups of their iteration space,
 elementwise ops, broadcasts and views join their producers' groups by per-kind
 rules (never duplicating work across a broadcast, never forming a cycle
-between regions, never broadcasting a column reduction's result back), layout
+between regions, never broadcasting a column reduction's result back; a
+broadcast shared by consumers that cannot share a region is copied into
+each, so each reads the small operand instead of one region writing the
+full tensor out for the others), layout
 ops and quantized GEMVs get a region alone, and matmuls stay outside every
 region as library calls; each group is then materialized as a `fuse.fusion`.
 `--remarks` prints why an op was left out of a region.

@@ -147,3 +147,46 @@ func.func @independent_and_mixed(%x: tensor<4xf32>, %y: tensor<4xf32>, %v: tenso
   %c = fuse.cast %s : tensor<2x4xf32> to tensor<2x4xf16>
   return %n, %c : tensor<4xf32>, tensor<2x4xf16>
 }
+
+// -----
+
+// A broadcast shared by consumers that cannot share a region (a path
+// through layout kernels between them) is copied into each one: both read
+// the 8-element weight, and the first region does not write the broadcast
+// 4x8 out for the second.
+// CHECK-LABEL: func.func @shared_broadcast_copied
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>, %[[W:.*]]: tensor<8xf32>)
+// CHECK: fuse.fusion ins(%[[W]], %[[X]] : tensor<8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32> {
+// CHECK: fuse.broadcast_to
+// CHECK: fuse.mul
+// CHECK: fuse.transpose
+// CHECK: fuse.transpose
+// CHECK: fuse.fusion ins(%[[W]], %{{.*}} : tensor<8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32> {
+// CHECK: fuse.broadcast_to
+// CHECK-NEXT: fuse.add
+func.func @shared_broadcast_copied(%x: tensor<4x8xf32>, %w: tensor<8xf32>) -> tensor<4x8xf32> {
+  %wb = fuse.broadcast_to %w : tensor<8xf32> to tensor<4x8xf32>
+  %a = fuse.mul %x, %wb : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  // expected-remark @+1 {{not fused: 'fuse.transpose' moves elements}}
+  %t = fuse.transpose %a {perm = array<i64: 1, 0>} : tensor<4x8xf32> -> tensor<8x4xf32>
+  // expected-remark @+2 {{not fused: 'fuse.transpose' moves elements}}
+  // expected-remark @+1 {{not fused with its consumer 'fuse.add': layout ops run as kernels of their own}}
+  %t2 = fuse.transpose %t {perm = array<i64: 1, 0>} : tensor<8x4xf32> -> tensor<4x8xf32>
+  %b = fuse.add %t2, %wb : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %b : tensor<4x8xf32>
+}
+
+// -----
+
+// Consumers that can share a region share the broadcast too: no copy.
+// CHECK-LABEL: func.func @shared_broadcast_siblings
+// CHECK: fuse.fusion
+// CHECK-COUNT-1: fuse.broadcast_to
+// CHECK-NOT: fuse.broadcast_to
+// CHECK-NOT: fuse.fusion
+func.func @shared_broadcast_siblings(%x: tensor<4x8xf32>, %w: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %wb = fuse.broadcast_to %w : tensor<8xf32> to tensor<4x8xf32>
+  %a = fuse.mul %x, %wb : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %b = fuse.sub %x, %wb : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %a, %b : tensor<4x8xf32>, tensor<4x8xf32>
+}
