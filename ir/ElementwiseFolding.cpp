@@ -346,12 +346,13 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
       return SplatElementsAttr::get(resultType, elements.front());
     return DenseElementsAttr::get(resultType, elements);
   }
+  // Float to integer truncates toward zero; float to float rounds (in
+  // scalarAttr) and never truncates.
+  Type element = resultType.getElementType();
+  bool truncates = isa<IntegerType>(element) && !element.isInteger(1);
   return buildConstant(resultType, input.isSplat(), fromFloat, [&](int64_t i) {
     double value = constantElement(input, i);
-    // Float to integer truncates toward zero.
-    return fromFloat && !resultType.getElementType().isInteger(1)
-               ? std::trunc(value)
-               : value;
+    return truncates ? std::trunc(value) : value;
   });
 }
 

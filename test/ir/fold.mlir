@@ -111,6 +111,25 @@ func.func @saturating_casts() -> (tensor<4xi8>, tensor<3xi64>) {
   return %0, %1 : tensor<4xi8>, tensor<3xi64>
 }
 
+// Float to float rounds once to nearest even and never truncates: a bf16
+// scale below 1 stays itself in f32 (it folded to 0 once, which zeroed
+// dequantized constant weights), f32 to bf16 rounds 0.732421875 up and
+// 1e-3 (0x3A83126F) down to 0x3A83.
+// CHECK-LABEL: func.func @float_casts_round
+func.func @float_casts_round() -> (tensor<4xf32>, tensor<3xbf16>, tensor<2xf64>) {
+  %s = fuse.constant dense<5.859380e-03> : tensor<4xbf16>
+  %f = fuse.constant dense<[0.732421875, -1.75, 1.0e-3]> : tensor<3xf32>
+  %h = fuse.constant dense<[0.5, -2.5e-1]> : tensor<2xf16>
+  // CHECK-DAG: fuse.constant dense<0.005859375> : tensor<4xf32>
+  // CHECK-DAG: fuse.constant dense<[7.343750e-01, -1.750000e+00, 9.994500e-04]> : tensor<3xbf16>
+  // CHECK-DAG: fuse.constant dense<[5.000000e-01, -2.500000e-01]> : tensor<2xf64>
+  // CHECK-NOT: fuse.cast
+  %0 = fuse.cast %s : tensor<4xbf16> to tensor<4xf32>
+  %1 = fuse.cast %f : tensor<3xf32> to tensor<3xbf16>
+  %2 = fuse.cast %h : tensor<2xf16> to tensor<2xf64>
+  return %0, %1, %2 : tensor<4xf32>, tensor<3xbf16>, tensor<2xf64>
+}
+
 // pow(x, 2) on floats is x * x (the exact square, rounded once); not for
 // integers, other exponents, or an exponent that broadcasts x.
 // CHECK-LABEL: func.func @square
