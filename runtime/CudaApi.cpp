@@ -378,9 +378,13 @@ std::vector<std::string> nvrtcOptions(bool fastMath) {
   // types: --minimal leaves their headers out, 5-15 ms per NVRTC program.
   std::vector<std::string> options = {"--minimal"};
   // Kernels already call intrinsics under --fast-math (codegen); the flag
-  // adds flush-to-zero and approximate division and square root.
+  // adds flush-to-zero, approximate division and square root, and lets a
+  // multiply and an add contract into one fma. Without it each op rounds
+  // its own result, as ONNX's Mul and Add (and the C++ target) do.
   if (fastMath)
     options.push_back("--use_fast_math");
+  else
+    options.push_back("--fmad=false");
   return options;
 }
 

@@ -59,9 +59,11 @@ void traceHit(const char *where, const std::string &key) {
   trace::annotate({"cache", std::string(where) + " hit"});
 }
 
+/// -ffp-contract=off: a multiply and an add round separately, as ONNX's
+/// ops do (GCC would otherwise contract them into an fma under -march).
 const std::vector<std::string> kHostFlags = {
-    "-O3",     "-march=native",   "-fopenmp",   "-shared", "-fPIC",
-    "-fwrapv", "-fno-math-errno", "-std=c++17", "-lmvec"};
+    "-O3",     "-march=native",   "-fopenmp",          "-shared",    "-fPIC",
+    "-fwrapv", "-fno-math-errno", "-ffp-contract=off", "-std=c++17", "-lmvec"};
 
 std::string readFile(const std::string &path, bool *ok = nullptr) {
   std::ifstream in(path, std::ios::binary);

@@ -479,6 +479,61 @@ TEST_CASE("pow with a constant exponent of 2 is the exact square on the GPU",
   checkSquareByPowerOfTwo(Target::Cuda);
 }
 
+namespace {
+
+/// x * y - w in one kernel rounds the product before the subtraction, as
+/// ONNX's Mul and Sub do: where the rounded product equals w the result is
+/// exactly 0; a contracted fma would return the product's rounding error.
+void checkMultiplyAddRoundSeparately(Target target) {
+  for (DType dtype : {DType::F32, DType::F64}) {
+    // (1 + e)^2 = 1 + 2e + e^2 rounds to 1 + 2e (e^2 is half an ulp, and
+    // 1 + 2e is the even neighbour).
+    const double e =
+        dtype == DType::F32 ? std::ldexp(1.0, -12) : std::ldexp(1.0, -27);
+    const std::vector<double> x = {1 + e, 1 + e, 3, -(1 + e)};
+    const std::vector<double> y = {1 + e, 1 - e, 5, 1 + e};
+    const std::vector<double> w = {1 + 2 * e, 1, 15, -(1 + 2 * e)};
+    // 1 - e^2 is a float; as a double it is a tie that rounds to 1.
+    const double belowOne = dtype == DType::F32 ? -e * e : 0;
+    const std::vector<double> expected = {0, belowOne, 0, 0};
+    const int64_t count = static_cast<int64_t>(x.size());
+    Tensor tx(dtype, {count}), ty(dtype, {count}), tw(dtype, {count});
+    for (int64_t i = 0; i < count; ++i) {
+      tx.set(i, x[i]);
+      ty.set(i, y[i]);
+      tw.set(i, w[i]);
+    }
+    for (bool fuse : {true, false}) {
+      INFO(dtypeName(dtype) << (fuse ? " fused" : " unfused"));
+      GraphBuilder b("multiply_subtract");
+      std::string product = b.op(
+          "mul", {b.input("x", dtype, {count}), b.input("y", dtype, {count})});
+      b.output(b.op("sub", {product, b.input("w", dtype, {count})}));
+      CompiledModel model = compile(b.build(), test::testOptions(fuse, target));
+      if (fuse)
+        CHECK(model.kernels().size() == 1);
+      Tensor result = model.run({tx, ty, tw})[0];
+      for (int64_t i = 0; i < count; ++i) {
+        INFO("row " << i);
+        CHECK(result.at(i) == expected[i]);
+      }
+    }
+  }
+}
+
+} // namespace
+
+TEST_CASE("a multiply and a subtract in one kernel round separately", "[ops]") {
+  checkMultiplyAddRoundSeparately(Target::Cpu);
+}
+
+TEST_CASE("a multiply and a subtract in one kernel round separately on the "
+          "GPU",
+          "[gpu]") {
+  FUSEC_SKIP_IF(cuda::unavailableReason());
+  checkMultiplyAddRoundSeparately(Target::Cuda);
+}
+
 TEST_CASE("every op on special values matches the reference on the GPU",
           "[gpu]") {
   // The same results as the CPU's: no integer division traps or differs.
