@@ -252,7 +252,11 @@ struct FormFusionRegions
       llvm::sort(members, [&](Operation *a, Operation *b) {
         return groups.position(a) < groups.position(b);
       });
-      materialize(members);
+      // A contraction's kernel (the int8 GEMV) reads every operand from a
+      // buffer, uniform scales too; the other kernels read splat constants
+      // inline.
+      bool contraction = kindOf(members.front()) == FusionKind::Contraction;
+      materialize(members, /*inlineSplats=*/!contraction);
     }
     // Splat constants now live inside the regions that use them.
     for (Operation &op : llvm::make_early_inc_range(block))
@@ -519,7 +523,7 @@ struct FormFusionRegions
     return false;
   }
 
-  void materialize(ArrayRef<Operation *> members) {
+  void materialize(ArrayRef<Operation *> members, bool inlineSplats) {
     llvm::SmallPtrSet<Operation *, 16> inGroup(members.begin(), members.end());
     llvm::SetVector<Value> inputs;
     SmallVector<Operation *> clonedConstants;
@@ -528,7 +532,7 @@ struct FormFusionRegions
         Operation *producer = operand.getDefiningOp();
         if (inGroup.contains(producer))
           continue;
-        if (isSplatConstant(producer)) {
+        if (inlineSplats && isSplatConstant(producer)) {
           if (!llvm::is_contained(clonedConstants, producer))
             clonedConstants.push_back(producer);
           continue;

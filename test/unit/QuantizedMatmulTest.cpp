@@ -32,6 +32,8 @@ struct QuantizedCase {
   bool constantWeight;
   /// Leading batch dims of x; their product times `rows` is the row count.
   Shape batch;
+  /// One scale for every channel, given as a constant (a splat).
+  bool uniformScale = false;
 };
 
 struct Built {
@@ -57,11 +59,13 @@ Built build(const QuantizedCase &c, uint64_t seed) {
   // Scales around 1/128, so dequantized weights are in [-1, 1].
   Tensor scale(c.dtype, {c.n});
   for (int64_t i = 0; i < c.n; ++i)
-    scale.set(i, (0.5 + 0.5 * (uniform(rng) + 1)) / 128);
+    scale.set(i, c.uniformScale ? 0.75 / 128
+                                : (0.5 + 0.5 * (uniform(rng) + 1)) / 128);
 
   GraphBuilder b("quantized");
   std::string xValue = b.input("x", c.dtype, xShape);
-  std::string s = b.input("scale", c.dtype, {c.n});
+  std::string s = c.uniformScale ? b.constant("scale", scale)
+                                 : b.input("scale", c.dtype, {c.n});
   std::string w = c.constantWeight ? b.constant("w", weight)
                                    : b.input("w", DType::I8, wShape);
   std::string dequantized = b.op("dequantize_linear", {w, s},
@@ -70,7 +74,9 @@ Built build(const QuantizedCase &c, uint64_t seed) {
     dequantized = b.op("transpose", {dequantized},
                        {{"perm", std::vector<int64_t>{1, 0}}});
   b.output(b.op("matmul", {xValue, dequantized}));
-  Built built{b.build(), {x, scale}, weight, scale};
+  Built built{b.build(), {x}, weight, scale};
+  if (!c.uniformScale)
+    built.inputs.push_back(scale);
   if (!c.constantWeight)
     built.inputs.push_back(weight);
   return built;
@@ -173,6 +179,11 @@ std::vector<QuantizedCase> cases() {
   all.push_back({DType::BF16, 2, 4160, 40, true, false, {}});
   all.push_back({DType::F16, 1, 8192, 24, true, true, {}});
   all.push_back({DType::BF16, 3, 16448, 20, true, false, {}});
+  // Uniform scales fold to a splat constant, which the GEMV kernel reads
+  // as a buffer like any scale (scalar, tensor-core and library paths).
+  all.push_back({DType::F32, 3, 37, 19, true, true, {}, true});
+  all.push_back({DType::BF16, 2, 128, 40, true, true, {}, true});
+  all.push_back({DType::BF16, 9, 64, 24, false, true, {}, true});
   return all;
 }
 
