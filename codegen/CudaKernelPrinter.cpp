@@ -3,7 +3,8 @@
 // The same per-element expressions as the C++ target (ScalarExpr.h),
 // wrapped in a grid-stride loop over vectors: each step a thread loads 16
 // bytes of every contiguous input, computes `width` elements and stores 16
-// bytes of every output; a scalar loop covers the tail. Broadcast inputs are
+// bytes of every output; a scalar loop covers the tail, when the vectors
+// do not cover every element. Both loops stay rolled. Broadcast inputs are
 // read through index arithmetic on compile-time constants.
 //
 //===----------------------------------------------------------------------===//
@@ -159,7 +160,7 @@ template <typename T, int N> struct alignas(sizeof(T) * N) FusecVector {
 }
 
 /// The body of a CUDA kernel with elements: indices, the loop over whole
-/// vectors and the tail loop.
+/// vectors and, unless they cover every element, the tail loop.
 static void printCudaLoops(mlir::raw_indented_ostream &os,
                            const PointwiseKernel &kernel,
                            const MathFunctionMap *f32Functions) {

@@ -57,8 +57,9 @@ constexpr size_t kMaxEmbeddedConstantBytes = 64 * 1024;
 
 /// The host compiler command of a CPU repro: the runtime's flags for
 /// kernels (runtime/KernelCache.cpp), building an executable.
-constexpr const char *kCpuBuildFlags =
-    "-O3 -march=native -fopenmp -fwrapv -fno-math-errno -std=c++17";
+constexpr const char *kCpuBuildFlags = "-O3 -march=native -fopenmp -fwrapv "
+                                       "-fno-math-errno -ffp-contract=off "
+                                       "-std=c++17";
 /// A CUDA repro: host code only (NVRTC compiles the kernel at run time);
 /// -fwrapv because the integer reference wraps as kernels do.
 constexpr const char *kCudaBuildFlags = "-O2 -std=c++17 -Xcompiler -fwrapv";
@@ -350,8 +351,8 @@ inline CUmodule loadKernels(const std::string &source, CUdevice device,
                      std::to_string(minor) +
                      (major == 9 && minor == 0 ? "a" : "");
   std::vector<const char *> options = {arch.c_str(), "--std=c++17"};
-  if (fastMath)
-    options.push_back("--use_fast_math");
+  // Without --fast-math a multiply and an add round separately (no fma).
+  options.push_back(fastMath ? "--use_fast_math" : "--fmad=false");
   nvrtcProgram program = nullptr;
   REPRO_NVRTC(nvrtcCreateProgram(&program, source.c_str(), "fusec_kernels.cu",
                                  0, nullptr, nullptr));
@@ -1454,7 +1455,7 @@ std::string KernelReproWriter::readme() const {
     os << "The repros are host programs using the CUDA driver API: each "
           "compiles its kernel with NVRTC at run time (the options the "
           "runtime uses"
-       << (impl->fastMath ? ", with --use_fast_math" : "")
+       << (impl->fastMath ? ", with --use_fast_math" : ", --fmad=false")
        << ") for the GPU it finds, loads it with `cuModuleLoadData` and "
           "launches it with the Program's grid, block and shared memory. "
           "`--kernel=FILE.cu` compiles an edited copy of the kernel's source "

@@ -124,7 +124,7 @@ std::string cudaVectorType(fusec::DType dtype, int64_t width);
 fusec::LaunchGeometry cudaPointwiseLaunch(const PointwiseKernel &kernel);
 /// The kernel as CUDA C: `extern "C" __global__ void NAME(in0.., out0..)`,
 /// a grid-stride loop over vectors of `cudaVectorWidth` elements, then the
-/// tail. `f32Functions` renames the math calls of f32-computed expressions
+/// tail (if the vectors leave one). `f32Functions` renames the math calls of f32-computed expressions
 /// (fast-math intrinsics).
 std::string printCudaKernel(const PointwiseKernel &kernel,
                             const MathFunctionMap *f32Functions = nullptr);

@@ -51,17 +51,30 @@ std::string dequantized(const GemvShape &shape, const std::string &weight) {
   return product;
 }
 
+/// `acc += w * x` for an accumulator. CUDA kernels compile without fma
+/// contraction (each ONNX op rounds its own result), but a matmul's sum of
+/// products has no such order or rounding to keep: on CUDA it is one fma
+/// per product, as cuBLAS computes it. (The C++ target keeps the plain
+/// form, whose fma would be a libm call on a CPU without the instruction.)
+std::string multiplyAdd(bool fusedMultiplyAdd, const std::string &acc,
+                        const std::string &w, const std::string &x) {
+  if (fusedMultiplyAdd)
+    return acc + " = fma(" + w + ", " + x + ", " + acc + ");\n";
+  return acc + " += " + w + " * " + x + ";\n";
+}
+
 /// Statements that add each row's product with the dequantized `weight`
 /// to its accumulator, for lhs element `column` of the row.
 std::string accumulate(const GemvShape &shape, const std::string &accType,
-                       const std::string &weight, const std::string &lhs) {
+                       const std::string &weight, const std::string &lhs,
+                       bool fusedMultiplyAdd) {
   std::ostringstream os;
   os << "const " << accType << " w = " << dequantized(shape, weight) << ";\n";
   for (int64_t row = 0; row < shape.rows; ++row)
-    os << "acc" << row << " += w * "
-       << fromStorage(shape.dtype,
-                      lhs + "[" + std::to_string(row * shape.k) + " + column]")
-       << ";\n";
+    os << multiplyAdd(
+        fusedMultiplyAdd, "acc" + std::to_string(row), "w",
+        fromStorage(shape.dtype,
+                    lhs + "[" + std::to_string(row * shape.k) + " + column]"));
   return os.str();
 }
 
@@ -211,18 +224,20 @@ std::string printCuda(const GemvShape &shape, const std::string &name) {
     else
       printFastDequantizeLoop(os, shape);
     for (int64_t row = 0; row < shape.rows; ++row)
-      os << "        acc" << row << " += w[b] * "
-         << fromStorage(shape.dtype, "((const " + std::string(element) +
-                                         " *)x" + std::to_string(row) +
-                                         ")[word * 4 + b]")
-         << ";\n";
+      os << "        "
+         << multiplyAdd(
+                true, "acc" + std::to_string(row), "w[b]",
+                fromStorage(shape.dtype, "((const " + std::string(element) +
+                                             " *)x" + std::to_string(row) +
+                                             ")[word * 4 + b]"));
     os << "        }\n";
     os << "      }\n";
     os << "    }\n";
   } else {
     os << "    for (long long column = begin + lane; column < end; column += "
           "32) {\n";
-    std::istringstream lines(accumulate(shape, accType, "row[column]", "in0"));
+    std::istringstream lines(
+        accumulate(shape, accType, "row[column]", "in0", true));
     for (std::string line; std::getline(lines, line);)
       os << "      " << line << "\n";
     os << "    }\n";
@@ -553,7 +568,8 @@ std::string printCpp(const GemvShape &shape, const std::string &name) {
     os << "    " << accType << " acc" << row << " = 0;\n";
   os << "    for (int64_t column = 0; column < " << shape.k
      << "; ++column) {\n";
-  std::istringstream lines(accumulate(shape, accType, "row[column]", "in0"));
+  std::istringstream lines(
+      accumulate(shape, accType, "row[column]", "in0", false));
   for (std::string line; std::getline(lines, line);)
     os << "      " << line << "\n";
   os << "    }\n";

@@ -4,8 +4,9 @@
 // order. Each op reports its FusionKind; reductions root groups of their
 // own iteration space, layout ops get a group alone, and elementwise ops,
 // broadcasts and views join the groups of their producers when the
-// per-kind rules allow it and no cycle forms. Phase 2 materializes each
-// group as a fuse.fusion.
+// per-kind rules allow it and no cycle forms; a broadcast that cannot join
+// a consumer where it is gets a copy in the consumer's group. Phase 2
+// materializes each group as a fuse.fusion.
 //
 //===----------------------------------------------------------------------===//
 
@@ -93,6 +94,26 @@ public:
   /// between `user` and the ops before it.
   void addCopyBefore(Operation *copy, Operation *user) {
     track(copy, position(user) - 1);
+  }
+
+  /// Program order, ties (copies made for one user) broken by creation.
+  bool precedes(Operation *a, Operation *b) const {
+    unsigned ia = indexOf.lookup(a), ib = indexOf.lookup(b);
+    return std::make_pair(positionOf[ia], ia) <
+           std::make_pair(positionOf[ib], ib);
+  }
+
+  /// Forgets `count` of the outside uses by `user` recorded for the group
+  /// led by `leader` (uses moved to a copy).
+  void dropEscapes(int leader, Operation *user, unsigned count) {
+    SmallVector<Operation *> &escapes = group(leader).escapes;
+    for (auto it = escapes.begin(); count > 0 && it != escapes.end();)
+      if (*it == user) {
+        it = escapes.erase(it);
+        --count;
+      } else {
+        ++it;
+      }
   }
 
   Group &add(Operation *op, GroupKind kind) {
@@ -250,7 +271,7 @@ struct FormFusionRegions
     for (int leader : groups.leaders()) {
       SmallVector<Operation *> members = groups.group(leader).members;
       llvm::sort(members, [&](Operation *a, Operation *b) {
-        return groups.position(a) < groups.position(b);
+        return groups.precedes(a, b);
       });
       // A contraction's kernel (the int8 GEMV) reads every operand from a
       // buffer, uniform scales too; the other kernels read splat constants
@@ -258,7 +279,8 @@ struct FormFusionRegions
       bool contraction = kindOf(members.front()) == FusionKind::Contraction;
       materialize(members, /*inlineSplats=*/!contraction);
     }
-    // Splat constants now live inside the regions that use them.
+    // Splat constants now live inside the (non-contraction) regions that
+    // use them.
     for (Operation &op : llvm::make_early_inc_range(block))
       if (isa<ConstantOp>(op) && op.use_empty())
         op.erase();
@@ -364,7 +386,8 @@ struct FormFusionRegions
     }
   }
 
-  /// Merges the group producing `operand` into `op`'s, or remarks why not.
+  /// Merges the group producing `operand` into `op`'s, copies a broadcast
+  /// into it (fuseCopyOfBroadcast), or remarks why neither happened.
   void fuseProducer(Value operand, Operation *op, FusionGroups &groups) {
     Operation *producer = operand.getDefiningOp();
     int producerGroup = groups.leaderOf(producer);
@@ -375,17 +398,22 @@ struct FormFusionRegions
     std::optional<std::string> reason =
         whyNotFused(operand, op, groups.group(producerGroup),
                     groups.group(consumerGroup), combined);
-    if (!reason)
+    if (!reason) {
       if (Operation *exit = groups.cycleThrough(producerGroup, consumerGroup,
                                                 groups.position(op)))
         reason = "the path through " + describeOp(exit) +
                  " outside the region would form a cycle";
+    }
     if (!reason) {
       groups.merge(producerGroup, consumerGroup, std::move(combined));
       return;
     }
-    if (fuseCopyOfBroadcast(operand, op, groups))
+    if (fuseCopyOfBroadcast(operand, op, groups)) {
+      producer->emitRemark()
+          << "copied into the region of its consumer " << describeOp(op)
+          << ", as it cannot join it where it is: " << *reason;
       return;
+    }
     InFlightDiagnostic remark = producer->emitRemark()
                                 << "not fused with its consumer "
                                 << describeOp(op) << ": " << *reason;
@@ -411,7 +439,14 @@ struct FormFusionRegions
       return false;
     OpBuilder builder(op);
     Operation *copy = builder.clone(*broadcast);
+    unsigned uses = llvm::count(op->getOperands(), operand);
     op->replaceUsesOfWith(operand, copy->getResult(0));
+    // The outside-user lists follow the uses: `op` no longer reads the
+    // broadcast's group, the copy reads its operand's producer's.
+    groups.dropEscapes(groups.leaderOf(broadcast), op, uses);
+    if (int source = groups.leaderOf(broadcast.getOperand().getDefiningOp());
+        source >= 0)
+      groups.group(source).escapes.push_back(copy);
     groups.addCopyBefore(copy, op);
     Group &copied = groups.add(copy, GroupKind::Pointwise);
     copied.shape = alone.shape;

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 namespace fusec::cuda {
 
@@ -337,7 +338,8 @@ void startInitializingInBackground() {
       if (loadedNvrtc().error.empty()) {
         try {
           compileCuda("extern \"C\" __global__ void fusec_warm_up() {}",
-                      "sm_80", {}, /*ptx=*/true);
+                      "sm_80", nvrtcOptions(/*fastMath=*/false),
+                      /*ptx=*/true);
         } catch (const Error &) {
           // The model's own compile reports what is wrong.
         }
@@ -363,20 +365,30 @@ void startInitializingInBackground() {
 
 std::string nvrtcUnavailableReason() { return loadedNvrtc().error; }
 
-std::string nvrtcVersion() {
-  // Part of every cubin cache key: asked once, not on each lookup.
-  static const std::string version = [] {
-    int major = 0, minor = 0;
-    nvrtc().nvrtcVersion(&major, &minor);
-    return std::to_string(major) + "." + std::to_string(minor);
+/// NVRTC's major and minor version, asked once.
+static std::pair<int, int> nvrtcVersionNumbers() {
+  static const std::pair<int, int> version = [] {
+    std::pair<int, int> numbers{0, 0};
+    nvrtc().nvrtcVersion(&numbers.first, &numbers.second);
+    return numbers;
   }();
   return version;
 }
 
+std::string nvrtcVersion() {
+  // Part of every cubin cache key.
+  auto [major, minor] = nvrtcVersionNumbers();
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
 std::vector<std::string> nvrtcOptions(bool fastMath) {
+  std::vector<std::string> options;
   // Generated kernels use no textures, device-side launches or runtime
-  // types: --minimal leaves their headers out, 5-15 ms per NVRTC program.
-  std::vector<std::string> options = {"--minimal"};
+  // types: --minimal (NVRTC 12.4 on) leaves their headers out, 5-15 ms per
+  // NVRTC program.
+  if (loadedNvrtc().error.empty() &&
+      nvrtcVersionNumbers() >= std::make_pair(12, 4))
+    options.push_back("--minimal");
   // Kernels already call intrinsics under --fast-math (codegen); the flag
   // adds flush-to-zero, approximate division and square root, and lets a
   // multiply and an add contract into one fma. Without it each op rounds

@@ -91,10 +91,13 @@ TEXT
 
 The same statements in a grid-stride loop, one element per thread here:
 a kernel of at most a block's elements (256) gains nothing from vectors.
-Larger ones loop over 16-byte vectors (4 × f32, 8 × bf16), then a scalar
-tail from the warp after the vectors'. The kernels of a program compile as
-up to 8 units (one per core), each by NVRTC on a thread of its own, to
-cubins for the GPU's architecture (`--emit=ptx` shows the PTX).
+Larger ones loop over 16-byte vectors (4 × f32, 8 × bf16), then, if the
+vectors leave any, a scalar tail from the warp after the vectors'. Both
+loops stay rolled (`#pragma unroll 1`: they mostly run once, and unrolled
+copies only cost NVRTC time). The kernels of a program compile as up to 8
+units, each by NVRTC on a thread of its own (one per core), to cubins for
+the GPU's architecture, with `--minimal` and `--fmad=false` (a multiply and
+an add round separately); `--emit=ptx` shows the PTX.
 
 ```cuda
 TEXT

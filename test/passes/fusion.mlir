@@ -165,6 +165,7 @@ func.func @independent_and_mixed(%x: tensor<4xf32>, %y: tensor<4xf32>, %v: tenso
 // CHECK: fuse.broadcast_to
 // CHECK-NEXT: fuse.add
 func.func @shared_broadcast_copied(%x: tensor<4x8xf32>, %w: tensor<8xf32>) -> tensor<4x8xf32> {
+  // expected-remark @+1 {{copied into the region of its consumer 'fuse.add', as it cannot join it where it is: the path through 'fuse.transpose' outside the region would form a cycle}}
   %wb = fuse.broadcast_to %w : tensor<8xf32> to tensor<4x8xf32>
   %a = fuse.mul %x, %wb : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   // expected-remark @+1 {{not fused: 'fuse.transpose' moves elements}}

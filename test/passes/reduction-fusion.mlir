@@ -108,3 +108,31 @@ func.func @different_spaces(%x: tensor<8x16xf32>) -> tensor<1x1xf32> {
   %t = fuse.reduce_sum %r {axes = array<i64: 0>} : tensor<8x1xf32> -> tensor<1x1xf32>
   return %t : tensor<1x1xf32>
 }
+
+// -----
+
+// Two layer norms with the same weight and bias, a path through layout
+// kernels between them: CSE shares the weight's and the bias's broadcasts,
+// and each is copied into the second region, so the first region writes
+// only its result (not the broadcast 8x128 weight and bias) and the second
+// reads the 128-element vectors.
+// CHECK-LABEL: func.func @layer_norms_share_weights
+// CHECK: fuse.fusion ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<8x128xf32>, tensor<128xf32>, tensor<128xf32>) -> tensor<8x128xf32> {
+// CHECK: fuse.transpose
+// CHECK: fuse.transpose
+// CHECK: fuse.fusion ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<8x128xf32>, tensor<128xf32>, tensor<128xf32>) -> tensor<8x128xf32> {
+// CHECK-COUNT-2: fuse.reduce_sum
+// CHECK: return
+func.func @layer_norms_share_weights(%x: tensor<8x128xf32>, %w: tensor<128xf32>, %b: tensor<128xf32>) -> tensor<8x128xf32> {
+  // expected-remark @+2 {{copied into the region of its consumer 'fuse.mul', as it cannot join it where it is: the path through 'fuse.transpose' outside the region would form a cycle}}
+  // expected-remark @+1 {{copied into the region of its consumer 'fuse.add', as it cannot join it where it is: the path through 'fuse.transpose' outside the region would form a cycle}}
+  %y = fuse.layer_norm %x weight %w bias %b {axis = -1 : i64, epsilon = 1.0e-5 : f64} : (tensor<8x128xf32>, tensor<128xf32>, tensor<128xf32>) -> tensor<8x128xf32>
+  // expected-remark @+1 {{not fused: 'fuse.transpose' moves elements}}
+  %t = fuse.transpose %y {perm = array<i64: 1, 0>} : tensor<8x128xf32> -> tensor<128x8xf32>
+  // expected-remark @+3 {{not fused: 'fuse.transpose' moves elements}}
+  // expected-remark @+2 {{not fused with its consumer 'fuse.reduce_sum': layout ops run as kernels of their own}}
+  // expected-remark @+1 {{not fused with its consumer 'fuse.sub': layout ops run as kernels of their own}}
+  %t2 = fuse.transpose %t {perm = array<i64: 1, 0>} : tensor<128x8xf32> -> tensor<8x128xf32>
+  %z = fuse.layer_norm %t2 weight %w bias %b {axis = -1 : i64, epsilon = 1.0e-5 : f64} : (tensor<8x128xf32>, tensor<128xf32>, tensor<128xf32>) -> tensor<8x128xf32>
+  return %z : tensor<8x128xf32>
+}
