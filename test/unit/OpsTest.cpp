@@ -534,6 +534,106 @@ TEST_CASE("a multiply and a subtract in one kernel round separately on the "
   checkMultiplyAddRoundSeparately(Target::Cuda);
 }
 
+namespace {
+
+/// Whether two results are the same numbers: equal, or both NaN, and zeros
+/// of the same sign.
+bool sameNumbers(const Tensor &a, const Tensor &b, int64_t &first) {
+  for (int64_t i = 0; i < a.numElements(); ++i) {
+    double x = a.at(i), y = b.at(i);
+    bool same = (std::isnan(x) && std::isnan(y)) ||
+                (x == y && std::signbit(x) == std::signbit(y));
+    if (!same) {
+      first = i;
+      return false;
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+TEST_CASE("constant folding computes what the kernels compute", "[ops]") {
+  // The same graph twice: on constants (canonicalization folds it through
+  // the op table and the cast folder) and on inputs (kernels compute it).
+  // Casts must agree exactly; other ops within the dtype's tolerance (the
+  // folder's libm and the kernels' vector math may differ in the last
+  // bit), zeros in sign too.
+  for (const DType *dtype = allDTypesBegin(); dtype != allDTypesEnd();
+       ++dtype) {
+    INFO("dtype " << dtypeName(*dtype));
+    bool isFloatType = isFloat(*dtype);
+    std::vector<double> floats(std::begin(kSpecialFloats),
+                               std::end(kSpecialFloats));
+    for (double value : {0.3, -1e-8, 65504.0, 70000.5, 3.4e38, -1e300})
+      floats.push_back(value);
+    std::vector<int64_t> ints;
+    if (*dtype == DType::I1)
+      ints = {0, 1};
+    else if (!isFloatType)
+      ints = specialInts(*dtype);
+    int64_t n = isFloatType ? floats.size() : ints.size();
+    Tensor a(*dtype, {n, 1}), b(*dtype, {1, n});
+    for (int64_t i = 0; i < n; ++i) {
+      if (isFloatType) {
+        a.set(i, floats[i]);
+        b.set(i, floats[n - 1 - i]);
+      } else {
+        ref::setInt(a, i, ints[i]);
+        ref::setInt(b, i, ints[n - 1 - i]);
+      }
+    }
+    std::vector<std::string> names;
+    auto build = [&](bool folded) {
+      GraphBuilder builder(folded ? "folded" : "computed");
+      std::string x = folded ? builder.constant("a", a)
+                             : builder.input("a", *dtype, {n, 1});
+      std::string y = folded ? builder.constant("b", b)
+                             : builder.input("b", *dtype, {1, n});
+      names.clear();
+      for (const fuse::ElementwiseOpInfo &info : fuse::elementwiseOps()) {
+        if (!info.accepts(*dtype))
+          continue;
+        builder.output(info.arity == 1 ? builder.op(info.mnemonic, {x})
+                                       : builder.op(info.mnemonic, {x, y}));
+        names.push_back(info.mnemonic);
+      }
+      for (const DType *to = allDTypesBegin(); to != allDTypesEnd(); ++to) {
+        builder.output(
+            builder.op("cast", {x}, {{"dtype", std::string(dtypeName(*to))}}));
+        names.push_back(std::string("cast to ") + dtypeName(*to));
+      }
+      return builder.build();
+    };
+    std::vector<Tensor> folded =
+        compile(build(true), test::testOptions()).run({});
+    std::vector<Tensor> computed =
+        compile(build(false), test::testOptions()).run({a, b});
+    REQUIRE(folded.size() == names.size());
+    REQUIRE(computed.size() == names.size());
+    for (size_t i = 0; i < names.size(); ++i) {
+      INFO(names[i]);
+      REQUIRE(folded[i].dtype == computed[i].dtype);
+      int64_t first = -1;
+      if (sameNumbers(folded[i], computed[i], first))
+        continue;
+      INFO("element " << first << ": folded " << folded[i].at(first)
+                      << ", computed " << computed[i].at(first));
+      if (names[i].rfind("cast", 0) == 0) {
+        FAIL_CHECK("a cast folds to another value than it computes");
+        continue;
+      }
+      Comparison comparison = compareTensors(folded[i], computed[i]);
+      INFO(test::describeMismatch(folded[i], computed[i], comparison));
+      CHECK(comparison.ok());
+      for (int64_t e = 0; e < folded[i].numElements(); ++e)
+        if (folded[i].at(e) == 0 && computed[i].at(e) == 0 &&
+            std::signbit(folded[i].at(e)) != std::signbit(computed[i].at(e)))
+          FAIL_CHECK("element " << e << ": a zero of another sign");
+    }
+  }
+}
+
 TEST_CASE("every op on special values matches the reference on the GPU",
           "[gpu]") {
   // The same results as the CPU's: no integer division traps or differs.
