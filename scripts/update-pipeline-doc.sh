@@ -107,7 +107,7 @@ TEXT
 
 ## 5. Run: `fusec examples/seed.json --target=cpu --run --check`
 
-The runtime compiles the source (host: `$CXX -O3 -march=native -fopenmp`;
+The runtime compiles the source (host: `$CXX -O3 -march=native -fopenmp -ffp-contract=off`;
 GPU: NVRTC), caches the result on disk (content-addressed; atomic writes;
 corrupt entries are detected and rebuilt), loads it and runs the kernels.
 `--check` runs the unfused program (one kernel per op) on the CPU backend on
