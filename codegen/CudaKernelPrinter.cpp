@@ -255,18 +255,16 @@ static void printCudaLoops(mlir::raw_indented_ostream &os,
   // the warp after the vectors' (cudaTailFirstThread); none when the
   // vectors cover every element.
   int64_t vectorized = width > 1 ? count / width * width : 0;
-  if (vectorized == count && count > 0)
+  if (vectorized == count)
     return;
+  std::string start = "first";
   if (vectorized > 0) {
     os << "const " << index << " tail_first = (first + stride - "
        << cudaTailFirstThread(kernel) << " % stride) % stride;\n";
-    os << "#pragma unroll 1\n";
-    os << "for (" << index << " i = " << vectorized
-       << " + tail_first; i < count; i += stride) {\n";
-  } else {
-    os << "#pragma unroll 1\n";
-    os << "for (" << index << " i = first; i < count; i += stride) {\n";
+    start = std::to_string(vectorized) + " + tail_first";
   }
+  os << "#pragma unroll 1\n";
+  os << "for (" << index << " i = " << start << "; i < count; i += stride) {\n";
   {
     auto tailLoop = os.scope("", "}\n");
     for (size_t i = 0; i < kernel.inputs.size(); ++i)

@@ -28,6 +28,9 @@
 #include "ir/LayoutOps.h"
 #include "ir/TypeUtils.h"
 #include "runtime/Compare.h"
+#include "runtime/KernelCache.h"
+
+#include "llvm/ADT/StringExtras.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -55,11 +58,11 @@ namespace {
 /// filled like inputs (and the repro says so).
 constexpr size_t kMaxEmbeddedConstantBytes = 64 * 1024;
 
-/// The host compiler command of a CPU repro: the runtime's flags for
-/// kernels (runtime/KernelCache.cpp), building an executable.
-constexpr const char *kCpuBuildFlags = "-O3 -march=native -fopenmp -fwrapv "
-                                       "-fno-math-errno -ffp-contract=off "
-                                       "-std=c++17";
+/// The host compiler flags of a CPU repro: the runtime's flags for kernel
+/// code (KernelCache::hostKernelCodeFlags), building an executable.
+std::string cpuBuildFlags() {
+  return llvm::join(fusec::KernelCache::hostKernelCodeFlags(), " ");
+}
 /// A CUDA repro: host code only (NVRTC compiles the kernel at run time);
 /// -fwrapv because the integer reference wraps as kernels do.
 constexpr const char *kCudaBuildFlags = "-O2 -std=c++17 -Xcompiler -fwrapv";
@@ -1186,7 +1189,7 @@ KernelReproWriter::Impl::writeRepro(size_t index, const std::string &sourceFile,
     os << "// Build: nvcc " << kCudaBuildFlags << " " << reproFile << " -o "
        << binary << " " << kCudaLibraries << "\n";
   else
-    os << "// Build: g++ " << kCpuBuildFlags << " " << reproFile << " -o "
+    os << "// Build: g++ " << cpuBuildFlags() << " " << reproFile << " -o "
        << binary << " -lmvec\n";
   os << "// Run:   ./" << binary << " [--runs=N] [--warmup=N] [--seed=N]"
      << (cuda() ? " [--kernel=FILE.cu]" : "") << "\n//\n"
@@ -1482,7 +1485,7 @@ std::string KernelReproWriter::readme() const {
        << " \"$f\" -o \"${f%.cu}\" " << kCudaLibraries
        << " && \"./${f%.cu}\"; done\n";
   else
-    os << "for f in *.repro.cpp; do g++ " << kCpuBuildFlags
+    os << "for f in *.repro.cpp; do g++ " << cpuBuildFlags()
        << " \"$f\" -o \"${f%.cpp}\" -lmvec && \"./${f%.cpp}\"; done\n";
   os << "```\n\nOne by one:\n\n```sh\n";
   for (size_t k = 0; k < program.kernels.size(); ++k) {
@@ -1492,7 +1495,7 @@ std::string KernelReproWriter::readme() const {
       os << "nvcc " << kCudaBuildFlags << " " << repro << " -o " << binary
          << " " << kCudaLibraries << " && ./" << binary << "\n";
     else
-      os << "g++ " << kCpuBuildFlags << " " << repro << " -o " << binary
+      os << "g++ " << cpuBuildFlags() << " " << repro << " -o " << binary
          << " -lmvec && ./" << binary << "\n";
   }
   os << "```\n";

@@ -124,8 +124,8 @@ std::string cudaVectorType(fusec::DType dtype, int64_t width);
 fusec::LaunchGeometry cudaPointwiseLaunch(const PointwiseKernel &kernel);
 /// The kernel as CUDA C: `extern "C" __global__ void NAME(in0.., out0..)`,
 /// a grid-stride loop over vectors of `cudaVectorWidth` elements, then the
-/// tail (if the vectors leave one). `f32Functions` renames the math calls of f32-computed expressions
-/// (fast-math intrinsics).
+/// tail (if the vectors leave one). `f32Functions` renames the math calls of
+/// f32-computed expressions (fast-math intrinsics).
 std::string printCudaKernel(const PointwiseKernel &kernel,
                             const MathFunctionMap *f32Functions = nullptr);
 /// What every CUDA translation unit of kernels starts with (NVRTC has no

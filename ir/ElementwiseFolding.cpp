@@ -346,14 +346,10 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
       return SplatElementsAttr::get(resultType, elements.front());
     return DenseElementsAttr::get(resultType, elements);
   }
-  // Float to integer truncates toward zero; float to float rounds (in
-  // scalarAttr) and never truncates.
-  Type element = resultType.getElementType();
-  bool truncates = isa<IntegerType>(element) && !element.isInteger(1);
-  return buildConstant(resultType, input.isSplat(), fromFloat, [&](int64_t i) {
-    double value = constantElement(input, i);
-    return truncates ? std::trunc(value) : value;
-  });
+  // scalarAttr converts each value as the kernels do: rounded to a float,
+  // truncated and saturated to an integer, != 0 to i1.
+  return buildConstant(resultType, input.isSplat(), fromFloat,
+                       [&](int64_t i) { return constantElement(input, i); });
 }
 
 OpFoldResult BroadcastToOp::fold(FoldAdaptor adaptor) {

@@ -59,11 +59,11 @@ public:
         std::to_string(program.kernels.size()) + " kernels for " + arch;
     compiler = std::thread([this, &cache, arch, fastMath, what] {
       try {
+        std::vector<std::string> options = cuda::nvrtcOptions(fastMath);
         compileUnitsInParallel(
             units, "nvrtc", what, std::thread::hardware_concurrency(),
             [&](size_t u) {
-              cubins[u] = cache.loadCubin(units.sources[u], arch,
-                                          cuda::nvrtcOptions(fastMath));
+              cubins[u] = cache.loadCubin(units.sources[u], arch, options);
             });
       } catch (...) {
         failure = std::current_exception();

@@ -59,11 +59,9 @@ void traceHit(const char *where, const std::string &key) {
   trace::annotate({"cache", std::string(where) + " hit"});
 }
 
-/// -ffp-contract=off: a multiply and an add round separately, as ONNX's
-/// ops do (GCC would otherwise contract them into an fma under -march).
-const std::vector<std::string> kHostFlags = {
-    "-O3",     "-march=native",   "-fopenmp",          "-shared",    "-fPIC",
-    "-fwrapv", "-fno-math-errno", "-ffp-contract=off", "-std=c++17", "-lmvec"};
+/// How kernels are linked into a shared library (hostKernelCodeFlags says
+/// how they compile).
+const std::vector<std::string> kHostLinkFlags = {"-shared", "-fPIC", "-lmvec"};
 
 std::string readFile(const std::string &path, bool *ok = nullptr) {
   std::ifstream in(path, std::ios::binary);
@@ -581,8 +579,21 @@ std::vector<std::string> KernelCache::hostCompileCommand() {
   std::string word;
   while (words >> word)
     command.push_back(word);
-  command.insert(command.end(), kHostFlags.begin(), kHostFlags.end());
+  const std::vector<std::string> &code = hostKernelCodeFlags();
+  command.insert(command.end(), code.begin(), code.end());
+  command.insert(command.end(), kHostLinkFlags.begin(), kHostLinkFlags.end());
   return command;
+}
+
+const std::vector<std::string> &KernelCache::hostKernelCodeFlags() {
+  // -fwrapv: integers wrap as the reference does; -ffp-contract=off: a
+  // multiply and an add round separately, as ONNX's ops do (GCC would
+  // otherwise contract them into an fma under -march).
+  static const std::vector<std::string> flags = {
+      "-O3",       "-march=native",   "-fopenmp",
+      "-fwrapv",   "-fno-math-errno", "-ffp-contract=off",
+      "-std=c++17"};
+  return flags;
 }
 
 std::string KernelCache::defaultDirectory() {

@@ -156,6 +156,9 @@ public:
 
   /// The host compile command: $CXX (split on spaces) or `c++`, then flags.
   static std::vector<std::string> hostCompileCommand();
+  /// The flags of that command that decide what kernel code computes and
+  /// how fast (not how it is linked): kernel repros build with them too.
+  static const std::vector<std::string> &hostKernelCodeFlags();
 
 private:
   /// Content address of `source` built by `toolchain` (compiler identity,
