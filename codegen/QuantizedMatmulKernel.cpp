@@ -15,6 +15,7 @@
 #include "ir/TypeUtils.h"
 
 #include <algorithm>
+#include <functional>
 #include <ostream>
 #include <sstream>
 
@@ -293,6 +294,11 @@ constexpr int64_t kTensorCoreStep = 64;
 /// Up to this many steps per warp the loop is unrolled whole: the ring's
 /// registers are then named statically, with no copies between rounds.
 constexpr int64_t kTensorCoreMaxUnrolledSteps = 64;
+/// A bf16 block copies its warps' lhs chunks into shared memory, in the
+/// order the mma pairs them with the weights, when they take at most this
+/// many bytes (rows x k x 2); larger ones are reordered in registers at
+/// every step (one byte permute per 4 weights more).
+constexpr int64_t kTensorCoreMaxStagedLhsBytes = 32 * 1024;
 
 /// f16/bf16 with k a multiple of 64 run on tensor cores (sm_80+): the mma
 /// does the multiply-adds and reads the lhs as it is stored, leaving the
@@ -302,24 +308,8 @@ bool usesTensorCores(const GemvShape &shape) {
          shape.k % kTensorCoreStep == 0 && shape.rows <= 8;
 }
 
-/// `<name>_dequantize(word, scale2, low, high)`: a word of 4 int8 weights
-/// as two f16x2/bf16x2 pairs (bytes 0-1 into `low`, 2-3 into `high`),
-/// each weight times the scale (`scale2`: the scale's bits in both
-/// halves) rounded once, which is DequantizeLinear's f32 product rounded
-/// to the scale's dtype: that product is exact in f32 (8 by 8 or 11
-/// significant bits), so one rounding of the exact product is the same
-/// number. The weight itself is made exact in the pair's type with byte
-/// permutes and one add, never the conversion unit (a quarter of the
-/// ALU's rate, and half for packed conversions):
-/// - bf16, 8 significant bits, cannot hold 1024 + byte: a byte biased by
-///   128 becomes the low mantissa byte of 2^23, and subtracting 2^23 + 128
-///   leaves it as an f32 whose upper half is the exact bf16.
-/// - f16 can: the biased byte under the exponent byte 0x64 is 1024 + byte,
-///   and subtracting 1152 leaves the weight.
-void printTensorCoreDequantize(std::ostream &os, const GemvShape &shape,
-                               const std::string &name) {
-  bool bf16 = shape.dtype == DType::BF16;
-  const char *type = bf16 ? "bf16x2" : "f16x2";
+void printFusedMultiplyAdd2(std::ostream &os, const std::string &name,
+                            const char *type) {
   os << "static __device__ __forceinline__ unsigned " << name
      << "_fma2(unsigned a, unsigned b, unsigned c) {\n";
   os << "  unsigned d;\n";
@@ -327,30 +317,97 @@ void printTensorCoreDequantize(std::ostream &os, const GemvShape &shape,
      << " %0, %1, %2, %3;\" : \"=r\"(d) : \"r\"(a), \"r\"(b), \"r\"(c));\n";
   os << "  return d;\n";
   os << "}\n";
+}
+
+/// f16: `<name>_dequantize(word, scale2, low, high)`, a word of 4 int8
+/// weights as two f16x2 pairs (bytes 0-1 into `low`, 2-3 into `high`), each
+/// weight times the scale (`scale2`: the scale's bits in both halves)
+/// rounded once, which is DequantizeLinear's f32 product rounded to f16:
+/// that product is exact in f32 (8 by 11 significant bits), so one rounding
+/// of the exact product is the same number. The weight is made exact
+/// without the conversion unit: the byte, biased by 128, under the exponent
+/// byte 0x64 is 1024 + byte, and subtracting 1152 leaves the weight.
+void printF16Dequantize(std::ostream &os, const std::string &name) {
+  printFusedMultiplyAdd2(os, name, "f16x2");
   os << "static __device__ __forceinline__ void " << name
      << "_dequantize(unsigned word, unsigned scale2, unsigned &low, unsigned "
         "&high) {\n";
   os << "  const unsigned biased = word ^ 0x80808080u;\n";
   // q * scale + (-0): the product rounded once; -0 keeps a -0 product's sign.
-  if (bf16) {
-    os << "  unsigned q[4];\n";
-    os << "  #pragma unroll\n";
-    os << "  for (int b = 0; b < 4; ++b)\n";
-    os << "    q[b] = __float_as_uint(__uint_as_float(__byte_perm(biased, "
-          "0x4B000000u, 0x7650u + b)) - 8388736.0f);\n";
-    os << "  low = " << name
-       << "_fma2(__byte_perm(q[0], q[1], 0x7632u), scale2, 0x80008000u);\n";
-    os << "  high = " << name
-       << "_fma2(__byte_perm(q[2], q[3], 0x7632u), scale2, 0x80008000u);\n";
-  } else {
-    // 0x3C00 is 1.0 and 0xE480 is -1152 in f16.
-    os << "  low = " << name << "_fma2(" << name
-       << "_fma2(__byte_perm(biased, 0x64646464u, 0x4140u), 0x3C003C00u, "
-          "0xE480E480u), scale2, 0x80008000u);\n";
-    os << "  high = " << name << "_fma2(" << name
-       << "_fma2(__byte_perm(biased, 0x64646464u, 0x4342u), 0x3C003C00u, "
-          "0xE480E480u), scale2, 0x80008000u);\n";
-  }
+  // 0x3C00 is 1.0 and 0xE480 is -1152 in f16.
+  for (const char *half : {"low", "high"})
+    os << "  " << half << " = " << name << "_fma2(" << name
+       << "_fma2(__byte_perm(biased, 0x64646464u, "
+       << (half[0] == 'l' ? "0x4140u" : "0x4342u")
+       << "), 0x3C003C00u, 0xE480E480u), scale2, 0x80008000u);\n";
+  os << "}\n";
+}
+
+/// bf16, whose 8 significant bits cannot hold 1024 + byte: the weights of
+/// a word come in the pairs (bytes 0 and 2) and (1 and 3), which
+/// `<name>_dequantize(word, scale2, addend2, low, high)` makes with two
+/// 3-input logic ops and one bf16x2 fma each (the integer pipe, which byte
+/// permutes share, runs at half the rate of the fma pipe and bounds this
+/// kernel: 5 integer ops per word, where converting each byte to an exact
+/// f32 takes 7). For a byte c = l + 128 t (l its low 7 bits, t its sign
+/// bit, so q = l - 128 t):
+/// - m = 128 + l is an exact bf16: l under the exponent of 128;
+/// - q s = m s - 128 s (t = 0) or m s - 256 s (t = 1), and -256 s is -128 s
+///   with the exponent's lowest bit set, where that bit of -128 s is clear:
+///   the addend is -128 s's bits or'ed with t.
+/// So fma(m, s, addend) rounds the exact q s once: DequantizeLinear's f32
+/// product (exact, 8 by 8 significant bits) rounded to bf16. Where 128 s
+/// has an odd exponent, the weights are scaled by 2 (their exponents one
+/// more, so every rounding is the same) and so is the channel's sum, which
+/// `unscale` undoes: exact while the scale is within 2^+-100, which
+/// `<name>_prepare` checks (other scales, inf, NaN, 0 and subnormals take
+/// `<name>_dequantize_exact`: the byte biased by 128 becomes the low
+/// mantissa byte of 2^23, and subtracting 2^23 + 128 leaves it as an f32
+/// whose upper half is the exact bf16 weight).
+void printBF16Dequantize(std::ostream &os, const std::string &name) {
+  printFusedMultiplyAdd2(os, name, "bf16x2");
+  os << "static __device__ __forceinline__ bool " << name
+     << "_prepare(unsigned bits, unsigned &scale2, unsigned &addend2, float "
+        "&unscale) {\n";
+  os << "  const unsigned exponent = (bits >> 7) & 0xFFu;\n";
+  os << "  const unsigned doubled = (exponent & 1u) ? 0u : 0x80u;\n";
+  os << "  const unsigned scaled = bits + doubled;\n";
+  os << "  scale2 = scaled * 0x10001u;\n";
+  // -128 s': the exponent 7 more, the sign flipped.
+  os << "  addend2 = (((scaled + 0x380u) ^ 0x8000u) & 0xFFFFu) * 0x10001u;\n";
+  os << "  unscale = doubled ? 0.5f : 1.0f;\n";
+  os << "  return exponent >= 27u && exponent <= 227u;\n";
+  os << "}\n";
+  os << "static __device__ __forceinline__ unsigned " << name
+     << "_pair(unsigned bytes, unsigned scale2, unsigned addend2) {\n";
+  os << "  unsigned m, addend;\n";
+  // 0xEA: (a & b) | c.
+  os << "  asm(\"lop3.b32 %0, %1, 0x007F007F, 0x43004300, 0xEA;\" : "
+        "\"=r\"(m) : \"r\"(bytes));\n";
+  os << "  asm(\"lop3.b32 %0, %1, 0x00800080, %2, 0xEA;\" : \"=r\"(addend) : "
+        "\"r\"(bytes), \"r\"(addend2));\n";
+  os << "  return " << name << "_fma2(m, scale2, addend);\n";
+  os << "}\n";
+  os << "static __device__ __forceinline__ void " << name
+     << "_dequantize(unsigned word, unsigned scale2, unsigned addend2, "
+        "unsigned &low, unsigned &high) {\n";
+  os << "  low = " << name << "_pair(word, scale2, addend2);\n";
+  os << "  high = " << name << "_pair(word >> 8, scale2, addend2);\n";
+  os << "}\n";
+  os << "static __device__ __forceinline__ void " << name
+     << "_dequantize_exact(unsigned word, unsigned scale2, unsigned &low, "
+        "unsigned &high) {\n";
+  os << "  const unsigned biased = word ^ 0x80808080u;\n";
+  os << "  unsigned q[4];\n";
+  os << "  #pragma unroll\n";
+  os << "  for (int b = 0; b < 4; ++b)\n";
+  os << "    q[b] = __float_as_uint(__uint_as_float(__byte_perm(biased, "
+        "0x4B000000u, 0x7650u + b)) - 8388736.0f);\n";
+  // q * scale + (-0): the product rounded once; -0 keeps a -0 product's sign.
+  os << "  low = " << name
+     << "_fma2(__byte_perm(q[0], q[2], 0x7632u), scale2, 0x80008000u);\n";
+  os << "  high = " << name
+     << "_fma2(__byte_perm(q[1], q[3], 0x7632u), scale2, 0x80008000u);\n";
   os << "}\n";
 }
 
@@ -359,10 +416,13 @@ void printTensorCoreDequantize(std::ostream &os, const GemvShape &shape,
 /// channels x 16 k, B: 16 k x 8 rows), lane (group g, quad t) holds A's
 /// channels g and g + 8 and B's row g at k slots 2t, 2t + 1, 2t + 8 and
 /// 2t + 9. A dot product may visit k in any order, so slot 2t + i of step
-/// j means k = base + 16t + 4j + i and slot 2t + 8 + i means 4j + 2 + i:
-/// each lane then reads 16 consecutive weights of each of its channels
-/// and 16 consecutive lhs elements of its row, with 16-byte loads, and the
-/// lhs words are B's registers as they are.
+/// j means k = base + 16t + 4j + p(i) and slot 2t + 8 + i means 4j + p(2 +
+/// i), where p pairs the weights as their dequantization does: f16 (0 1)(2
+/// 3), bf16 (0 2)(1 3). Each lane then reads 16 consecutive weights of each
+/// of its channels and 16 consecutive lhs elements of its row, with
+/// 16-byte loads; f16 lhs words are B's registers as they are, bf16 ones
+/// are reordered once into shared memory (or at each step, for a large
+/// lhs).
 std::string printCudaTensorCore(const GemvShape &shape,
                                 const std::string &name) {
   bool bf16 = shape.dtype == DType::BF16;
@@ -371,13 +431,18 @@ std::string printCudaTensorCore(const GemvShape &shape,
   chunk = (chunk + kTensorCoreStep - 1) / kTensorCoreStep * kTensorCoreStep;
   int64_t steps = chunk / kTensorCoreStep;
   const int64_t ahead = kTensorCoreStepsAhead;
+  bool staged = bf16 && shape.rows * chunk * kTensorCoreWarps * 2 <=
+                            kTensorCoreMaxStagedLhsBytes;
   std::ostringstream os;
   os << "// y[" << shape.rows << "x" << shape.n << "] = x[" << shape.rows << "x"
      << shape.k << "] @ dequantize(int8 w[" << shape.n << "x" << shape.k
      << "])^T on tensor cores: 16 channels per block, k split among its "
      << kTensorCoreWarps << " warps, " << ahead
      << " steps of loads in flight per warp\n";
-  printTensorCoreDequantize(os, shape, name);
+  if (bf16)
+    printBF16Dequantize(os, name);
+  else
+    printF16Dequantize(os, name);
   os << "extern \"C\" __global__ void __launch_bounds__("
      << kTensorCoreWarps * 32 << ", " << kTensorCoreBlocksPerMultiprocessor
      << ") " << name
@@ -392,11 +457,24 @@ std::string printCudaTensorCore(const GemvShape &shape,
      << shape.n << "LL;\n";
   os << "  float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n";
   os << "#if __CUDA_ARCH__ >= 800\n";
-  // An absent channel's scale is 0 and its sums are never stored.
-  os << "  const unsigned scale0 = has0 ? (unsigned)in2[channel0] * 0x10001u "
-        ": 0u;\n";
-  os << "  const unsigned scale1 = has1 ? (unsigned)in2[channel1] * 0x10001u "
-        ": 0u;\n";
+  if (bf16) {
+    // An absent channel takes the scale 1 (its sums are never stored), so
+    // that its warp keeps the fast dequantization.
+    os << "  unsigned scale0, addend0, scale1, addend1;\n";
+    os << "  float unscale0, unscale1;\n";
+    os << "  const bool fast0 = " << name
+       << "_prepare(has0 ? in2[channel0] : 0x3F80u, scale0, addend0, "
+          "unscale0);\n";
+    os << "  const bool fast1 = " << name
+       << "_prepare(has1 ? in2[channel1] : 0x3F80u, scale1, addend1, "
+          "unscale1);\n";
+  } else {
+    // An absent channel's scale is 0 and its sums are never stored.
+    os << "  const unsigned scale0 = has0 ? (unsigned)in2[channel0] * "
+          "0x10001u : 0u;\n";
+    os << "  const unsigned scale1 = has1 ? (unsigned)in2[channel1] * "
+          "0x10001u : 0u;\n";
+  }
   // Odd j accumulate apart: two independent mma chains.
   os << "  float e[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n";
   // An absent channel reads row 0: its loads need no guard of their own.
@@ -405,9 +483,9 @@ std::string printCudaTensorCore(const GemvShape &shape,
        << row << " ? channel" << row << " : 0) * " << shape.k << "LL + warp * "
        << chunk << "LL + quad * 16;\n";
   // Lanes past the lhs's rows read row 0 (see printStep).
-  os << "  const uint16_t *__restrict__ lhs = in0 + (group < " << shape.rows
-     << " ? group : 0) * " << shape.k << "LL + warp * " << chunk
-     << "LL + quad * 16;\n";
+  os << "  const int lhsRow = group < " << shape.rows << " ? group : 0;\n";
+  os << "  const uint16_t *__restrict__ lhs = in0 + lhsRow * " << shape.k
+     << "LL + warp * " << chunk << "LL + quad * 16;\n";
   // The last warp's chunk may run past k; k and chunk are multiples of a
   // step.
   if (chunk * kTensorCoreWarps == shape.k)
@@ -416,25 +494,82 @@ std::string printCudaTensorCore(const GemvShape &shape,
     os << "  const int stepCount = max(0, min(" << steps << ", (int)(("
        << shape.k << "LL - warp * " << chunk << "LL) / " << kTensorCoreStep
        << ")));\n";
+  auto printLoad = [&](const std::string &indent, const std::string &slot,
+                       const std::string &step) {
+    os << indent << "ring0[" << slot << "] = __ldg((const int4 *)(row0 + ("
+       << step << ") * " << kTensorCoreStep << "));\n";
+    os << indent << "ring1[" << slot << "] = __ldg((const int4 *)(row1 + ("
+       << step << ") * " << kTensorCoreStep << "));\n";
+  };
+  // ring*[i] holds the weights of the step congruent to i mod `ahead`;
+  // the first loads go out before anything else.
+  os << "  int4 ring0[" << ahead << "], ring1[" << ahead << "];\n";
+  os << "  #pragma unroll\n";
+  os << "  for (int i = 0; i < " << ahead << "; ++i)\n";
+  os << "    if (i < stepCount) {\n";
+  printLoad("      ", "i", "i");
+  os << "    }\n";
+  if (staged) {
+    // Each 4 lhs elements (x0 x1 x2 x3) as the words (x0 x2)(x1 x3).
+    int64_t words = chunk / 2;
+    os << "  __shared__ __align__(16) unsigned lhsStaged[" << kTensorCoreWarps
+       << "][" << shape.rows << "][" << words << "];\n";
+    os << "  for (int r = 0; r < " << shape.rows << "; ++r)\n";
+    os << "    for (int i = lane; i < stepCount * " << kTensorCoreStep / 8
+       << "; i += 32) {\n";
+    os << "      const int4 v = __ldg((const int4 *)(in0 + r * " << shape.k
+       << "LL + warp * " << chunk << "LL) + i);\n";
+    os << "      ((int4 *)lhsStaged[warp][r])[i] = make_int4("
+          "__byte_perm(v.x, v.y, 0x5410u), __byte_perm(v.x, v.y, 0x7632u), "
+          "__byte_perm(v.z, v.w, 0x5410u), __byte_perm(v.z, v.w, 0x7632u));\n";
+    os << "    }\n";
+    os << "  __syncwarp();\n";
+    os << "  const unsigned *staged = lhsStaged[warp][lhsRow] + quad * 8;\n";
+  }
   // One step: the weights of its 64 k in `weights0`, `weights1`; the lhs
-  // at `x`, loaded by every lane (a lane past the rows reads row 0 into a
-  // column of the mma that is never stored), into the two mma chains.
-  auto printStep = [&](const std::string &indent, const std::string &x) {
+  // of step `step` (every lane loads it: a lane past the rows reads row 0
+  // into a column of the mma that is never stored); `dequantize(word,
+  // channel, low, high)` the call that makes a word's two pairs.
+  using Dequantize = std::function<std::string(const std::string &, char,
+                                               const char *, const char *)>;
+  auto printStep = [&](const std::string &indent, const std::string &step,
+                       const Dequantize &dequantize) {
     os << indent << "{\n";
-    os << indent << "  const int4 *x = (const int4 *)(" << x << ");\n";
-    os << indent << "  const int4 x0 = __ldg(x), x1 = __ldg(x + 1);\n";
+    os << indent << "  unsigned xw[8];\n";
+    if (staged) {
+      os << indent << "  const int4 *x = (const int4 *)(staged + (" << step
+         << ") * " << kTensorCoreStep / 2 << ");\n";
+      os << indent << "  const int4 x0 = x[0], x1 = x[1];\n";
+    } else {
+      os << indent << "  const int4 *x = (const int4 *)(lhs + (" << step
+         << ") * " << kTensorCoreStep << ");\n";
+      os << indent << "  const int4 x0 = __ldg(x), x1 = __ldg(x + 1);\n";
+    }
     os << indent
-       << "  const unsigned *w0 = (const unsigned *)&weights0, *w1 = "
-          "(const unsigned *)&weights1;\n";
-    os << indent
-       << "  const unsigned xw[8] = {(unsigned)x0.x, (unsigned)x0.y, "
+       << "  const unsigned loaded[8] = {(unsigned)x0.x, (unsigned)x0.y, "
           "(unsigned)x0.z, (unsigned)x0.w, (unsigned)x1.x, (unsigned)x1.y, "
           "(unsigned)x1.z, (unsigned)x1.w};\n";
     os << indent << "  #pragma unroll\n";
+    os << indent << "  for (int i = 0; i < 8; ++i) xw[i] = loaded[i];\n";
+    if (bf16 && !staged) {
+      os << indent << "  #pragma unroll\n";
+      os << indent << "  for (int j = 0; j < 4; ++j) {\n";
+      os << indent
+         << "    xw[2 * j] = __byte_perm(loaded[2 * j], loaded[2 * j + 1], "
+            "0x5410u);\n";
+      os << indent
+         << "    xw[2 * j + 1] = __byte_perm(loaded[2 * j], loaded[2 * j + "
+            "1], 0x7632u);\n";
+      os << indent << "  }\n";
+    }
+    os << indent
+       << "  const unsigned *w0 = (const unsigned *)&weights0, *w1 = "
+          "(const unsigned *)&weights1;\n";
+    os << indent << "  #pragma unroll\n";
     os << indent << "  for (int j = 0; j < 4; ++j) {\n";
     os << indent << "    unsigned a0, a1, a2, a3;\n";
-    os << indent << "    " << name << "_dequantize(w0[j], scale0, a0, a2);\n";
-    os << indent << "    " << name << "_dequantize(w1[j], scale1, a1, a3);\n";
+    os << indent << "    " << dequantize("w0[j]", '0', "a0", "a2") << ";\n";
+    os << indent << "    " << dequantize("w1[j]", '1', "a1", "a3") << ";\n";
     for (const char *acc : {"d", "e"}) {
       os << indent << "    " << (acc[0] == 'd' ? "if ((j & 1) == 0)" : "else")
          << " asm(\"mma.sync.aligned.m16n8k16.row.col.f32." << type << "."
@@ -449,53 +584,79 @@ std::string printCudaTensorCore(const GemvShape &shape,
     os << indent << "  }\n";
     os << indent << "}\n";
   };
-  auto printLoad = [&](const std::string &indent, const std::string &slot,
-                       const std::string &step) {
-    os << indent << "ring0[" << slot << "] = __ldg((const int4 *)(row0 + ("
-       << step << ") * " << kTensorCoreStep << "));\n";
-    os << indent << "ring1[" << slot << "] = __ldg((const int4 *)(row1 + ("
-       << step << ") * " << kTensorCoreStep << "));\n";
+  Dequantize fast = [&](const std::string &word, char channel, const char *low,
+                        const char *high) {
+    std::string c(1, channel);
+    return name + "_dequantize(" + word + ", scale" + c +
+           (bf16 ? ", addend" + c : std::string()) + ", " + low + ", " + high +
+           ")";
   };
-  // ring*[i] holds the weights of the step congruent to i mod `ahead`.
-  os << "  int4 ring0[" << ahead << "], ring1[" << ahead << "];\n";
-  os << "  #pragma unroll\n";
-  os << "  for (int i = 0; i < " << ahead << "; ++i)\n";
-  os << "    if (i < stepCount) {\n";
-  printLoad("      ", "i", "i");
-  os << "    }\n";
+  Dequantize exact = [&](const std::string &word, char channel, const char *low,
+                         const char *high) {
+    return name + "_dequantize_exact(" + word + ", scale" +
+           std::string(1, channel) + ", " + low + ", " + high + ")";
+  };
+  std::string indent = "  ";
+  if (bf16) {
+    os << "  if (__all_sync(0xffffffffu, fast0 && fast1)) {\n";
+    indent = "    ";
+  }
   if (steps <= kTensorCoreMaxUnrolledSteps) {
-    os << "  #pragma unroll\n";
-    os << "  for (int step = 0; step < " << steps << "; ++step) {\n";
-    os << "    if (step >= stepCount) break;\n";
-    os << "    const int4 weights0 = ring0[step % " << ahead
+    os << indent << "#pragma unroll\n";
+    os << indent << "for (int step = 0; step < " << steps << "; ++step) {\n";
+    os << indent << "  if (step >= stepCount) break;\n";
+    os << indent << "  const int4 weights0 = ring0[step % " << ahead
        << "], weights1 = ring1[step % " << ahead << "];\n";
-    os << "    if (step + " << ahead << " < stepCount) {\n";
-    printLoad("      ", "step % " + std::to_string(ahead),
+    os << indent << "  if (step + " << ahead << " < stepCount) {\n";
+    printLoad(indent + "    ", "step % " + std::to_string(ahead),
               "step + " + std::to_string(ahead));
-    os << "    }\n";
-    printStep("    ", "lhs + step * " + std::to_string(kTensorCoreStep));
-    os << "  }\n";
+    os << indent << "  }\n";
+    printStep(indent + "  ", "step", fast);
+    os << indent << "}\n";
   } else {
     // Long rows: rounds of `ahead` steps; the pointers advance by a round,
     // so every load's offset is a constant.
-    os << "  #pragma unroll 1\n";
-    os << "  for (int first = 0; first < stepCount; first += " << ahead
+    os << indent << "#pragma unroll 1\n";
+    os << indent << "for (int first = 0; first < stepCount; first += " << ahead
        << ", row0 += " << ahead * kTensorCoreStep
        << ", row1 += " << ahead * kTensorCoreStep
-       << ", lhs += " << ahead * kTensorCoreStep << ") {\n";
-    os << "    #pragma unroll\n";
-    os << "    for (int i = 0; i < " << ahead << "; ++i) {\n";
-    os << "      if (first + i >= stepCount) break;\n";
-    os << "      const int4 weights0 = ring0[i], weights1 = ring1[i];\n";
-    os << "      if (first + i + " << ahead << " < stepCount) {\n";
-    printLoad("        ", "i", "i + " + std::to_string(ahead));
-    os << "      }\n";
-    printStep("      ", "lhs + i * " + std::to_string(kTensorCoreStep));
+       << (staged ? ", staged += " : ", lhs += ")
+       << ahead * kTensorCoreStep / (staged ? 2 : 1) << ") {\n";
+    os << indent << "  #pragma unroll\n";
+    os << indent << "  for (int i = 0; i < " << ahead << "; ++i) {\n";
+    os << indent << "    if (first + i >= stepCount) break;\n";
+    os << indent
+       << "    const int4 weights0 = ring0[i], weights1 = ring1[i];\n";
+    os << indent << "    if (first + i + " << ahead << " < stepCount) {\n";
+    printLoad(indent + "      ", "i", "i + " + std::to_string(ahead));
+    os << indent << "    }\n";
+    printStep(indent + "    ", "i", fast);
+    os << indent << "  }\n";
+    os << indent << "}\n";
+  }
+  os << indent << "#pragma unroll\n";
+  os << indent << "for (int i = 0; i < 4; ++i) d[i] += e[i];\n";
+  if (bf16) {
+    // d[0], d[1] belong to channel0, d[2], d[3] to channel1.
+    os << "    d[0] *= unscale0; d[1] *= unscale0;\n";
+    os << "    d[2] *= unscale1; d[3] *= unscale1;\n";
+    os << "  } else {\n";
+    // A channel of this warp has a scale past 2^+-100, inf, NaN, 0 or a
+    // subnormal one: the exact dequantization, one step at a time.
+    for (const char *row : {"0", "1"})
+      os << "    scale" << row << " = has" << row << " ? (unsigned)in2[channel"
+         << row << "] * 0x10001u : 0u;\n";
+    os << "    #pragma unroll 1\n";
+    os << "    for (int step = 0; step < stepCount; ++step) {\n";
+    os << "      const int4 weights0 = __ldg((const int4 *)(row0 + step * "
+       << kTensorCoreStep << ")), weights1 = __ldg((const int4 *)(row1 + "
+       << "step * " << kTensorCoreStep << "));\n";
+    printStep("      ", "step", exact);
     os << "    }\n";
+    os << "    #pragma unroll\n";
+    os << "    for (int i = 0; i < 4; ++i) d[i] += e[i];\n";
     os << "  }\n";
   }
-  os << "  #pragma unroll\n";
-  os << "  for (int i = 0; i < 4; ++i) d[i] += e[i];\n";
   os << "#else\n";
   // Before sm_80 there is no f16/bf16 mma: each lane sums its own four
   // (channel, row) entries over the warp's chunk of k, one at a time.

@@ -34,6 +34,9 @@ struct QuantizedCase {
   Shape batch;
   /// One scale for every channel, given as a constant (a splat).
   bool uniformScale = false;
+  /// Channels 1-3 get the scales 0, 2^110 and 2^-120, which the bf16
+  /// tensor-core kernel dequantizes the exact slow way (their warps only).
+  bool extremeScales = false;
 };
 
 struct Built {
@@ -61,6 +64,11 @@ Built build(const QuantizedCase &c, uint64_t seed) {
   for (int64_t i = 0; i < c.n; ++i)
     scale.set(i, c.uniformScale ? 0.75 / 128
                                 : (0.5 + 0.5 * (uniform(rng) + 1)) / 128);
+  if (c.extremeScales) {
+    scale.set(1, 0.0);
+    scale.set(2, std::ldexp(1.0, 110));
+    scale.set(3, std::ldexp(1.0, -120));
+  }
 
   GraphBuilder b("quantized");
   std::string xValue = b.input("x", c.dtype, xShape);
@@ -184,6 +192,19 @@ std::vector<QuantizedCase> cases() {
   all.push_back({DType::F32, 3, 37, 19, true, true, {}, true});
   all.push_back({DType::BF16, 2, 128, 40, true, true, {}, true});
   all.push_back({DType::BF16, 9, 64, 24, false, true, {}, true});
+  // Scales the fast bf16 dequantization leaves to the exact one: the first
+  // block's warps take it, the second block's do not; the lhs staged in
+  // shared memory (1 row) and reordered in registers (8 rows of 4160).
+  for (int64_t rows : {1, 8})
+    all.push_back({DType::BF16,
+                   rows,
+                   rows == 1 ? 256 : 4160,
+                   40,
+                   true,
+                   false,
+                   {},
+                   false,
+                   true});
   return all;
 }
 
@@ -234,9 +255,15 @@ TEST_CASE("the tensor-core GEMV unrolls a warp's steps up to 64 of them",
     const std::string &source = program.kernels[0].source;
     bool unrolled = source.find("for (int step = 0; step < 16; ++step)") !=
                     std::string::npos;
-    bool rolled = source.find("#pragma unroll 1") != std::string::npos;
+    bool rolled = source.find("for (int first = 0; first < stepCount;") !=
+                  std::string::npos;
     CHECK(unrolled == (k == 4096));
     CHECK(rolled == (k == 16448));
+    // bf16: the logic-op dequantization, with the exact one for the scales
+    // it does not cover; the lhs staged in shared memory while it is small.
+    CHECK(source.find("_prepare(") != std::string::npos);
+    CHECK(source.find("_dequantize_exact(") != std::string::npos);
+    CHECK((source.find("lhsStaged") != std::string::npos) == (k == 4096));
   }
 }
 
