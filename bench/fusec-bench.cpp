@@ -664,43 +664,50 @@ Graph gemvGraph(int64_t k, int64_t n, bool int8Weights) {
 }
 
 /// The GEMVs of a decode step in GB/s (bytes of every input and output
-/// once) next to the copy ceiling: int8 weights vs bf16 weights.
+/// once) next to the copy ceiling: int8 weights vs bf16 weights, for a
+/// Llama-7B layer's shapes (k x n): the MLP's up and gate projections
+/// (4096 x 11008, the case), its down projection (11008 x 4096)
+/// and the attention's projections (4096 x 4096).
 void runGemvs(Target target, const std::vector<std::string> &only, int reps) {
   if (target == Target::Cuda)
     cuda::device(); // the context the copy ceiling's allocations need
-  const int64_t k = 4096, n = 11008;
-  const std::string shape = "1x" + std::to_string(k) + "x" + std::to_string(n);
   double ceiling = target == Target::Cuda ? cudaCopyGBps(k64M * 4, reps)
                                           : copyGBps(64ll << 20, reps);
-  for (bool int8Weights : {true, false}) {
-    std::string name =
-        (int8Weights ? "gemv_int8w_bf16_" : "gemv_bf16_") + shape;
-    if (!only.empty() &&
-        std::find(only.begin(), only.end(), name) == only.end())
-      continue;
-    CompileOptions options;
-    options.target = target;
-    CompiledModel model = compile(gemvGraph(k, n, int8Weights), options);
-    std::vector<Tensor> inputs = randomInputs(model.program());
-    std::vector<Tensor> outputs;
-    double us;
-    if (target == Target::Cpu) {
-      us = medianMicros(reps, [&] { model.run(inputs, outputs); });
-    } else {
-      auto &gpu = dynamic_cast<CudaExecutable &>(executableOf(model));
-      gpu.upload(inputs);
-      us = medianGpuMicros(reps, [&] { gpu.launch(); });
+  const std::pair<int64_t, int64_t> shapes[] = {
+      {4096, 11008}, {11008, 4096}, {4096, 4096}};
+  for (auto [k, n] : shapes)
+    for (bool int8Weights : {true, false}) {
+      const std::string shape =
+          "1x" + std::to_string(k) + "x" + std::to_string(n);
+      std::string name =
+          (int8Weights ? "gemv_int8w_bf16_" : "gemv_bf16_") + shape;
+      if (!only.empty() &&
+          std::find(only.begin(), only.end(), name) == only.end())
+        continue;
+      CompileOptions options;
+      options.target = target;
+      CompiledModel model = compile(gemvGraph(k, n, int8Weights), options);
+      std::vector<Tensor> inputs = randomInputs(model.program());
+      std::vector<Tensor> outputs;
+      double us;
+      if (target == Target::Cpu) {
+        us = medianMicros(reps, [&] { model.run(inputs, outputs); });
+      } else {
+        auto &gpu = dynamic_cast<CudaExecutable &>(executableOf(model));
+        gpu.upload(inputs);
+        us = medianGpuMicros(reps, [&] { gpu.launch(); });
+      }
+      int64_t bytes = movedBytes(model.program());
+      double gbps = bytes / us / 1e3;
+      std::printf(
+          "{\"case\": \"%s\", \"target\": \"%s\", \"us\": %.2f, "
+          "\"GBps\": %.1f, \"pct_of_copy\": %.1f, \"copy_GBps\": %.1f, "
+          "\"bytes\": %lld, \"kernels\": %zu, \"library_calls\": %zu}\n",
+          name.c_str(), targetName(target), us, gbps, 100.0 * gbps / ceiling,
+          ceiling, static_cast<long long>(bytes), model.kernels().size(),
+          model.program().matmuls.size());
+      std::fflush(stdout);
     }
-    int64_t bytes = movedBytes(model.program());
-    double gbps = bytes / us / 1e3;
-    std::printf("{\"case\": \"%s\", \"target\": \"%s\", \"us\": %.2f, "
-                "\"GBps\": %.1f, \"pct_of_copy\": %.1f, \"copy_GBps\": %.1f, "
-                "\"bytes\": %lld, \"kernels\": %zu, \"library_calls\": %zu}\n",
-                name.c_str(), targetName(target), us, gbps,
-                100.0 * gbps / ceiling, ceiling, static_cast<long long>(bytes),
-                model.kernels().size(), model.program().matmuls.size());
-    std::fflush(stdout);
-  }
 }
 
 /// Region formation on a 10,000-node graph: the whole lowering (import,

@@ -275,20 +275,29 @@ std::string printCuda(const GemvShape &shape, const std::string &name) {
 /// Channels per warp (and block) of the tensor-core kernel: the M of
 /// mma.m16n8k16; its N, 8, holds up to 8 lhs rows.
 constexpr int64_t kTensorCoreChannels = 16;
-/// Warps per block of the tensor-core kernel (they split k), the blocks
-/// resident per SM (the compiler's register budget: 80 per thread, so all
-/// 688 blocks of a 4096x11008 layer fit in one wave on 132 SMs) and the
-/// steps whose weights a warp keeps in flight: it issues step s + 4's loads
-/// before it computes step s, so its loads and its arithmetic overlap.
-/// Measured on an H200 with 1x4096x11008, median of 200 back-to-back runs:
-/// 4 blocks loading 16 steps, then computing them, 18.0-18.7 us; this
-/// pipeline as a rolled loop, 16.9-17.4 us; fully unrolled, with every lane
-/// loading the lhs (no zeroed registers per step), 15.7-16.3 us; with the
-/// bf16 dequantization by logic ops (printBF16Dequantize) and the lhs
-/// staged, 13.1-13.6 us (a plain read of the same bytes: 10.8-11.8 us).
-constexpr int64_t kTensorCoreWarps = 4;
-constexpr int64_t kTensorCoreBlocksPerMultiprocessor = 6;
-constexpr int64_t kTensorCoreStepsAhead = 4;
+/// How the tensor-core kernel splits and pipelines the work: `warps` per
+/// block (they split k), `blocksPerMultiprocessor` the launch bounds ask
+/// to fit (which sets the compiler's register budget) and the steps whose
+/// weights a warp keeps in flight, `ahead`: it issues step s + ahead's
+/// loads before it computes step s, so its loads and its arithmetic
+/// overlap. A layer of many channels runs 6 blocks per SM (80 registers per
+/// thread), 4 steps ahead: all 688 blocks of a 4096x11008 layer fit in one
+/// wave on 132 SMs. A layer whose blocks fit 2 or 3 per SM gives each warp
+/// the registers of the blocks that are not there for more steps in flight.
+/// Measured on an H200, median of 200 runs: 1x4096x11008, 4 blocks loading
+/// 16 steps, then computing them, 18.0-18.7 us; this pipeline as a rolled
+/// loop, 16.9-17.4 us; fully unrolled, with every lane loading the lhs (no
+/// zeroed registers per step), 15.7-16.3 us; with the bf16 dequantization
+/// by logic ops (printBF16Dequantize) and the lhs staged, 13.1-13.6 us (a
+/// plain read of the same bytes: 10.8-11.8 us). 1x11008x4096 (256 blocks):
+/// 4 steps ahead 15.3-16.2 us, 8 ahead at 3 blocks per SM 14.4-15.1, 12
+/// ahead at 2 blocks per SM 13.7-14.1.
+struct TensorCoreSchedule {
+  int64_t warps, blocksPerMultiprocessor, ahead;
+};
+/// The SMs of an H100 or H200, which the schedule assumes; on another count
+/// the kernel is as correct, its blocks may take one more wave.
+constexpr int64_t kTypicalMultiprocessors = 132;
 /// k per load step of the tensor-core kernel: 16 bytes from each of 4
 /// lanes per channel.
 constexpr int64_t kTensorCoreStep = 64;
@@ -300,6 +309,15 @@ constexpr int64_t kTensorCoreMaxUnrolledSteps = 64;
 /// many bytes (rows x k x 2); larger ones are reordered in registers at
 /// every step (one byte permute per 4 weights more).
 constexpr int64_t kTensorCoreMaxStagedLhsBytes = 32 * 1024;
+
+TensorCoreSchedule tensorCoreSchedule(const GemvShape &shape) {
+  int64_t blocks = (shape.n + kTensorCoreChannels - 1) / kTensorCoreChannels;
+  if (blocks <= 2 * kTypicalMultiprocessors)
+    return {4, 2, 12};
+  if (blocks <= 3 * kTypicalMultiprocessors)
+    return {4, 3, 8};
+  return {4, 6, 4};
+}
 
 /// f16/bf16 with k a multiple of 64 run on tensor cores (sm_80+): the mma
 /// does the multiply-adds and reads the lhs as it is stored, leaving the
@@ -428,25 +446,25 @@ std::string printCudaTensorCore(const GemvShape &shape,
                                 const std::string &name) {
   bool bf16 = shape.dtype == DType::BF16;
   const char *type = bf16 ? "bf16" : "f16";
-  int64_t chunk = (shape.k + kTensorCoreWarps - 1) / kTensorCoreWarps;
+  const TensorCoreSchedule schedule = tensorCoreSchedule(shape);
+  const int64_t warps = schedule.warps;
+  int64_t chunk = (shape.k + warps - 1) / warps;
   chunk = (chunk + kTensorCoreStep - 1) / kTensorCoreStep * kTensorCoreStep;
   int64_t steps = chunk / kTensorCoreStep;
-  const int64_t ahead = kTensorCoreStepsAhead;
-  bool staged = bf16 && shape.rows * chunk * kTensorCoreWarps * 2 <=
-                            kTensorCoreMaxStagedLhsBytes;
+  const int64_t ahead = schedule.ahead;
+  bool staged =
+      bf16 && shape.rows * chunk * warps * 2 <= kTensorCoreMaxStagedLhsBytes;
   std::ostringstream os;
   os << "// y[" << shape.rows << "x" << shape.n << "] = x[" << shape.rows << "x"
      << shape.k << "] @ dequantize(int8 w[" << shape.n << "x" << shape.k
      << "])^T on tensor cores: 16 channels per block, k split among its "
-     << kTensorCoreWarps << " warps, " << ahead
-     << " steps of loads in flight per warp\n";
+     << warps << " warps, " << ahead << " steps of loads in flight per warp\n";
   if (bf16)
     printBF16Dequantize(os, name);
   else
     printF16Dequantize(os, name);
-  os << "extern \"C\" __global__ void __launch_bounds__("
-     << kTensorCoreWarps * 32 << ", " << kTensorCoreBlocksPerMultiprocessor
-     << ") " << name
+  os << "extern \"C\" __global__ void __launch_bounds__(" << warps * 32 << ", "
+     << schedule.blocksPerMultiprocessor << ") " << name
      << "(const uint16_t *__restrict__ in0, const signed char *__restrict__ "
         "in1, const uint16_t *__restrict__ in2, uint16_t *__restrict__ out0) "
         "{\n";
@@ -489,7 +507,7 @@ std::string printCudaTensorCore(const GemvShape &shape,
      << "LL + warp * " << chunk << "LL + quad * 16;\n";
   // The last warp's chunk may run past k; k and chunk are multiples of a
   // step.
-  if (chunk * kTensorCoreWarps == shape.k)
+  if (chunk * warps == shape.k)
     os << "  const int stepCount = " << steps << ";\n";
   else
     os << "  const int stepCount = max(0, min(" << steps << ", (int)(("
@@ -513,8 +531,8 @@ std::string printCudaTensorCore(const GemvShape &shape,
   if (staged) {
     // Each 4 lhs elements (x0 x1 x2 x3) as the words (x0 x2)(x1 x3).
     int64_t words = chunk / 2;
-    os << "  __shared__ __align__(16) unsigned lhsStaged[" << kTensorCoreWarps
-       << "][" << shape.rows << "][" << words << "];\n";
+    os << "  __shared__ __align__(16) unsigned lhsStaged[" << warps << "]["
+       << shape.rows << "][" << words << "];\n";
     os << "  for (int r = 0; r < " << shape.rows << "; ++r)\n";
     os << "    for (int i = lane; i < stepCount * " << kTensorCoreStep / 8
        << "; i += 32) {\n";
@@ -685,12 +703,12 @@ std::string printCudaTensorCore(const GemvShape &shape,
   os << "  }\n";
   os << "#endif\n";
   // d[0], d[1]: channel0, rows 2 quad and 2 quad + 1; d[2], d[3]: channel1.
-  os << "  __shared__ float partial[" << kTensorCoreWarps << "][32][4];\n";
+  os << "  __shared__ float partial[" << warps << "][32][4];\n";
   os << "  #pragma unroll\n";
   os << "  for (int i = 0; i < 4; ++i) partial[warp][lane][i] = d[i];\n";
   os << "  __syncthreads();\n";
   os << "  if (warp != 0) return;\n";
-  os << "  for (int other = 1; other < " << kTensorCoreWarps << "; ++other)\n";
+  os << "  for (int other = 1; other < " << warps << "; ++other)\n";
   os << "    for (int i = 0; i < 4; ++i) d[i] += partial[other][lane][i];\n";
   os << "  #pragma unroll\n";
   os << "  for (int i = 0; i < 4; ++i) {\n";
@@ -784,7 +802,7 @@ FailureOr<fusec::KernelDesc> buildQuantizedMatmulKernel(FusionOp fusion,
   if (tensorCores) {
     desc.launch.gridX = std::max<int64_t>(
         1, (shape.n + kTensorCoreChannels - 1) / kTensorCoreChannels);
-    desc.launch.blockX = kTensorCoreWarps * 32;
+    desc.launch.blockX = tensorCoreSchedule(shape).warps * 32;
   } else if (target == fusec::Target::Cuda) {
     CudaGemvSplit split = cudaGemvSplit(shape);
     desc.launch.gridX = std::max<int64_t>(

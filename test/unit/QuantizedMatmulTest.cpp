@@ -187,6 +187,11 @@ std::vector<QuantizedCase> cases() {
   all.push_back({DType::BF16, 2, 4160, 40, true, false, {}});
   all.push_back({DType::F16, 1, 8192, 24, true, true, {}});
   all.push_back({DType::BF16, 3, 16448, 20, true, false, {}});
+  // Layers of 300 and 400 blocks of 16 channels: the tensor-core kernel's
+  // schedules of 3 blocks per SM, 8 steps ahead, and 6 blocks, 4 steps
+  // ahead (those above take 2 blocks, 12 steps ahead), 8 steps per warp.
+  all.push_back({DType::BF16, 1, 2048, 4800, true, false, {}});
+  all.push_back({DType::BF16, 2, 2048, 6400, true, true, {}});
   // Uniform scales fold to a splat constant, which the GEMV kernel reads
   // as a buffer like any scale (scalar, tensor-core and library paths).
   all.push_back({DType::F32, 3, 37, 19, true, true, {}, true});
