@@ -275,15 +275,17 @@ std::string printCuda(const GemvShape &shape, const std::string &name) {
 /// Channels per warp (and block) of the tensor-core kernel: the M of
 /// mma.m16n8k16; its N, 8, holds up to 8 lhs rows.
 constexpr int64_t kTensorCoreChannels = 16;
-/// How the tensor-core kernel splits and pipelines the work: `warps` per
-/// block (they split k), `blocksPerMultiprocessor` the launch bounds ask
-/// to fit (which sets the compiler's register budget) and the steps whose
-/// weights a warp keeps in flight, `ahead`: it issues step s + ahead's
-/// loads before it computes step s, so its loads and its arithmetic
-/// overlap. A layer of many channels runs 6 blocks per SM (80 registers per
-/// thread), 4 steps ahead: all 688 blocks of a 4096x11008 layer fit in one
-/// wave on 132 SMs. A layer whose blocks fit 2 or 3 per SM gives each warp
-/// the registers of the blocks that are not there for more steps in flight.
+/// Warps per block of the tensor-core kernel (they split k).
+constexpr int64_t kTensorCoreWarps = 4;
+/// How the tensor-core kernel pipelines the work: `blocksPerMultiprocessor`
+/// the launch bounds ask to fit (which sets the compiler's register budget)
+/// and the steps whose weights a warp keeps in flight, `ahead`: it issues
+/// step s + ahead's loads before it computes step s, so its loads and its
+/// arithmetic overlap. A layer of many channels runs 6 blocks per SM (80
+/// registers per thread), 4 steps ahead: all 688 blocks of a 4096x11008
+/// layer fit in one wave on 132 SMs. A layer whose blocks fit 2 or 3 per SM
+/// gives each warp the registers of the blocks that are not there for more
+/// steps in flight.
 /// Measured on an H200, median of 200 runs: 1x4096x11008, 4 blocks loading
 /// 16 steps, then computing them, 18.0-18.7 us; this pipeline as a rolled
 /// loop, 16.9-17.4 us; fully unrolled, with every lane loading the lhs (no
@@ -293,7 +295,7 @@ constexpr int64_t kTensorCoreChannels = 16;
 /// 4 steps ahead 15.3-16.2 us, 8 ahead at 3 blocks per SM 14.4-15.1, 12
 /// ahead at 2 blocks per SM 13.7-14.1.
 struct TensorCoreSchedule {
-  int64_t warps, blocksPerMultiprocessor, ahead;
+  int64_t blocksPerMultiprocessor, ahead;
 };
 /// The SMs of an H100 or H200, which the schedule assumes; on another count
 /// the kernel is as correct, its blocks may take one more wave.
@@ -313,10 +315,10 @@ constexpr int64_t kTensorCoreMaxStagedLhsBytes = 32 * 1024;
 TensorCoreSchedule tensorCoreSchedule(const GemvShape &shape) {
   int64_t blocks = (shape.n + kTensorCoreChannels - 1) / kTensorCoreChannels;
   if (blocks <= 2 * kTypicalMultiprocessors)
-    return {4, 2, 12};
+    return {2, 12};
   if (blocks <= 3 * kTypicalMultiprocessors)
-    return {4, 3, 8};
-  return {4, 6, 4};
+    return {3, 8};
+  return {6, 4};
 }
 
 /// f16/bf16 with k a multiple of 64 run on tensor cores (sm_80+): the mma
@@ -447,7 +449,7 @@ std::string printCudaTensorCore(const GemvShape &shape,
   bool bf16 = shape.dtype == DType::BF16;
   const char *type = bf16 ? "bf16" : "f16";
   const TensorCoreSchedule schedule = tensorCoreSchedule(shape);
-  const int64_t warps = schedule.warps;
+  const int64_t warps = kTensorCoreWarps;
   int64_t chunk = (shape.k + warps - 1) / warps;
   chunk = (chunk + kTensorCoreStep - 1) / kTensorCoreStep * kTensorCoreStep;
   int64_t steps = chunk / kTensorCoreStep;
@@ -802,7 +804,7 @@ FailureOr<fusec::KernelDesc> buildQuantizedMatmulKernel(FusionOp fusion,
   if (tensorCores) {
     desc.launch.gridX = std::max<int64_t>(
         1, (shape.n + kTensorCoreChannels - 1) / kTensorCoreChannels);
-    desc.launch.blockX = tensorCoreSchedule(shape).warps * 32;
+    desc.launch.blockX = kTensorCoreWarps * 32;
   } else if (target == fusec::Target::Cuda) {
     CudaGemvSplit split = cudaGemvSplit(shape);
     desc.launch.gridX = std::max<int64_t>(
