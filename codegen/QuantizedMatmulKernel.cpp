@@ -311,6 +311,11 @@ constexpr int64_t kTensorCoreMaxUnrolledSteps = 64;
 /// many bytes (rows x k x 2); larger ones are reordered in registers at
 /// every step (one byte permute per 4 weights more).
 constexpr int64_t kTensorCoreMaxStagedLhsBytes = 32 * 1024;
+// A staged lhs is never longer than the unrolled loop: the rolled one reads
+// the lhs from memory.
+static_assert(kTensorCoreMaxStagedLhsBytes <= kTensorCoreWarps *
+                                                  kTensorCoreMaxUnrolledSteps *
+                                                  kTensorCoreStep * 2);
 
 TensorCoreSchedule tensorCoreSchedule(const GemvShape &shape) {
   int64_t blocks = (shape.n + kTensorCoreChannels - 1) / kTensorCoreChannels;
@@ -641,8 +646,7 @@ std::string printCudaTensorCore(const GemvShape &shape,
     os << indent << "for (int first = 0; first < stepCount; first += " << ahead
        << ", row0 += " << ahead * kTensorCoreStep
        << ", row1 += " << ahead * kTensorCoreStep
-       << (staged ? ", staged += " : ", lhs += ")
-       << ahead * kTensorCoreStep / (staged ? 2 : 1) << ") {\n";
+       << ", lhs += " << ahead * kTensorCoreStep << ") {\n";
     os << indent << "  #pragma unroll\n";
     os << indent << "  for (int i = 0; i < " << ahead << "; ++i) {\n";
     os << indent << "    if (first + i >= stepCount) break;\n";
