@@ -308,8 +308,9 @@ constexpr int64_t kTensorCoreStep = 64;
 constexpr int64_t kTensorCoreMaxUnrolledSteps = 64;
 /// A bf16 block copies its warps' lhs chunks into shared memory, in the
 /// order the mma pairs them with the weights, when they take at most this
-/// many bytes (rows x k x 2); larger ones are reordered in registers at
-/// every step (one byte permute per 4 weights more).
+/// many bytes (rows x the warps' chunks of k, padded to whole steps, x 2);
+/// larger ones are reordered in registers at every step (one byte permute
+/// per 4 weights more).
 constexpr int64_t kTensorCoreMaxStagedLhsBytes = 32 * 1024;
 // A staged lhs is never longer than the unrolled loop: the rolled one reads
 // the lhs from memory.
@@ -382,26 +383,28 @@ void printF16Dequantize(std::ostream &os, const std::string &name) {
 ///   with the exponent's lowest bit set, where that bit of -128 s is clear:
 ///   the addend is -128 s's bits or'ed with t.
 /// So fma(m, s, addend) rounds the exact q s once: DequantizeLinear's f32
-/// product (exact, 8 by 8 significant bits) rounded to bf16. Where 128 s
-/// has an odd exponent, the weights are scaled by 2 (their exponents one
-/// more, so every rounding is the same) and so is the channel's sum, which
-/// `unscale` undoes: exact while the scale is within 2^+-100, which
-/// `<name>_prepare` checks (other scales, inf, NaN, 0 and subnormals take
-/// `<name>_dequantize_exact`: the byte biased by 128 becomes the low
-/// mantissa byte of 2^23, and subtracting 2^23 + 128 leaves it as an f32
-/// whose upper half is the exact bf16 weight).
+/// product (exact, 8 by 8 significant bits) rounded to bf16 (a weight 0
+/// comes out +0 for a negative scale too, which no sum can tell, as they
+/// start at +0). Where 128 s has an odd exponent, the channel's weights are
+/// halved (their exponents one less, so every rounding is the same) and its
+/// f32 sum is doubled at the end (`unscale`), which cannot overflow where
+/// the result does not. `<name>_prepare` takes scales in [2^-100, 2^101),
+/// where every weight stays normal; others, inf, NaN, 0 and subnormals send
+/// the block's warps to `<name>_dequantize_exact`: the byte biased by 128
+/// becomes the low mantissa byte of 2^23, and subtracting 2^23 + 128 leaves
+/// it as an f32 whose upper half is the exact bf16 weight.
 void printBF16Dequantize(std::ostream &os, const std::string &name) {
   printFusedMultiplyAdd2(os, name, "bf16x2");
   os << "static __device__ __forceinline__ bool " << name
      << "_prepare(unsigned bits, unsigned &scale2, unsigned &addend2, float "
         "&unscale) {\n";
   os << "  const unsigned exponent = (bits >> 7) & 0xFFu;\n";
-  os << "  const unsigned doubled = (exponent & 1u) ? 0u : 0x80u;\n";
-  os << "  const unsigned scaled = bits + doubled;\n";
+  os << "  const unsigned halved = (exponent & 1u) ? 0u : 0x80u;\n";
+  os << "  const unsigned scaled = bits - halved;\n";
   os << "  scale2 = scaled * 0x10001u;\n";
   // -128 s': the exponent 7 more, the sign flipped.
   os << "  addend2 = (((scaled + 0x380u) ^ 0x8000u) & 0xFFFFu) * 0x10001u;\n";
-  os << "  unscale = doubled ? 0.5f : 1.0f;\n";
+  os << "  unscale = halved ? 2.0f : 1.0f;\n";
   os << "  return exponent >= 27u && exponent <= 227u;\n";
   os << "}\n";
   os << "static __device__ __forceinline__ unsigned " << name
@@ -666,8 +669,9 @@ std::string printCudaTensorCore(const GemvShape &shape,
     os << "    d[0] *= unscale0; d[1] *= unscale0;\n";
     os << "    d[2] *= unscale1; d[3] *= unscale1;\n";
     os << "  } else {\n";
-    // A channel of this warp has a scale past 2^+-100, inf, NaN, 0 or a
-    // subnormal one: the exact dequantization, one step at a time.
+    // A channel of this block has a scale outside [2^-100, 2^101), inf,
+    // NaN, 0 or a subnormal one: the exact dequantization, one step at a
+    // time.
     for (const char *row : {"0", "1"})
       os << "    scale" << row << " = has" << row << " ? (unsigned)in2[channel"
          << row << "] * 0x10001u : 0u;\n";

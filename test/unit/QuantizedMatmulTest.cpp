@@ -35,8 +35,10 @@ struct QuantizedCase {
   /// One scale for every channel, given as a constant (a splat).
   bool uniformScale = false;
   /// Channels 1-3 get the scales 0, 2^110 and 2^-120, which the bf16
-  /// tensor-core kernel dequantizes the exact slow way (their warps only).
+  /// tensor-core kernel dequantizes the exact slow way (their block only).
   bool extremeScales = false;
+  /// Every other channel's scale negated.
+  bool negativeScales = false;
 };
 
 struct Built {
@@ -64,6 +66,9 @@ Built build(const QuantizedCase &c, uint64_t seed) {
   for (int64_t i = 0; i < c.n; ++i)
     scale.set(i, c.uniformScale ? 0.75 / 128
                                 : (0.5 + 0.5 * (uniform(rng) + 1)) / 128);
+  if (c.negativeScales)
+    for (int64_t i = 1; i < c.n; i += 2)
+      scale.set(i, -scale.at(i));
   if (c.extremeScales) {
     scale.set(1, 0.0);
     scale.set(2, std::ldexp(1.0, 110));
@@ -210,6 +215,9 @@ std::vector<QuantizedCase> cases() {
                    {},
                    false,
                    true});
+  // Negative scales (both exponent parities), on every path.
+  for (DType dtype : {DType::BF16, DType::F16, DType::F32})
+    all.push_back({dtype, 2, 512, 40, true, false, {}, false, false, true});
   return all;
 }
 
@@ -226,6 +234,48 @@ TEST_CASE("int8 weights on the GPU match the dequantized reference",
   FUSEC_SKIP_IF(cuda::unavailableReason());
   for (const QuantizedCase &c : cases())
     check(c, Target::Cuda);
+}
+
+namespace {
+
+/// y = 2^120 * 100 * 2 (2.66e38, finite in bf16 and f32): the bf16 kernel
+/// must not scale the channel's sum of a scale with an even exponent (2) by
+/// 2 on its way, which would overflow f32.
+void checkSumNearTheTop(Target target) {
+  INFO("on " << targetName(target));
+  const int64_t k = 64, n = 16;
+  GraphBuilder b("near_top");
+  std::string x = b.input("x", DType::BF16, {1, k});
+  std::string w =
+      b.op("dequantize_linear",
+           {b.input("w", DType::I8, {n, k}), b.input("s", DType::BF16, {n})},
+           {{"axis", int64_t(0)}});
+  b.output(b.op("matmul", {x, b.op("transpose", {w},
+                                   {{"perm", std::vector<int64_t>{1, 0}}})}));
+  Tensor lhs(DType::BF16, {1, k}), weights(DType::I8, {n, k}),
+      scales(DType::BF16, {n});
+  lhs.set(0, std::ldexp(1.0, 120));
+  for (int64_t c = 0; c < n; ++c) {
+    weights.set(c * k, 100);
+    scales.set(c, 2.0);
+  }
+  CompiledModel model = compile(b.build(), test::testOptions(true, target));
+  std::vector<Tensor> outputs = model.run({lhs, weights, scales});
+  for (int64_t c = 0; c < n; ++c)
+    CHECK(outputs[0].at(c) == std::ldexp(200.0, 120));
+}
+
+} // namespace
+
+TEST_CASE("an int8 GEMV result near the top of bf16 stays finite",
+          "[quantized]") {
+  checkSumNearTheTop(Target::Cpu);
+}
+
+TEST_CASE("an int8 GEMV result near the top of bf16 stays finite on the GPU",
+          "[quantized][gpu]") {
+  FUSEC_SKIP_IF(cuda::unavailableReason());
+  checkSumNearTheTop(Target::Cuda);
 }
 
 TEST_CASE("the quantized GEMV kernel compiles for the GPU", "[quantized]") {
