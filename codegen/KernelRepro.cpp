@@ -28,6 +28,7 @@
 #include "ir/LayoutOps.h"
 #include "ir/TypeUtils.h"
 #include "runtime/Compare.h"
+#include "runtime/CudaApi.h"
 #include "runtime/KernelCache.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -344,7 +345,7 @@ inline std::string readFile(const char *path) {
 // Compiles the kernels' source with NVRTC for this GPU, as the runtime does
 // (sm_XY, sm_90a on Hopper, C++17), and loads the cubin.
 inline CUmodule loadKernels(const std::string &source, CUdevice device,
-                            bool fastMath) {
+                            const char *arithmeticOption) {
   int major = 0, minor = 0;
   REPRO_CU(cuDeviceGetAttribute(
       &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device));
@@ -354,8 +355,7 @@ inline CUmodule loadKernels(const std::string &source, CUdevice device,
                      std::to_string(minor) +
                      (major == 9 && minor == 0 ? "a" : "");
   std::vector<const char *> options = {arch.c_str(), "--std=c++17"};
-  // Without --fast-math a multiply and an add round separately (no fma).
-  options.push_back(fastMath ? "--use_fast_math" : "--fmad=false");
+  options.push_back(arithmeticOption);
   nvrtcProgram program = nullptr;
   REPRO_NVRTC(nvrtcCreateProgram(&program, source.c_str(), "fusec_kernels.cu",
                                  0, nullptr, nullptr));
@@ -1297,7 +1297,7 @@ KernelReproWriter::Impl::writeRepro(size_t index, const std::string &sourceFile,
       os << "const std::string source = options.kernelFile ? "
             "repro::readFile(options.kernelFile) : kKernelSource;\n";
       os << "CUmodule module = repro::loadKernels(source, device, "
-         << (fastMath ? "true" : "false") << ");\n";
+         << "\"" << fusec::cuda::nvrtcArithmeticOption(fastMath) << "\");\n";
       os << "CUfunction kernel;\n";
       os << "REPRO_CU(cuModuleGetFunction(&kernel, module, \"" << kernel.name
          << "\"));\n";
@@ -1458,7 +1458,7 @@ std::string KernelReproWriter::readme() const {
     os << "The repros are host programs using the CUDA driver API: each "
           "compiles its kernel with NVRTC at run time (the options the "
           "runtime uses"
-       << (impl->fastMath ? ", with --use_fast_math" : ", --fmad=false")
+       << ", " << fusec::cuda::nvrtcArithmeticOption(impl->fastMath)
        << ") for the GPU it finds, loads it with `cuModuleLoadData` and "
           "launches it with the Program's grid, block and shared memory. "
           "`--kernel=FILE.cu` compiles an edited copy of the kernel's source "

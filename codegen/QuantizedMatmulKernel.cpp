@@ -94,12 +94,19 @@ void printDequantizeLoop(std::ostream &os, const GemvShape &shape,
   os << "        for (int b = 0; b < 4; ++b) {\n";
 }
 
-/// The same without the conversion unit, which runs at a quarter of the
-/// ALU's rate and would bound the kernel: a weight byte, biased by 128,
-/// becomes the low mantissa byte of 2^23 (a byte permute), and subtracting
-/// 2^23 + 128 leaves it exactly as a float; times the scale, that is
-/// DequantizeLinear's f32 product. f16/bf16 round it in pairs with one
-/// packed conversion.
+/// Byte `index` of `biasedWord` (int8 weights xor 0x80808080u) as an exact
+/// f32, without the conversion unit, which runs at a quarter of the ALU's
+/// rate: the biased byte becomes the low mantissa byte of 2^23 (a byte
+/// permute), and subtracting 2^23 + 128 leaves the weight.
+std::string exactWeightAsFloat(const std::string &biasedWord,
+                               const std::string &index) {
+  return "(__uint_as_float(__byte_perm(" + biasedWord +
+         ", 0x4B000000u, 0x7650u + " + index + ")) - 8388736.0f)";
+}
+
+/// The same without the conversion unit (exactWeightAsFloat); times the
+/// scale, that is DequantizeLinear's f32 product. f16/bf16 round it in
+/// pairs with one packed conversion.
 void printFastDequantizeLoop(std::ostream &os, const GemvShape &shape) {
   os << "      #pragma unroll\n";
   os << "      for (int word = 0; word < 4; ++word) {\n";
@@ -108,8 +115,8 @@ void printFastDequantizeLoop(std::ostream &os, const GemvShape &shape) {
   os << "        float w[4];\n";
   os << "        #pragma unroll\n";
   os << "        for (int b = 0; b < 4; ++b)\n";
-  os << "          w[b] = (__uint_as_float(__byte_perm(biased, 0x4B000000u, "
-        "0x7650u + b)) - 8388736.0f) * scale;\n";
+  os << "          w[b] = " << exactWeightAsFloat("biased", "b")
+     << " * scale;\n";
   if (shape.dtype == DType::BF16 || shape.dtype == DType::F16) {
     bool bf16 = shape.dtype == DType::BF16;
     os << "        #pragma unroll\n";
@@ -390,9 +397,9 @@ void printF16Dequantize(std::ostream &os, const std::string &name) {
 /// f32 sum is doubled at the end (`unscale`), which cannot overflow where
 /// the result does not. `<name>_prepare` takes scales in [2^-100, 2^101),
 /// where every weight stays normal; others, inf, NaN, 0 and subnormals send
-/// the block's warps to `<name>_dequantize_exact`: the byte biased by 128
-/// becomes the low mantissa byte of 2^23, and subtracting 2^23 + 128 leaves
-/// it as an f32 whose upper half is the exact bf16 weight.
+/// the block's warps to `<name>_dequantize_exact`: each byte as an
+/// exact f32 (exactWeightAsFloat), whose upper half is the exact bf16
+/// weight.
 void printBF16Dequantize(std::ostream &os, const std::string &name) {
   printFusedMultiplyAdd2(os, name, "bf16x2");
   os << "static __device__ __forceinline__ bool " << name
@@ -430,8 +437,8 @@ void printBF16Dequantize(std::ostream &os, const std::string &name) {
   os << "  unsigned q[4];\n";
   os << "  #pragma unroll\n";
   os << "  for (int b = 0; b < 4; ++b)\n";
-  os << "    q[b] = __float_as_uint(__uint_as_float(__byte_perm(biased, "
-        "0x4B000000u, 0x7650u + b)) - 8388736.0f);\n";
+  os << "    q[b] = __float_as_uint(" << exactWeightAsFloat("biased", "b")
+     << ");\n";
   // q * scale + (-0): the product rounded once; -0 keeps a -0 product's sign.
   os << "  low = " << name
      << "_fma2(__byte_perm(q[0], q[2], 0x7632u), scale2, 0x80008000u);\n";
@@ -489,14 +496,14 @@ std::string printCudaTensorCore(const GemvShape &shape,
   if (bf16) {
     // An absent channel takes the scale 1 (its sums are never stored), so
     // that its warp keeps the fast dequantization.
+    os << "  const unsigned bits0 = has0 ? in2[channel0] : 0x3F80u, bits1 = "
+          "has1 ? in2[channel1] : 0x3F80u;\n";
     os << "  unsigned scale0, addend0, scale1, addend1;\n";
     os << "  float unscale0, unscale1;\n";
     os << "  const bool fast0 = " << name
-       << "_prepare(has0 ? in2[channel0] : 0x3F80u, scale0, addend0, "
-          "unscale0);\n";
+       << "_prepare(bits0, scale0, addend0, unscale0);\n";
     os << "  const bool fast1 = " << name
-       << "_prepare(has1 ? in2[channel1] : 0x3F80u, scale1, addend1, "
-          "unscale1);\n";
+       << "_prepare(bits1, scale1, addend1, unscale1);\n";
   } else {
     // An absent channel's scale is 0 and its sums are never stored.
     os << "  const unsigned scale0 = has0 ? (unsigned)in2[channel0] * "
@@ -564,7 +571,6 @@ std::string printCudaTensorCore(const GemvShape &shape,
   auto printStep = [&](const std::string &indent, const std::string &step,
                        const Dequantize &dequantize) {
     os << indent << "{\n";
-    os << indent << "  unsigned xw[8];\n";
     if (staged) {
       os << indent << "  const int4 *x = (const int4 *)(staged + (" << step
          << ") * " << kTensorCoreStep / 2 << ");\n";
@@ -575,20 +581,17 @@ std::string printCudaTensorCore(const GemvShape &shape,
       os << indent << "  const int4 x0 = __ldg(x), x1 = __ldg(x + 1);\n";
     }
     os << indent
-       << "  const unsigned loaded[8] = {(unsigned)x0.x, (unsigned)x0.y, "
+       << "  unsigned xw[8] = {(unsigned)x0.x, (unsigned)x0.y, "
           "(unsigned)x0.z, (unsigned)x0.w, (unsigned)x1.x, (unsigned)x1.y, "
           "(unsigned)x1.z, (unsigned)x1.w};\n";
-    os << indent << "  #pragma unroll\n";
-    os << indent << "  for (int i = 0; i < 8; ++i) xw[i] = loaded[i];\n";
     if (bf16 && !staged) {
+      // (x0 x1)(x2 x3) -> (x0 x2)(x1 x3), as the staging does.
       os << indent << "  #pragma unroll\n";
       os << indent << "  for (int j = 0; j < 4; ++j) {\n";
       os << indent
-         << "    xw[2 * j] = __byte_perm(loaded[2 * j], loaded[2 * j + 1], "
-            "0x5410u);\n";
-      os << indent
-         << "    xw[2 * j + 1] = __byte_perm(loaded[2 * j], loaded[2 * j + "
-            "1], 0x7632u);\n";
+         << "    const unsigned low = xw[2 * j], high = xw[2 * j + 1];\n";
+      os << indent << "    xw[2 * j] = __byte_perm(low, high, 0x5410u);\n";
+      os << indent << "    xw[2 * j + 1] = __byte_perm(low, high, 0x7632u);\n";
       os << indent << "  }\n";
     }
     os << indent
@@ -672,9 +675,8 @@ std::string printCudaTensorCore(const GemvShape &shape,
     // A channel of this block has a scale outside [2^-100, 2^101), inf,
     // NaN, 0 or a subnormal one: the exact dequantization, one step at a
     // time.
-    for (const char *row : {"0", "1"})
-      os << "    scale" << row << " = has" << row << " ? (unsigned)in2[channel"
-         << row << "] * 0x10001u : 0u;\n";
+    os << "    scale0 = bits0 * 0x10001u;\n";
+    os << "    scale1 = bits1 * 0x10001u;\n";
     os << "    #pragma unroll 1\n";
     os << "    for (int step = 0; step < stepCount; ++step) {\n";
     os << "      const int4 weights0 = __ldg((const int4 *)(row0 + step * "

@@ -448,8 +448,7 @@ struct FormFusionRegions
         source >= 0)
       groups.group(source).escapes.push_back(copy);
     groups.addCopyBefore(copy, op);
-    Group &copied = groups.add(copy, GroupKind::Pointwise);
-    copied.shape = alone.shape;
+    groups.add(copy, GroupKind::Pointwise);
     // Its only user is `op`, so no path leaves and re-enters: no cycle.
     groups.merge(groups.leaderOf(copy), consumerGroup, std::move(combined));
     return true;

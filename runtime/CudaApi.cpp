@@ -389,15 +389,16 @@ std::vector<std::string> nvrtcOptions(bool fastMath) {
   if (loadedNvrtc().error.empty() &&
       nvrtcVersionNumbers() >= std::make_pair(12, 4))
     options.push_back("--minimal");
+  options.push_back(nvrtcArithmeticOption(fastMath));
+  return options;
+}
+
+const char *nvrtcArithmeticOption(bool fastMath) {
   // Kernels already call intrinsics under --fast-math (codegen); the flag
   // adds flush-to-zero, approximate division and square root, and lets a
   // multiply and an add contract into one fma. Without it each op rounds
   // its own result, as ONNX's Mul and Add (and the C++ target) do.
-  if (fastMath)
-    options.push_back("--use_fast_math");
-  else
-    options.push_back("--fmad=false");
-  return options;
+  return fastMath ? "--use_fast_math" : "--fmad=false";
 }
 
 std::string compileCuda(const std::string &source, const std::string &arch,

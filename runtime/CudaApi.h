@@ -205,6 +205,10 @@ std::string nvrtcVersion();
 
 /// The NVRTC options fusec compiles kernels with.
 std::vector<std::string> nvrtcOptions(bool fastMath);
+/// The one of them that decides how kernels round: --use_fast_math, or
+/// --fmad=false (a multiply and an add round separately, as ONNX's ops do).
+/// Kernel repros compile with it too.
+const char *nvrtcArithmeticOption(bool fastMath);
 
 /// Compiles CUDA C with NVRTC for `arch` (e.g. "sm_90a") into a cubin (or
 /// PTX when `ptx` is true). Throws fusec::Error with the NVRTC log.
