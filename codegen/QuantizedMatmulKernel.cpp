@@ -325,6 +325,37 @@ static_assert(kTensorCoreMaxStagedLhsBytes <= kTensorCoreWarps *
                                                   kTensorCoreMaxUnrolledSteps *
                                                   kTensorCoreStep * 2);
 
+/// Shared memory of an sm_90 SM, what the system keeps of it per resident
+/// block, and the most a block may declare statically.
+constexpr int64_t kSharedBytesPerMultiprocessor = 228 * 1024;
+constexpr int64_t kSharedBytesReservedPerBlock = 1024;
+constexpr int64_t kStaticSharedBytesPerBlock = 48 * 1024;
+/// Steps a warp's shared-memory ring of weights holds at most (it keeps
+/// all but one in flight): on an H200, 1x4096x11008 with its weights from
+/// DRAM (fusec-bench's queued_cold_us), 4 steps ahead in registers 16.8-17.0
+/// us, the same with 128-byte L2 fetches 15.8-15.9, a 6-step shared ring
+/// with them 14.8-14.9 (a plain read of the 45 MB: 14.2-14.6).
+constexpr int64_t kTensorCoreMaxSharedStages = 6;
+/// Bytes of one step of a block's weights: 16 channels x 64 k.
+constexpr int64_t kTensorCoreStepBytes = kTensorCoreChannels * 64;
+
+/// Stages of the shared-memory weight ring for a block that also declares
+/// `otherSharedBytes`, within its share of the SM at the schedule's
+/// occupancy; 0 (the register ring) where that keeps fewer steps in flight
+/// than the schedule's registers do.
+int64_t sharedRingStages(const TensorCoreSchedule &schedule,
+                         int64_t otherSharedBytes) {
+  int64_t perBlock = std::min(kStaticSharedBytesPerBlock,
+                              kSharedBytesPerMultiprocessor /
+                                      schedule.blocksPerMultiprocessor -
+                                  kSharedBytesReservedPerBlock) -
+                     otherSharedBytes;
+  int64_t stages =
+      std::min(kTensorCoreMaxSharedStages,
+               perBlock / (kTensorCoreWarps * kTensorCoreStepBytes));
+  return stages - 1 > schedule.ahead ? stages : 0;
+}
+
 TensorCoreSchedule tensorCoreSchedule(const GemvShape &shape) {
   int64_t blocks = (shape.n + kTensorCoreChannels - 1) / kTensorCoreChannels;
   if (blocks <= 2 * kTypicalMultiprocessors)
@@ -471,15 +502,31 @@ std::string printCudaTensorCore(const GemvShape &shape,
   const int64_t ahead = schedule.ahead;
   bool staged =
       bf16 && shape.rows * chunk * warps * 2 <= kTensorCoreMaxStagedLhsBytes;
+  const int64_t partialBytes = warps * 32 * 4 * 4;
+  const int64_t stages = sharedRingStages(
+      schedule, (staged ? shape.rows * chunk * warps * 2 : 0) + partialBytes);
   std::ostringstream os;
   os << "// y[" << shape.rows << "x" << shape.n << "] = x[" << shape.rows << "x"
      << shape.k << "] @ dequantize(int8 w[" << shape.n << "x" << shape.k
      << "])^T on tensor cores: 16 channels per block, k split among its "
-     << warps << " warps, " << ahead << " steps of loads in flight per warp\n";
+     << warps << " warps, " << (stages ? stages - 1 : ahead)
+     << " steps of loads in flight per warp"
+     << (stages ? " (a ring in shared memory)" : "") << "\n";
   if (bf16)
     printBF16Dequantize(os, name);
   else
     printF16Dequantize(os, name);
+  // A warp's loads of a row take 64 of a 128-byte line, the next step the
+  // other 64: fetching whole lines into the L2 halves the requests that
+  // reach DRAM, whose weights no earlier launch left in the L2.
+  os << "static __device__ __forceinline__ int4 " << name
+     << "_load_weights(const signed char *p) {\n";
+  os << "  int4 v;\n";
+  os << "  asm volatile(\"ld.global.nc.L2::128B.v4.s32 {%0, %1, %2, %3}, "
+        "[%4];\" : \"=r\"(v.x), \"=r\"(v.y), \"=r\"(v.z), \"=r\"(v.w) : "
+        "\"l\"(p));\n";
+  os << "  return v;\n";
+  os << "}\n";
   os << "extern \"C\" __global__ void __launch_bounds__(" << warps * 32 << ", "
      << schedule.blocksPerMultiprocessor << ") " << name
      << "(const uint16_t *__restrict__ in0, const signed char *__restrict__ "
@@ -532,19 +579,48 @@ std::string printCudaTensorCore(const GemvShape &shape,
        << ")));\n";
   auto printLoad = [&](const std::string &indent, const std::string &slot,
                        const std::string &step) {
-    os << indent << "ring0[" << slot << "] = __ldg((const int4 *)(row0 + ("
-       << step << ") * " << kTensorCoreStep << "));\n";
-    os << indent << "ring1[" << slot << "] = __ldg((const int4 *)(row1 + ("
-       << step << ") * " << kTensorCoreStep << "));\n";
+    for (const char *row : {"0", "1"})
+      os << indent << "ring" << row << "[" << slot << "] = " << name
+         << "_load_weights(row" << row << " + (" << step << ") * "
+         << kTensorCoreStep << ");\n";
   };
-  // ring*[i] holds the weights of the step congruent to i mod `ahead`;
-  // the first loads go out before anything else.
-  os << "  int4 ring0[" << ahead << "], ring1[" << ahead << "];\n";
-  os << "  #pragma unroll\n";
-  os << "  for (int i = 0; i < " << ahead << "; ++i)\n";
-  os << "    if (i < stepCount) {\n";
-  printLoad("      ", "i", "i");
-  os << "    }\n";
+  // A copy of step `step`'s weights into ring slot `slot` of shared
+  // memory, bypassing the registers (cp.async); each lane later reads back
+  // only what it copied, so its own waits order the two.
+  auto printCopy = [&](const std::string &indent, const std::string &slot,
+                       const std::string &step) {
+    for (const char *row : {"0", "1"})
+      os << indent
+         << "asm volatile(\"cp.async.cg.shared.global.L2::128B [%0], [%1], "
+            "16;\" :: "
+            "\"r\"((unsigned)__cvta_generic_to_shared(&weightRing[warp]["
+         << slot << "][" << row << "][lane])), \"l\"(row" << row << " + ("
+         << step << ") * " << kTensorCoreStep << ") : \"memory\");\n";
+  };
+  const char *commit =
+      "asm volatile(\"cp.async.commit_group;\" ::: \"memory\");";
+  if (stages) {
+    // weightRing[warp][i] holds the step congruent to i mod `stages`; the
+    // first copies go out before anything else, one group per step.
+    os << "  __shared__ __align__(16) int4 weightRing[" << warps << "]["
+       << stages << "][2][32];\n";
+    os << "  #pragma unroll\n";
+    os << "  for (int i = 0; i < " << stages - 1 << "; ++i) {\n";
+    os << "    if (i < stepCount) {\n";
+    printCopy("      ", "i", "i");
+    os << "    }\n";
+    os << "    " << commit << "\n";
+    os << "  }\n";
+  } else {
+    // ring*[i] holds the weights of the step congruent to i mod `ahead`;
+    // the first loads go out before anything else.
+    os << "  int4 ring0[" << ahead << "], ring1[" << ahead << "];\n";
+    os << "  #pragma unroll\n";
+    os << "  for (int i = 0; i < " << ahead << "; ++i)\n";
+    os << "    if (i < stepCount) {\n";
+    printLoad("      ", "i", "i");
+    os << "    }\n";
+  }
   if (staged) {
     // Each 4 lhs elements (x0 x1 x2 x3) as the words (x0 x2)(x1 x3).
     int64_t words = chunk / 2;
@@ -633,7 +709,29 @@ std::string printCudaTensorCore(const GemvShape &shape,
     os << "  if (__all_sync(0xffffffffu, fast0 && fast1)) {\n";
     indent = "    ";
   }
-  if (steps <= kTensorCoreMaxUnrolledSteps) {
+  if (stages) {
+    // The slot is named statically when the loop is unrolled, and costs a
+    // modulo per step of a long row otherwise.
+    os << indent
+       << (steps <= kTensorCoreMaxUnrolledSteps ? "#pragma unroll\n"
+                                                : "#pragma unroll 1\n");
+    os << indent << "for (int step = 0; step < " << steps << "; ++step) {\n";
+    os << indent << "  if (step >= stepCount) break;\n";
+    os << indent << "  if (step + " << stages - 1 << " < stepCount) {\n";
+    printCopy(indent + "    ",
+              "(step + " + std::to_string(stages - 1) + ") % " +
+                  std::to_string(stages),
+              "step + " + std::to_string(stages - 1));
+    os << indent << "  }\n";
+    os << indent << "  " << commit << "\n";
+    os << indent << "  asm volatile(\"cp.async.wait_group " << stages - 1
+       << ";\" ::: \"memory\");\n";
+    os << indent << "  const int4 weights0 = weightRing[warp][step % " << stages
+       << "][0][lane], weights1 = weightRing[warp][step % " << stages
+       << "][1][lane];\n";
+    printStep(indent + "  ", "step", fast);
+    os << indent << "}\n";
+  } else if (steps <= kTensorCoreMaxUnrolledSteps) {
     os << indent << "#pragma unroll\n";
     os << indent << "for (int step = 0; step < " << steps << "; ++step) {\n";
     os << indent << "  if (step >= stepCount) break;\n";
@@ -677,11 +775,14 @@ std::string printCudaTensorCore(const GemvShape &shape,
     // time.
     os << "    scale0 = bits0 * 0x10001u;\n";
     os << "    scale1 = bits1 * 0x10001u;\n";
+    if (stages) // the ring's first copies land before the block can end
+      os << "    asm volatile(\"cp.async.wait_all;\" ::: \"memory\");\n";
     os << "    #pragma unroll 1\n";
     os << "    for (int step = 0; step < stepCount; ++step) {\n";
-    os << "      const int4 weights0 = __ldg((const int4 *)(row0 + step * "
-       << kTensorCoreStep << ")), weights1 = __ldg((const int4 *)(row1 + "
-       << "step * " << kTensorCoreStep << "));\n";
+    os << "      const int4 weights0 = " << name
+       << "_load_weights(row0 + step * " << kTensorCoreStep
+       << "), weights1 = " << name << "_load_weights(row1 + step * "
+       << kTensorCoreStep << ");\n";
     printStep("      ", "step", exact);
     os << "    }\n";
     os << "    #pragma unroll\n";

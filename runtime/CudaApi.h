@@ -46,6 +46,10 @@ constexpr unsigned kStreamNonBlocking = 0x1;
 inline CUstream legacyDefaultStream() {
   return reinterpret_cast<CUstream>(0x1);
 }
+/// CU_STREAM_WAIT_VALUE_GEQ: a stream wait ends once the word is >= value.
+constexpr unsigned kStreamWaitValueGeq = 0x0;
+/// CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, in bytes.
+constexpr int kDeviceAttributeL2CacheSize = 38;
 /// CU_EVENT_DISABLE_TIMING: an event for ordering only, cheaper to record.
 constexpr unsigned kEventDisableTiming = 0x2;
 
@@ -75,6 +79,7 @@ constexpr unsigned kEventDisableTiming = 0x2;
   X(cuStreamCreate, (CUstream *, unsigned), false)                             \
   X(cuStreamSynchronize, (CUstream), false)                                    \
   X(cuStreamWriteValue32, (CUstream, CUdeviceptr, unsigned, unsigned), true)   \
+  X(cuStreamWaitValue32, (CUstream, CUdeviceptr, unsigned, unsigned), true)    \
   X(cuStreamWaitEvent, (CUstream, CUevent, unsigned), false)                   \
   X(cuEventCreate, (CUevent *, unsigned), false)                               \
   X(cuEventDestroy, (CUevent), true)                                           \

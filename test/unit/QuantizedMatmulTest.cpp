@@ -197,6 +197,11 @@ std::vector<QuantizedCase> cases() {
   // ahead (those above take 2 blocks, 12 steps ahead), 8 steps per warp.
   all.push_back({DType::BF16, 1, 2048, 4800, true, false, {}});
   all.push_back({DType::BF16, 2, 2048, 6400, true, true, {}});
+  // The 6-per-SM schedule keeps its weights' ring in shared memory: f16
+  // with fewer steps per warp (4) than the ring's copies in flight (5), and
+  // bf16 past 64 steps per warp (the rolled loop; the last warp's 62).
+  all.push_back({DType::F16, 3, 1024, 6400, true, true, {}});
+  all.push_back({DType::BF16, 1, 16448, 6400, true, false, {}});
   // Uniform scales fold to a splat constant, which the GEMV kernel reads
   // as a buffer like any scale (scalar, tensor-core and library paths).
   all.push_back({DType::F32, 3, 37, 19, true, true, {}, true});
@@ -279,15 +284,22 @@ TEST_CASE("an int8 GEMV result near the top of bf16 stays finite on the GPU",
 }
 
 TEST_CASE("the quantized GEMV kernel compiles for the GPU", "[quantized]") {
-  GraphBuilder b("gemv");
-  std::string x = b.input("x", DType::BF16, {2, 64});
-  std::string w =
-      b.op("dequantize_linear",
-           {b.input("w", DType::I8, {24, 64}), b.input("s", DType::BF16, {24})},
-           {{"axis", int64_t(0)}});
-  b.output(b.op("matmul", {x, b.op("transpose", {w},
-                                   {{"perm", std::vector<int64_t>{1, 0}}})}));
-  test::compileForGpus(b.build(), /*everyVariant=*/false);
+  // 24 channels: the tensor-core kernel's ring in registers; 6400: in
+  // shared memory (cp.async), for f16 and bf16.
+  for (DType dtype : {DType::BF16, DType::F16})
+    for (int64_t n : {24, 6400}) {
+      INFO(dtypeName(dtype) << " n " << n);
+      GraphBuilder b("gemv");
+      std::string x = b.input("x", dtype, {2, 64});
+      std::string w =
+          b.op("dequantize_linear",
+               {b.input("w", DType::I8, {n, 64}), b.input("s", dtype, {n})},
+               {{"axis", int64_t(0)}});
+      b.output(b.op(
+          "matmul",
+          {x, b.op("transpose", {w}, {{"perm", std::vector<int64_t>{1, 0}}})}));
+      test::compileForGpus(b.build(), /*everyVariant=*/false);
+    }
 }
 
 TEST_CASE("the tensor-core GEMV unrolls a warp's steps up to 64 of them",
@@ -320,6 +332,44 @@ TEST_CASE("the tensor-core GEMV unrolls a warp's steps up to 64 of them",
     CHECK(source.find("_dequantize_exact(") != std::string::npos);
     CHECK((source.find("lhsStaged") != std::string::npos) == (k == 4096));
   }
+}
+
+TEST_CASE("a GEMV of many channels keeps its weights in flight in shared "
+          "memory",
+          "[quantized]") {
+  // 6400 channels: 400 blocks, 6 per SM, whose registers hold 4 steps of
+  // loads but whose shared memory holds a ring of 6; 32 channels: 2
+  // blocks, 12 steps in registers. Lowered only (no GPU needed).
+  for (int64_t n : {32, 6400})
+    for (int64_t k : {4096, 16448}) {
+      INFO("n " << n << " k " << k);
+      GraphBuilder b("gemv");
+      std::string x = b.input("x", DType::BF16, {1, k});
+      std::string w = b.op(
+          "dequantize_linear",
+          {b.input("w", DType::I8, {n, k}), b.input("s", DType::BF16, {n})},
+          {{"axis", int64_t(0)}});
+      b.output(b.op(
+          "matmul",
+          {x, b.op("transpose", {w}, {{"perm", std::vector<int64_t>{1, 0}}})}));
+      Program program =
+          lowerGraph(b.build(), test::testOptions(true, Target::Cuda)).program;
+      REQUIRE(program.kernels.size() == 1);
+      const std::string &source = program.kernels[0].source;
+      bool sharedRing =
+          source.find("int4 weightRing[4][6][2][32]") != std::string::npos;
+      CHECK(sharedRing == (n == 6400));
+      CHECK((source.find("int4 ring0[") != std::string::npos) == (n == 32));
+      if (sharedRing) {
+        // Each step waits for its own copy, 5 later ones still in flight;
+        // the exact dequantization's path first lets every copy land.
+        CHECK(source.find("cp.async.wait_group 5;") != std::string::npos);
+        CHECK(source.find("cp.async.wait_all;") != std::string::npos);
+        CHECK((source.find("#pragma unroll 1\n    for (int step = 0; step < "
+                           "65; ++step)") != std::string::npos) ==
+              (k == 16448));
+      }
+    }
 }
 
 TEST_CASE("uint8 weights are dequantized as unsigned, never as int8",
