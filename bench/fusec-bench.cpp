@@ -337,10 +337,18 @@ medianQueuedGpuMicros(int reps,
     cuda::check(driver.cuStreamWaitValue32(stream, releaseOnDevice, ticket,
                                            cuda::kStreamWaitValueGeq),
                 "cuStreamWaitValue32", "bench");
-    driver.cuEventRecord(start, stream);
-    launches[i % launches.size()]();
-    driver.cuEventRecord(stop, stream);
-    *release = ticket;
+    {
+      // Released however the queuing ends: a launch that throws must not
+      // leave the stream waiting.
+      struct Release {
+        volatile uint32_t *word;
+        uint32_t ticket;
+        ~Release() { *word = ticket; }
+      } releaseAtEnd{release, ticket};
+      driver.cuEventRecord(start, stream);
+      launches[i % launches.size()]();
+      driver.cuEventRecord(stop, stream);
+    }
     cuda::check(driver.cuEventSynchronize(stop), "cuEventSynchronize", "bench");
     float ms = 0;
     driver.cuEventElapsedTime(&ms, start, stop);

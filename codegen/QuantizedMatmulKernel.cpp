@@ -290,9 +290,10 @@ constexpr int64_t kTensorCoreWarps = 4;
 /// step s + ahead's loads before it computes step s, so its loads and its
 /// arithmetic overlap. A layer of many channels runs 6 blocks per SM (80
 /// registers per thread), 4 steps ahead: all 688 blocks of a 4096x11008
-/// layer fit in one wave on 132 SMs. A layer whose blocks fit 2 or 3 per SM
-/// gives each warp the registers of the blocks that are not there for more
-/// steps in flight.
+/// layer fit in one wave on 132 SMs (and its shared memory holds more steps
+/// than those registers: sharedRingStages). A layer whose blocks fit 2 or 3
+/// per SM gives each warp the registers of the blocks that are not there
+/// for more steps in flight.
 /// Measured on an H200, median of 200 runs: 1x4096x11008, 4 blocks loading
 /// 16 steps, then computing them, 18.0-18.7 us; this pipeline as a rolled
 /// loop, 16.9-17.4 us; fully unrolled, with every lane loading the lhs (no
@@ -326,7 +327,9 @@ static_assert(kTensorCoreMaxStagedLhsBytes <= kTensorCoreWarps *
                                                   kTensorCoreStep * 2);
 
 /// Shared memory of an sm_90 SM, what the system keeps of it per resident
-/// block, and the most a block may declare statically.
+/// block, and the most a block may declare statically. (An sm_80 SM has
+/// less: there the shared ring's blocks fit fewer per SM and may take one
+/// more wave, as on a GPU of fewer SMs.)
 constexpr int64_t kSharedBytesPerMultiprocessor = 228 * 1024;
 constexpr int64_t kSharedBytesReservedPerBlock = 1024;
 constexpr int64_t kStaticSharedBytesPerBlock = 48 * 1024;
