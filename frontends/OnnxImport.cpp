@@ -1075,9 +1075,37 @@ void OnnxConverter::inferShapes(const onnx::ModelProto &model) {
 bool OnnxConverter::foldToConstants(const onnx::NodeProto &node) {
   if (node.output_size() == 0)
     return false;
+  // Propagated values are trusted only where they are shapes: over
+  // constants alone fusec computes the node itself, exactly (ONNX 1.12's
+  // data propagation reads int64 initializers through 32 bits), and a
+  // value that went through another dtype (a Cast to float and back) is
+  // passed on unchanged by the propagation, not converted.
+  bool overConstantsOnly = true, overShapesOnly = true;
+  for (const std::string &input : node.input()) {
+    if (input.empty())
+      continue;
+    std::string name = resolve(input);
+    auto constant = constants.find(name);
+    auto type = inferredTypes.find(name);
+    overConstantsOnly &= constant != constants.end();
+    overShapesOnly &=
+        constant != constants.end()
+            ? constant->second.dtype == DType::I64 ||
+                  constant->second.dtype == DType::I32
+            : type != inferredTypes.end() && type->second == DType::I64;
+  }
+  bool shapeOfTensor = node.op_type() == "Shape" || node.op_type() == "Size";
+  if (overConstantsOnly || (!overShapesOnly && !shapeOfTensor))
+    return false;
   for (const std::string &output : node.output()) {
     auto value = shapeValues.find(output);
     auto shape = inferredShapes.find(output);
+    // Data propagation also carries values through a Cast to another
+    // dtype (a float, an i32): only i64 values are shapes; the rest convert
+    // as their ops define.
+    auto type = inferredTypes.find(output);
+    if (type == inferredTypes.end() || type->second != DType::I64)
+      return false;
     if (value == shapeValues.end() || shape == inferredShapes.end() ||
         shape->second.size() > 1 ||
         numElements(shape->second) !=
@@ -1619,7 +1647,7 @@ Graph OnnxConverter::convert(const onnx::ModelProto &model) {
   inferShapes(model);
   for (const onnx::NodeProto &node : proto.node()) {
     try {
-      if (foldToConstants(node) || foldShapeNode(node))
+      if (foldShapeNode(node) || foldToConstants(node))
         continue;
       convertNode(node);
     } catch (const Unsupported &unsupported) {

@@ -1,0 +1,59 @@
+"""Writes int_constant_folding.onnx for test/cli/onnx-ops.test: casts and
+arithmetic over integer initializers with static output shapes, which
+ONNX's shape inference "data propagation" also evaluates: its values pass
+through a Cast to float unchanged and lose the upper bits of int64
+initializers, so fusec must compute these nodes itself. Each output is
+checked against ONNX's reference evaluator. Run by hand with the PyPI onnx
+package (it has onnx.reference): `python3 make_folding_models.py`; the
+outputs are committed."""
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+I64, I32, I8, F, F16 = (TensorProto.INT64, TensorProto.INT32,
+                        TensorProto.INT8, TensorProto.FLOAT,
+                        TensorProto.FLOAT16)
+name = "int_constant_folding"
+initializers = [
+    numpy_helper.from_array(np.array([1, -1, 200, 2**31 - 1], np.int32),
+                            "i32"),
+    numpy_helper.from_array(
+        np.array([2**32 - 1, 2**53 + 1, 2**24 + 1, 300], np.int64), "i64"),
+    numpy_helper.from_array(
+        np.array([2**62, 2**63 - 1, -2**63, 5], np.int64), "a"),
+    numpy_helper.from_array(np.array([2, 2, -3, 2], np.int64), "b"),
+]
+nodes = [
+    helper.make_node("Cast", ["i32"], ["i32_to_f32"], to=F),
+    helper.make_node("Cast", ["i32"], ["i32_to_i8"], to=I8),
+    helper.make_node("Cast", ["i32"], ["i32_to_f16"], to=F16),
+    helper.make_node("Cast", ["i64"], ["f32_of_i64"], to=F),
+    helper.make_node("Cast", ["f32_of_i64"], ["i64_via_f32"], to=I64),
+    helper.make_node("Cast", ["i64"], ["i8_of_i64"], to=I8),
+    helper.make_node("Cast", ["i8_of_i64"], ["i64_via_i8"], to=I64),
+    helper.make_node("Sub", ["a", "b"], ["sub"]),
+    helper.make_node("Add", ["a", "b"], ["add"]),
+    helper.make_node("Mul", ["a", "b"], ["mul"]),
+]
+outputs = [
+    helper.make_tensor_value_info("i32_to_f32", F, [4]),
+    helper.make_tensor_value_info("i32_to_i8", I8, [4]),
+    helper.make_tensor_value_info("i32_to_f16", F16, [4]),
+    helper.make_tensor_value_info("i64_via_f32", I64, [4]),
+    helper.make_tensor_value_info("i64_via_i8", I64, [4]),
+    helper.make_tensor_value_info("sub", I64, [4]),
+    helper.make_tensor_value_info("add", I64, [4]),
+    helper.make_tensor_value_info("mul", I64, [4]),
+]
+graph = helper.make_graph(nodes, name, [], outputs, initializers)
+model = helper.make_model(graph, producer_name="fusec",
+                          opset_imports=[helper.make_opsetid("", 17)])
+model.ir_version = 8  # readable by Debian's libonnx 1.12
+onnx.checker.check_model(model)
+onnx.save(model, name + ".onnx")
+with np.errstate(over="ignore"):  # the int64 sums wrap, as ONNX's do
+    results = ReferenceEvaluator(name + ".onnx").run(None, {})
+for index, array in enumerate(results):
+    with open(f"{name}_output_{index}.pb", "wb") as f:
+        f.write(numpy_helper.from_array(array).SerializeToString())
