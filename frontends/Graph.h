@@ -50,6 +50,15 @@ struct Graph {
   std::vector<GraphConstant> constants;
   std::vector<GraphNode> nodes;
   std::vector<std::string> outputs;
+  /// The names the outputs go by, where one differs from its value's: an
+  /// ONNX output that only renames another value (Identity, Dropout at
+  /// inference) keeps its own. Empty: the values' names.
+  std::vector<std::string> outputNames;
+
+  /// The name output `index` goes by.
+  const std::string &outputName(size_t index) const {
+    return outputNames.empty() ? outputs[index] : outputNames[index];
+  }
 };
 
 /// Reads a JSON model (docs/json-format.md). Throws fusec::Error as

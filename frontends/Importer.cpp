@@ -76,8 +76,9 @@ public:
     func::ReturnOp::create(builder, fileLoc, results);
     func.setType(
         builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
-    for (auto [index, output] : llvm::enumerate(graph.outputs))
-      func.setResultAttr(index, kValueNameAttr, builder.getStringAttr(output));
+    for (size_t index = 0; index < graph.outputs.size(); ++index)
+      func.setResultAttr(index, kValueNameAttr,
+                         builder.getStringAttr(graph.outputName(index)));
     if (failed(verify(*module)))
       return nullptr;
     return module;

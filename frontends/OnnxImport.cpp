@@ -1668,8 +1668,10 @@ Graph OnnxConverter::convert(const onnx::ModelProto &model) {
       message += (message.empty() ? "" : "\n") + error;
     throw Error(message);
   }
-  for (const onnx::ValueInfoProto &output : proto.output())
+  for (const onnx::ValueInfoProto &output : proto.output()) {
     graph.outputs.push_back(resolve(output.name()));
+    graph.outputNames.push_back(output.name());
+  }
   return std::move(graph);
 }
 

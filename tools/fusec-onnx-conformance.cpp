@@ -220,7 +220,7 @@ CaseResult runDataSets(const fs::path &dir, const std::string &name,
           return result;
         }
         std::string mismatch =
-            compareOutput(outputs[i], expected[i], graph.outputs[i]);
+            compareOutput(outputs[i], expected[i], graph.outputName(i));
         if (!mismatch.empty()) {
           result.reason = set.filename().string() + ": " + mismatch;
           return result;

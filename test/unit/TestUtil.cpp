@@ -76,9 +76,12 @@ void appendRenamedGraph(Graph &merged, const Graph &graph,
       rename(output);
     merged.nodes.push_back(std::move(node));
   }
-  for (std::string output : graph.outputs) {
+  for (size_t i = 0; i < graph.outputs.size(); ++i) {
+    std::string output = graph.outputs[i], name = graph.outputName(i);
     rename(output);
+    rename(name);
     merged.outputs.push_back(std::move(output));
+    merged.outputNames.push_back(std::move(name));
   }
 }
 
