@@ -1720,6 +1720,17 @@ void OnnxConverter::convertNode(const onnx::NodeProto &node) {
       throw Unsupported{"attribute '" + attr.name() + "' is not supported"};
     graphNode.attrs[attr.name()] = attrValueOf(attr);
   }
+  // A float attribute left out takes the spec's default, which is a float:
+  // LeakyRelu's alpha is 0.01f (0.0099999997764825821), not the double
+  // 0.01 the graph op would assume, where the op computes in f64.
+  if (const onnx::OpSchema *schema =
+          onnx::OpSchemaRegistry::Schema(node.op_type(), opset, ""))
+    for (const std::string &name : row->attrs) {
+      auto attr = schema->attributes().find(name);
+      if (!graphNode.attrs.count(name) && attr != schema->attributes().end() &&
+          attr->second.default_value.type() == onnx::AttributeProto::FLOAT)
+        graphNode.attrs[name] = attrValueOf(attr->second.default_value);
+    }
   for (int i = 0; i < node.input_size(); ++i) {
     auto constantInput =
         std::find_if(row->constantInputs.begin(), row->constantInputs.end(),

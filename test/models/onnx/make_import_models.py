@@ -1,11 +1,16 @@
-"""Writes int_constant_folding.onnx for test/cli/onnx-ops.test: casts and
-arithmetic over integer initializers with static output shapes, which
-ONNX's shape inference "data propagation" also evaluates: its values pass
-through a Cast to float unchanged and lose the upper bits of int64
-initializers, so fusec must compute these nodes itself. Each output is
+"""Writes the ONNX import edge cases of test/cli/onnx-ops.test, each output
 checked against ONNX's reference evaluator. Run by hand with the PyPI onnx
-package (it has onnx.reference): `python3 make_folding_models.py`; the
-outputs are committed."""
+package (it has onnx.reference): `python3 make_import_models.py`; the
+outputs are committed.
+
+int_constant_folding.onnx: casts and arithmetic over integer initializers
+with static output shapes, which ONNX's shape inference "data propagation"
+also evaluates: its values pass through a Cast to float unchanged and lose
+the upper bits of int64 initializers, so fusec must compute these nodes
+itself.
+
+float_attr_defaults.onnx: f64 activations with their float attributes left
+out, whose defaults are floats (LeakyRelu's alpha is 0.01f, not 0.01)."""
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -54,6 +59,26 @@ onnx.checker.check_model(model)
 onnx.save(model, name + ".onnx")
 with np.errstate(over="ignore"):  # the int64 sums wrap, as ONNX's do
     results = ReferenceEvaluator(name + ".onnx").run(None, {})
+for index, array in enumerate(results):
+    with open(f"{name}_output_{index}.pb", "wb") as f:
+        f.write(numpy_helper.from_array(array).SerializeToString())
+
+name = "float_attr_defaults"
+D = TensorProto.DOUBLE
+ops = ["LeakyRelu", "HardSigmoid", "Selu", "Elu", "Shrink"]
+nodes = [helper.make_node(op, ["x"], [op.lower()]) for op in ops]
+graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info(
+    "x", D, [6])], [helper.make_tensor_value_info(op.lower(), D, [6])
+                    for op in ops])
+model = helper.make_model(graph, producer_name="fusec",
+                          opset_imports=[helper.make_opsetid("", 17)])
+model.ir_version = 8
+onnx.checker.check_model(model)
+onnx.save(model, name + ".onnx")
+x = np.array([-3.5, -1.0, -0.25, 0.0, 0.7, 4.0])
+results = ReferenceEvaluator(name + ".onnx").run(None, {"x": x})
+with open(f"{name}_input_0.pb", "wb") as f:
+    f.write(numpy_helper.from_array(x).SerializeToString())
 for index, array in enumerate(results):
     with open(f"{name}_output_{index}.pb", "wb") as f:
         f.write(numpy_helper.from_array(array).SerializeToString())
