@@ -349,22 +349,42 @@ private:
   std::vector<std::string> errors;
 };
 
-void requireLastAxisBeforeOpset13(OnnxConverter &converter,
-                                  const onnx::NodeProto &node,
-                                  GraphNode &graphNode) {
-  // Before opset 13, Softmax flattens to 2-D around `axis` (default 1):
-  // the same as opset 13's only when that is the last axis, which fusec
-  // cannot know here without shapes; so the attribute must say -1.
+/// Softmax and LogSoftmax before opset 13 coerce their input to 2-D around
+/// `axis` (default 1) and normalize over all the dims from `axis` on: the
+/// op runs on that 2-D view along its last axis and the result is viewed
+/// back. (From opset 13 `axis`, default -1, is the one axis.)
+void coerceTo2DBeforeOpset13(OnnxConverter &converter,
+                             const onnx::NodeProto &proto, GraphNode &node) {
   if (converter.opset >= 13)
     return;
-  auto it = graphNode.attrs.find("axis");
-  int64_t axis =
-      it == graphNode.attrs.end() ? 1 : std::get<int64_t>(it->second);
-  if (axis != -1)
-    throw Unsupported{"before opset 13, " + node.op_type() +
-                      " coerces its input to 2-D around axis " +
-                      std::to_string(axis) +
-                      "; only axis -1 (the last) is supported there"};
+  auto it = node.attrs.find("axis");
+  int64_t axis = it == node.attrs.end() ? 1 : std::get<int64_t>(it->second);
+  const std::string x = node.inputs.at(0);
+  Shape shape = converter.requireShape(x, proto.op_type());
+  int64_t rank = shape.size();
+  if (axis < -rank || axis >= rank)
+    throw Unsupported{"axis " + std::to_string(axis) +
+                      " is out of range for an input of rank " +
+                      std::to_string(rank)};
+  if (axis < 0)
+    axis += rank;
+  if (axis == rank - 1) { // the 2-D view changes nothing
+    node.attrs["axis"] = int64_t(-1);
+    return;
+  }
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    (d < axis ? outer : inner) *= shape[d];
+  std::string coerced =
+      converter.addStep(node, "reshape", {x}, "coerced",
+                        {{"shape", std::vector<int64_t>{outer, inner}},
+                         {"allowzero", int64_t(1)}});
+  std::string normalized = converter.addStep(node, node.op, {coerced}, "rows",
+                                             {{"axis", int64_t(1)}});
+  node.op = "reshape";
+  node.inputs = {normalized};
+  node.attrs = {{"shape", std::vector<int64_t>(shape.begin(), shape.end())},
+                {"allowzero", int64_t(1)}};
 }
 
 void castTarget(OnnxConverter &, const onnx::NodeProto &, GraphNode &node) {
@@ -819,12 +839,9 @@ const std::vector<OnnxOp> &onnxOps() {
     table.push_back(
         {"Gemm", "gemm", {"alpha", "beta", "transA", "transB"}, {}, nullptr});
     table.push_back(
-        {"Softmax", "softmax", {"axis"}, {}, requireLastAxisBeforeOpset13});
-    table.push_back({"LogSoftmax",
-                     "log_softmax",
-                     {"axis"},
-                     {},
-                     requireLastAxisBeforeOpset13});
+        {"Softmax", "softmax", {"axis"}, {}, coerceTo2DBeforeOpset13});
+    table.push_back(
+        {"LogSoftmax", "log_softmax", {"axis"}, {}, coerceTo2DBeforeOpset13});
     table.push_back({"LayerNormalization",
                      "layer_norm",
                      {"axis", "epsilon", "stash_type"},

@@ -10,7 +10,12 @@ the upper bits of int64 initializers, so fusec must compute these nodes
 itself.
 
 float_attr_defaults.onnx: f64 activations with their float attributes left
-out, whose defaults are floats (LeakyRelu's alpha is 0.01f, not 0.01)."""
+out, whose defaults are floats (LeakyRelu's alpha is 0.01f, not 0.01).
+
+softmax_opset11.onnx: Softmax and LogSoftmax before opset 13, which
+normalize over every dim from `axis` (default 1) on; the expected outputs
+are computed here from that definition (onnx.reference applies opset 13's
+whatever the model's opset)."""
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -80,5 +85,50 @@ results = ReferenceEvaluator(name + ".onnx").run(None, {"x": x})
 with open(f"{name}_input_0.pb", "wb") as f:
     f.write(numpy_helper.from_array(x).SerializeToString())
 for index, array in enumerate(results):
+    with open(f"{name}_output_{index}.pb", "wb") as f:
+        f.write(numpy_helper.from_array(array).SerializeToString())
+
+name = "softmax_opset11"
+nodes = [
+    helper.make_node("Softmax", ["x"], ["softmax_default"]),
+    helper.make_node("LogSoftmax", ["x"], ["log_softmax_0"], axis=0),
+    helper.make_node("Softmax", ["x"], ["softmax_last"], axis=-1),
+    helper.make_node("Softmax", ["v"], ["softmax_vector"], axis=0),
+]
+graph = helper.make_graph(
+    nodes, name,
+    [helper.make_tensor_value_info("x", F, [2, 3, 4]),
+     helper.make_tensor_value_info("v", F, [5])],
+    [helper.make_tensor_value_info("softmax_default", F, [2, 3, 4]),
+     helper.make_tensor_value_info("log_softmax_0", F, [2, 3, 4]),
+     helper.make_tensor_value_info("softmax_last", F, [2, 3, 4]),
+     helper.make_tensor_value_info("softmax_vector", F, [5])])
+model = helper.make_model(graph, producer_name="fusec",
+                          opset_imports=[helper.make_opsetid("", 11)])
+model.ir_version = 8
+onnx.checker.check_model(model)
+onnx.save(model, name + ".onnx")
+rng = np.random.default_rng(11)
+x = rng.uniform(-4, 4, [2, 3, 4]).astype(np.float32)
+v = np.array([1.0, -np.inf, 3.0, 0.5, -2.0], np.float32)
+
+
+def coerced(values, axis, log=False):
+    """Softmax-11: over the 2-D view [prod(dims[:axis]), prod(dims[axis:])],
+    in f64, rounded to f32."""
+    rows = values.astype(np.float64).reshape(
+        int(np.prod(values.shape[:axis])), -1)
+    shifted = rows - rows.max(axis=1, keepdims=True)
+    total = np.exp(shifted).sum(axis=1, keepdims=True)
+    result = shifted - np.log(total) if log else np.exp(shifted) / total
+    return result.reshape(values.shape).astype(np.float32)
+
+
+expected = [coerced(x, 1), coerced(x, 0, log=True), coerced(x, 2),
+            coerced(v, 0)]
+for index, array in enumerate([x, v]):
+    with open(f"{name}_input_{index}.pb", "wb") as f:
+        f.write(numpy_helper.from_array(array).SerializeToString())
+for index, array in enumerate(expected):
     with open(f"{name}_output_{index}.pb", "wb") as f:
         f.write(numpy_helper.from_array(array).SerializeToString())
