@@ -348,7 +348,9 @@ Value decompose(Decomposer &d, DequantizeLinearOp op) {
 
 /// alpha * A' @ B' + beta * C: the matmul takes the transposes and alpha
 /// (a 0 or non-finite alpha is a multiply of its own, so NaN and inf in the
-/// product survive it); C (scaled unless beta is 1) is added after it.
+/// product survive it); C (scaled unless beta is 1) is added after it. A
+/// beta of 0 leaves C out, NaN and inf in it too, as ONNX's reference
+/// evaluator and BLAS do (C then only shapes nothing: it broadcasts to Y).
 Value decompose(Decomposer &d, GemmOp op) {
   double alpha = op.getAlpha().convertToDouble();
   bool alphaOnCall = std::isfinite(alpha) && alpha != 0.0;
@@ -360,7 +362,7 @@ Value decompose(Decomposer &d, GemmOp op) {
   if (!alphaOnCall)
     product = d.binary<MulOp>(product, d.scalarLike(product, alpha));
   Value c = op.getC();
-  if (!c)
+  if (!c || op.getBeta().convertToDouble() == 0.0)
     return product;
   if (op.getBeta().convertToDouble() != 1.0)
     c = d.binary<MulOp>(c, d.scalarLike(c, op.getBeta().convertToDouble()));

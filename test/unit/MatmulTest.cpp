@@ -580,7 +580,7 @@ void checkGemm(DType dtype, Target target) {
       {"C N alpha -2 beta 0.25", {n}, -2.0, 0.25, 2, epilogues ? 1 : 2},
       {"C 1xN alpha 0.5", {1, n}, 0.5, 1.0, 1, epilogues ? 0 : 1},
       {"C Mx1 alpha 0.5 beta 2", {m, 1}, 0.5, 2.0, 2, 2},
-      {"C MxN beta 0", {m, n}, 1.0, 0.0, 1, 1},
+      {"C MxN beta 0", {m, n}, 1.0, 0.0, 0, 0}, // C left out
       {"C 1 alpha 2 beta -1", {1}, 2.0, -1.0, 2, 2},
       {"C scalar beta 3", {}, 1.0, 3.0, 2, 2},
       {"C Mx1 beta 1", {m, 1}, 1.0, 1.0, 1, 1},
@@ -954,6 +954,22 @@ void checkNaNs(DType dtype, Target target) {
     std::string out = cb.b.op("gemm", {va, vb, vc}, {{"alpha", 0.0}});
     cases.push_back(cb.finish(out, refGemm(a, b, &c, 0.0, 1.0, false, false), 8,
                               {1, 1}, {1, 1}));
+  }
+  {
+    // beta 0 leaves C out, NaN and inf in it too (ONNX's reference
+    // evaluator: `if c is not None and beta != 0`).
+    CaseBuilder cb("gemm beta 0 with NaN and inf in C", dtype, rng);
+    Tensor a, b;
+    std::string va = cb.random("a", {4, 8}, a);
+    std::string vb = cb.random("b", {8, 5}, b);
+    Tensor c = randomTensor(dtype, {4, 5}, rng, -1.0, 1.0);
+    c.set(3, kNaN);
+    c.set(7, std::numeric_limits<double>::infinity());
+    std::string out = cb.b.op("gemm", {va, vb, cb.input("c", c)},
+                              {{"alpha", 1.5}, {"beta", 0.0}});
+    cases.push_back(cb.finish(out,
+                              refGemm(a, b, nullptr, 1.5, 0.0, false, false), 8,
+                              {1, 0}, {1, 0}));
   }
   runCases(cases, target);
 }
