@@ -76,6 +76,16 @@ static std::string renameCalls(const std::string &expression,
   return result;
 }
 
+/// `value` (an f32 expression) rounded to `dtype` and widened back, where
+/// `dtype` is f16 or bf16; `value` as it is otherwise.
+static std::string roundedTo(DType dtype, const std::string &value) {
+  if (dtype != DType::F16 && dtype != DType::BF16)
+    return value;
+  const char *name = dtype == DType::F16 ? "f16" : "bf16";
+  return std::string("fusec_") + name + "_to_f32(fusec_f32_to_" + name + "(" +
+         value + "))";
+}
+
 /// A conversion between compute types with fusec's cast semantics.
 static std::string castExpression(const std::string &operand, DType from,
                                   DType to) {
@@ -84,15 +94,11 @@ static std::string castExpression(const std::string &operand, DType from,
   // An explicit cast to a 16-bit float rounds, even though the value stays
   // in f32 inside the kernel. It rounds once: f64 and integers (exact in
   // f64 up to 2^53) go through f32 rounded to odd.
-  if (to == DType::F16 || to == DType::BF16) {
-    const char *name = to == DType::F16 ? "f16" : "bf16";
-    std::string f32 =
-        from == DType::F32 || from == DType::F16 || from == DType::BF16
-            ? "(float)(" + operand + ")"
-            : "fusec_f64_to_f32_round_odd((double)(" + operand + "))";
-    return std::string("fusec_") + name + "_to_f32(fusec_f32_to_" + name + "(" +
-           f32 + "))";
-  }
+  if (to == DType::F16 || to == DType::BF16)
+    return roundedTo(
+        to, from == DType::F32 || from == DType::F16 || from == DType::BF16
+                ? "(float)(" + operand + ")"
+                : "fusec_f64_to_f32_round_odd((double)(" + operand + "))");
   const char *toType = fusec::dtypeInfo(to).computeCType;
   if (std::string(fusec::dtypeInfo(from).computeCType) == toType)
     return operand;
@@ -122,8 +128,14 @@ std::string ScalarExprPrinter::print(const ScalarExpr &expr) const {
     return fusec::dtypeInfo(expr.dtype).kind == fusec::DTypeKind::Float
                ? literal(expr.literal, expr.dtype)
                : integerLiteral(expr.integer, expr.dtype);
+  // An op on f16/bf16 tensors is computed in f32 and its result rounded to
+  // the tensor's dtype, as ONNX defines each op's output: a fused chain
+  // gives the numbers of the unfused one. One rounding of the f32 result is
+  // the correctly rounded f16/bf16 result of + - * / and sqrt (f32's 24
+  // bits are at least twice 11, plus 2).
   case ScalarExpr::Kind::ScaleByReciprocal:
-    return printOperand(expr.operands[0]) + " * " + expr.name;
+    return roundedTo(expr.dtype,
+                     printOperand(expr.operands[0]) + " * " + expr.name);
   case ScalarExpr::Kind::Apply: {
     DType operandDType = expr.operands[0]->dtype;
     std::string expression =
@@ -131,7 +143,7 @@ std::string ScalarExprPrinter::print(const ScalarExpr &expr) const {
     if (f32Functions &&
         std::string(fusec::dtypeInfo(operandDType).computeCType) == "float")
       expression = renameCalls(expression, *f32Functions);
-    return expression;
+    return roundedTo(expr.dtype, expression);
   }
   case ScalarExpr::Kind::Select: {
     SmallVector<std::string> names = operandNames();

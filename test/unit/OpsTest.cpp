@@ -536,6 +536,96 @@ TEST_CASE("a multiply and a subtract in one kernel round separately on the "
 
 namespace {
 
+/// ONNX computes each op's output in its tensor's dtype: a chain of f16 or
+/// bf16 ops in one kernel (held in f32 there) rounds every result, so it
+/// gives the unfused chain's numbers: sums that lose their small operand,
+/// products that overflow f16 before a division or a log would bring them
+/// back.
+void checkLowPrecisionChainsRoundEachOp(Target target) {
+  struct Chain {
+    DType dtype;
+    std::string label;
+    std::vector<double> a, b;
+    std::vector<double> expected;
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  const Chain chains[] = {
+      // (a + b) - a: 1 + 2^-12 and 2048 + 1 (a tie to even) round to a;
+      // -65504 - 2 rounds to -65504, not past the largest f16.
+      {DType::F16,
+       "(a + b) - a",
+       {1, 2048, -65504},
+       {std::ldexp(1.0, -12), 1, -2},
+       {0, 0, 0}},
+      // (a * b) / b: 300 * 300 overflows f16.
+      {DType::F16, "(a * b) / b", {300, 2}, {300, 3}, {inf, 2}},
+      // log(exp(a)): exp(12) overflows f16.
+      {DType::F16, "log(exp(a))", {12, 1}, {}, {inf, 1}},
+      {DType::BF16,
+       "(a + b) - a",
+       {1, 256, -3},
+       {std::ldexp(1.0, -9), 1, std::ldexp(1.0, -8)},
+       {0, 0, 0}},
+      // (1 + 2^-7)^2 = 1 + 2^-6 + 2^-14 rounds to 1 + 2^-6 = b.
+      {DType::BF16,
+       "(a * a) - b",
+       {1 + std::ldexp(1.0, -7)},
+       {1 + std::ldexp(1.0, -6)},
+       {0}},
+  };
+  for (const Chain &chain : chains)
+    for (bool fuse : {true, false}) {
+      INFO(dtypeName(chain.dtype)
+           << " " << chain.label << (fuse ? " fused" : " unfused"));
+      const int64_t count = static_cast<int64_t>(chain.a.size());
+      GraphBuilder b("chain");
+      std::string a = b.input("a", chain.dtype, {count});
+      std::vector<Tensor> inputs = {Tensor(chain.dtype, {count})};
+      for (int64_t i = 0; i < count; ++i)
+        inputs[0].set(i, chain.a[i]);
+      std::string other;
+      if (!chain.b.empty()) {
+        other = b.input("b", chain.dtype, {count});
+        inputs.push_back(Tensor(chain.dtype, {count}));
+        for (int64_t i = 0; i < count; ++i)
+          inputs[1].set(i, chain.b[i]);
+      }
+      std::string y;
+      if (chain.label == "(a + b) - a")
+        y = b.op("sub", {b.op("add", {a, other}), a});
+      else if (chain.label == "(a * b) / b")
+        y = b.op("div", {b.op("mul", {a, other}), other});
+      else if (chain.label == "log(exp(a))")
+        y = b.op("log", {b.op("exp", {a})});
+      else
+        y = b.op("sub", {b.op("mul", {a, a}), other});
+      b.output(y);
+      CompiledModel model = compile(b.build(), test::testOptions(fuse, target));
+      if (fuse)
+        CHECK(model.kernels().size() == 1);
+      Tensor result = model.run(inputs)[0];
+      for (int64_t i = 0; i < count; ++i) {
+        INFO("element " << i);
+        CHECK(result.at(i) == chain.expected[i]);
+      }
+    }
+}
+
+} // namespace
+
+TEST_CASE("f16 and bf16 chains in one kernel round each op's result", "[ops]") {
+  checkLowPrecisionChainsRoundEachOp(Target::Cpu);
+}
+
+TEST_CASE("f16 and bf16 chains in one kernel round each op's result on the "
+          "GPU",
+          "[gpu]") {
+  FUSEC_SKIP_IF(cuda::unavailableReason());
+  checkLowPrecisionChainsRoundEachOp(Target::Cuda);
+}
+
+namespace {
+
 /// Whether two results are the same numbers: equal, or both NaN, and zeros
 /// of the same sign.
 bool sameNumbers(const Tensor &a, const Tensor &b, int64_t &first) {
