@@ -1290,10 +1290,15 @@ void OnnxConverter::convertPow(const onnx::NodeProto &node) {
 /// `split` input or, without it, equal parts of the (static) dim.
 void OnnxConverter::convertSplit(const onnx::NodeProto &node) {
   int64_t axis = 0;
+  // Before opset 13 the sizes are the attribute `split`; from 13, input 1.
+  std::optional<std::vector<int64_t>> splitAttribute;
   for (const onnx::AttributeProto &attr : node.attribute()) {
-    if (attr.name() != "axis")
+    if (attr.name() == "axis")
+      axis = attr.i();
+    else if (attr.name() == "split" && opset < 13)
+      splitAttribute.emplace(attr.ints().begin(), attr.ints().end());
+    else
       throw Unsupported{"attribute '" + attr.name() + "' is not supported"};
-    axis = attr.i();
   }
   std::string input = resolve(node.input(0));
   std::optional<Shape> shape = shapeOf(input);
@@ -1305,7 +1310,9 @@ void OnnxConverter::convertSplit(const onnx::NodeProto &node) {
   if (axis < 0)
     axis += rank;
   std::vector<int64_t> sizes;
-  if (node.input_size() > 1 && !node.input(1).empty()) {
+  if (splitAttribute) {
+    sizes = *splitAttribute;
+  } else if (node.input_size() > 1 && !node.input(1).empty()) {
     sizes = integersOf(constantValue(resolve(node.input(1)), "input 1 (split)"),
                        "input 1 (split)");
   } else {
@@ -1319,6 +1326,17 @@ void OnnxConverter::convertSplit(const onnx::NodeProto &node) {
     throw Unsupported{"Split has " + std::to_string(node.output_size()) +
                       " outputs but " + std::to_string(sizes.size()) +
                       " sizes"};
+  int64_t total = 0;
+  for (int64_t size : sizes) {
+    if (size < 0 || size > (*shape)[axis])
+      throw Unsupported{"Split's size " + std::to_string(size) +
+                        " is not within the dim of " +
+                        std::to_string((*shape)[axis])};
+    total += size;
+  }
+  if (total != (*shape)[axis])
+    throw Unsupported{"Split's sizes add up to " + std::to_string(total) +
+                      ", not the dim of " + std::to_string((*shape)[axis])};
   int64_t offset = 0;
   for (int i = 0; i < node.output_size(); ++i) {
     if (!node.output(i).empty()) {

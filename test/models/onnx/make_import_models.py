@@ -15,7 +15,10 @@ out, whose defaults are floats (LeakyRelu's alpha is 0.01f, not 0.01).
 softmax_opset11.onnx: Softmax and LogSoftmax before opset 13, which
 normalize over every dim from `axis` (default 1) on; the expected outputs
 are computed here from that definition (onnx.reference applies opset 13's
-whatever the model's opset)."""
+whatever the model's opset).
+
+split_opset11.onnx: Split with its sizes as the attribute `split`, as
+opsets before 13 give them."""
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -130,5 +133,25 @@ for index, array in enumerate([x, v]):
     with open(f"{name}_input_{index}.pb", "wb") as f:
         f.write(numpy_helper.from_array(array).SerializeToString())
 for index, array in enumerate(expected):
+    with open(f"{name}_output_{index}.pb", "wb") as f:
+        f.write(numpy_helper.from_array(array).SerializeToString())
+
+name = "split_opset11"
+nodes = [helper.make_node("Split", ["x"], ["left", "right"], axis=1,
+                          split=[1, 3])]
+graph = helper.make_graph(
+    nodes, name, [helper.make_tensor_value_info("x", F, [2, 4])],
+    [helper.make_tensor_value_info("left", F, [2, 1]),
+     helper.make_tensor_value_info("right", F, [2, 3])])
+model = helper.make_model(graph, producer_name="fusec",
+                          opset_imports=[helper.make_opsetid("", 11)])
+model.ir_version = 8
+onnx.checker.check_model(model)
+onnx.save(model, name + ".onnx")
+x = np.arange(8, dtype=np.float32).reshape(2, 4)
+results = ReferenceEvaluator(name + ".onnx").run(None, {"x": x})
+with open(f"{name}_input_0.pb", "wb") as f:
+    f.write(numpy_helper.from_array(x).SerializeToString())
+for index, array in enumerate(results):
     with open(f"{name}_output_{index}.pb", "wb") as f:
         f.write(numpy_helper.from_array(array).SerializeToString())
