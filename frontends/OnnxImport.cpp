@@ -618,22 +618,38 @@ void logOfSum(OnnxConverter &converter, const onnx::NodeProto &,
 }
 
 /// Mean: the inputs added left to right, divided by their count (in their
-/// dtype, as ONNX's reference computes it).
+/// dtype, as ONNX's reference computes it); f16 and bf16 inputs in f32,
+/// rounded once, as one op (the mean of 100.5 and 65504 is 32800 in f16,
+/// not the inf of an f16 sum).
 void meanOfInputs(OnnxConverter &converter, const onnx::NodeProto &,
                   GraphNode &node) {
   if (node.inputs.empty() ||
       std::count(node.inputs.begin(), node.inputs.end(), std::string()))
     throw Unsupported{"Mean needs one or more inputs"};
   DType dtype = converter.requireDType(node.inputs[0], "Mean");
-  std::string sum = node.inputs[0];
+  bool widened = dtype == DType::F16 || dtype == DType::BF16;
+  DType compute = widened ? DType::F32 : dtype;
+  auto operand = [&](size_t i) {
+    return widened
+               ? converter.addStep(node, "cast", {node.inputs[i]},
+                                   "wide_" + std::to_string(i),
+                                   {{"dtype", std::string(dtypeName(compute))}})
+               : node.inputs[i];
+  };
+  std::string sum = operand(0);
   for (size_t i = 1; i < node.inputs.size(); ++i)
-    sum = converter.addStep(node, "add", {sum, node.inputs[i]},
+    sum = converter.addStep(node, "add", {sum, operand(i)},
                             "sum_" + std::to_string(i));
   std::string count = converter.addStepConstant(
       node, "count",
-      scalarTensor(dtype, static_cast<double>(node.inputs.size())));
+      scalarTensor(compute, static_cast<double>(node.inputs.size())));
   node.op = "div";
   node.inputs = {sum, count};
+  if (widened) {
+    node.inputs = {converter.addStep(node, "div", {sum, count}, "wide")};
+    node.op = "cast";
+    node.attrs = {{"dtype", std::string(dtypeName(dtype))}};
+  }
 }
 
 /// PRelu: x < 0 ? slope * x : x (slope broadcast to x; NaN stays NaN).

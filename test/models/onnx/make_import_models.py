@@ -18,7 +18,11 @@ are computed here from that definition (onnx.reference applies opset 13's
 whatever the model's opset).
 
 split_opset11.onnx: Split with its sizes as the attribute `split`, as
-opsets before 13 give them."""
+opsets before 13 give them.
+
+mean_f16.onnx: Mean of f16 inputs is one op: its sum is not an f16 value
+that could overflow (the mean of 100.5 and 65504 is 32800); expected outputs
+computed here in f32 and rounded once."""
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -153,5 +157,30 @@ results = ReferenceEvaluator(name + ".onnx").run(None, {"x": x})
 with open(f"{name}_input_0.pb", "wb") as f:
     f.write(numpy_helper.from_array(x).SerializeToString())
 for index, array in enumerate(results):
+    with open(f"{name}_output_{index}.pb", "wb") as f:
+        f.write(numpy_helper.from_array(array).SerializeToString())
+
+name = "mean_f16"
+H = TensorProto.FLOAT16
+nodes = [helper.make_node("Mean", ["a", "b"], ["mean2"]),
+         helper.make_node("Mean", ["a", "b", "c"], ["mean3"])]
+graph = helper.make_graph(
+    nodes, name, [helper.make_tensor_value_info(v, H, [4]) for v in "abc"],
+    [helper.make_tensor_value_info(v, H, [4]) for v in ("mean2", "mean3")])
+model = helper.make_model(graph, producer_name="fusec",
+                          opset_imports=[helper.make_opsetid("", 17)])
+model.ir_version = 8
+onnx.checker.check_model(model)
+onnx.save(model, name + ".onnx")
+a = np.array([100.5, 1, -65504, 0.25], np.float16)
+b = np.array([65504, 2, -65504, 3e-5], np.float16)
+c = np.array([65504, -1, 65504, 1], np.float16)
+wide = [v.astype(np.float32) for v in (a, b, c)]
+expected = [((wide[0] + wide[1]) / np.float32(2)).astype(np.float16),
+            ((wide[0] + wide[1] + wide[2]) / np.float32(3)).astype(np.float16)]
+for index, array in enumerate([a, b, c]):
+    with open(f"{name}_input_{index}.pb", "wb") as f:
+        f.write(numpy_helper.from_array(array).SerializeToString())
+for index, array in enumerate(expected):
     with open(f"{name}_output_{index}.pb", "wb") as f:
         f.write(numpy_helper.from_array(array).SerializeToString())
