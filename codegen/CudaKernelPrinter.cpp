@@ -133,6 +133,22 @@ static __device__ __forceinline__ uint16_t fusec_f32_to_bf16(float f) {
   return h;
 }
 
+// An f32 value rounded to f16 or bf16 and widened back (an op's result on
+// an f16/bf16 tensor). The packed conversion runs on the ALU at half rate,
+// the single one (F2F) at an eighth, which made a bf16 gelu chain of 9 ops
+// compute-bound; bf16 rounded into the upper half over a 0 lower half is
+// the rounded f32 itself.
+static __device__ __forceinline__ float fusec_round_to_f16(float f) {
+  uint32_t packed;
+  asm("cvt.rn.f16x2.f32 %0, %1, %1;" : "=r"(packed) : "f"(f));
+  return fusec_f16_to_f32((uint16_t)packed);
+}
+static __device__ __forceinline__ float fusec_round_to_bf16(float f) {
+  uint32_t packed;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(f), "f"(0.0f));
+  return __uint_as_float(packed);
+}
+
 // f64 -> f32 rounded to odd (truncated, last bit set when inexact): then
 // rounding to f16/bf16 is the correctly rounded f64 -> f16/bf16 conversion,
 // as runtime/HalfFloat.h does on the host.
@@ -189,7 +205,8 @@ static void printCudaLoops(mlir::raw_indented_ostream &os,
     if (kernel.inputs[i].access == InputAccess::Scalar)
       loadElement(i, "in" + std::to_string(i) + "[0]");
 
-  ScalarExprPrinter printer(f32Functions);
+  // CUDA kernels get f32 replacements only for --fast-math.
+  ScalarExprPrinter printer(f32Functions, /*roundsEachOp=*/!f32Functions);
   auto vectorType = [&](DType dtype) { return cudaVectorType(dtype, width); };
 
   // Grid-stride loops stay rolled: the launch covers the elements unless a

@@ -485,7 +485,8 @@ class ScopePrinter {
 public:
   ScopePrinter(const ReductionPlan &plan, const MathFunctionMap *f32Functions,
                std::string prefix)
-      : plan(plan), builder(std::move(prefix)), printer(f32Functions) {}
+      : plan(plan), builder(std::move(prefix)),
+        printer(f32Functions, /*roundsEachOp=*/!f32Functions) {}
 
   void bind(Value value, const std::string &variable) {
     builder.bind(value, variable);

@@ -25,9 +25,13 @@ using MathFunctionMap = llvm::StringMap<std::string>;
 class ScalarExprPrinter {
 public:
   /// `f32Functions`: the target's replacements for f32 math calls (CUDA's
-  /// fast-math intrinsics), or none.
-  explicit ScalarExprPrinter(const MathFunctionMap *f32Functions = nullptr)
-      : f32Functions(f32Functions) {}
+  /// fast-math intrinsics, the C++ target's own exp), or none.
+  /// `roundsEachOp`: whether an op on f16/bf16 tensors rounds its result to
+  /// the tensor's dtype (ONNX's semantics), or keeps it in f32 to the next
+  /// explicit cast or store (--fast-math).
+  explicit ScalarExprPrinter(const MathFunctionMap *f32Functions = nullptr,
+                             bool roundsEachOp = true)
+      : f32Functions(f32Functions), roundsEachOp(roundsEachOp) {}
 
   /// The C expression of a node (a Variable prints as its name).
   std::string print(const ScalarExpr &expr) const;
@@ -41,6 +45,7 @@ public:
 
 private:
   const MathFunctionMap *f32Functions;
+  bool roundsEachOp;
 };
 
 } // namespace fuse

@@ -70,6 +70,15 @@ static inline uint16_t fusec_f32_to_bf16(float value) {
   return (uint16_t)(bits >> 16);
 }
 
+/* An f32 value rounded to f16 or bf16 and widened back: what a kernel
+ * holds for an op's result on an f16/bf16 tensor. */
+static inline float fusec_round_to_f16(float value) {
+  return fusec_f16_to_f32(fusec_f32_to_f16(value));
+}
+static inline float fusec_round_to_bf16(float value) {
+  return fusec_bf16_to_f32(fusec_f32_to_bf16(value));
+}
+
 /* f64 to f32 rounded to odd: truncated, with the last bit set when
  * anything was cut off. Rounding that to f16 or bf16 (to nearest even) is
  * the correctly rounded f64 -> f16/bf16 conversion, with no double-rounding
