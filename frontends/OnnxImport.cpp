@@ -643,13 +643,14 @@ void meanOfInputs(OnnxConverter &converter, const onnx::NodeProto &,
   std::string count = converter.addStepConstant(
       node, "count",
       scalarTensor(compute, static_cast<double>(node.inputs.size())));
-  node.op = "div";
-  node.inputs = {sum, count};
-  if (widened) {
-    node.inputs = {converter.addStep(node, "div", {sum, count}, "wide")};
-    node.op = "cast";
-    node.attrs = {{"dtype", std::string(dtypeName(dtype))}};
+  if (!widened) {
+    node.op = "div";
+    node.inputs = {sum, count};
+    return;
   }
+  node.op = "cast";
+  node.inputs = {converter.addStep(node, "div", {sum, count}, "wide")};
+  node.attrs = {{"dtype", std::string(dtypeName(dtype))}};
 }
 
 /// PRelu: x < 0 ? slope * x : x (slope broadcast to x; NaN stays NaN).
