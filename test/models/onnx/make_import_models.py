@@ -28,10 +28,42 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-I64, I32, I8, F, F16 = (TensorProto.INT64, TensorProto.INT32,
-                        TensorProto.INT8, TensorProto.FLOAT,
-                        TensorProto.FLOAT16)
-name = "int_constant_folding"
+I64, I32, I8, F, F16, H, D = (TensorProto.INT64, TensorProto.INT32,
+                              TensorProto.INT8, TensorProto.FLOAT,
+                              TensorProto.FLOAT16, TensorProto.FLOAT16,
+                              TensorProto.DOUBLE)
+
+
+def save(name, nodes, inputs, outputs, opset, initializers=()):
+    """name.onnx: the graph, readable by Debian's libonnx 1.12."""
+    graph = helper.make_graph(nodes, name, inputs, outputs,
+                              list(initializers))
+    model = helper.make_model(graph, producer_name="fusec",
+                              opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, name + ".onnx")
+
+
+def write_tensors(name, inputs, outputs):
+    """name_input_N.pb and name_output_N.pb."""
+    for kind, arrays in (("input", inputs), ("output", outputs)):
+        for index, array in enumerate(arrays):
+            with open(f"{name}_{kind}_{index}.pb", "wb") as f:
+                f.write(numpy_helper.from_array(array).SerializeToString())
+
+
+def reference(name, feeds):
+    """onnx.reference's outputs for `feeds` (name -> array)."""
+    with np.errstate(over="ignore"):  # int64 sums wrap, as ONNX's do
+        return ReferenceEvaluator(name + ".onnx").run(None, feeds)
+
+
+def value(name, elem_type, shape):
+    return helper.make_tensor_value_info(name, elem_type, shape)
+
+
+# int_constant_folding
 initializers = [
     numpy_helper.from_array(np.array([1, -1, 200, 2**31 - 1], np.int32),
                             "i32"),
@@ -53,68 +85,35 @@ nodes = [
     helper.make_node("Add", ["a", "b"], ["add"]),
     helper.make_node("Mul", ["a", "b"], ["mul"]),
 ]
-outputs = [
-    helper.make_tensor_value_info("i32_to_f32", F, [4]),
-    helper.make_tensor_value_info("i32_to_i8", I8, [4]),
-    helper.make_tensor_value_info("i32_to_f16", F16, [4]),
-    helper.make_tensor_value_info("i64_via_f32", I64, [4]),
-    helper.make_tensor_value_info("i64_via_i8", I64, [4]),
-    helper.make_tensor_value_info("sub", I64, [4]),
-    helper.make_tensor_value_info("add", I64, [4]),
-    helper.make_tensor_value_info("mul", I64, [4]),
-]
-graph = helper.make_graph(nodes, name, [], outputs, initializers)
-model = helper.make_model(graph, producer_name="fusec",
-                          opset_imports=[helper.make_opsetid("", 17)])
-model.ir_version = 8  # readable by Debian's libonnx 1.12
-onnx.checker.check_model(model)
-onnx.save(model, name + ".onnx")
-with np.errstate(over="ignore"):  # the int64 sums wrap, as ONNX's do
-    results = ReferenceEvaluator(name + ".onnx").run(None, {})
-for index, array in enumerate(results):
-    with open(f"{name}_output_{index}.pb", "wb") as f:
-        f.write(numpy_helper.from_array(array).SerializeToString())
+outputs = [value("i32_to_f32", F, [4]), value("i32_to_i8", I8, [4]),
+           value("i32_to_f16", F16, [4]), value("i64_via_f32", I64, [4]),
+           value("i64_via_i8", I64, [4]), value("sub", I64, [4]),
+           value("add", I64, [4]), value("mul", I64, [4])]
+save("int_constant_folding", nodes, [], outputs, 17, initializers)
+write_tensors("int_constant_folding", [],
+              reference("int_constant_folding", {}))
 
-name = "float_attr_defaults"
-D = TensorProto.DOUBLE
+# float_attr_defaults
 ops = ["LeakyRelu", "HardSigmoid", "Selu", "Elu", "Shrink"]
-nodes = [helper.make_node(op, ["x"], [op.lower()]) for op in ops]
-graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info(
-    "x", D, [6])], [helper.make_tensor_value_info(op.lower(), D, [6])
-                    for op in ops])
-model = helper.make_model(graph, producer_name="fusec",
-                          opset_imports=[helper.make_opsetid("", 17)])
-model.ir_version = 8
-onnx.checker.check_model(model)
-onnx.save(model, name + ".onnx")
+save("float_attr_defaults",
+     [helper.make_node(op, ["x"], [op.lower()]) for op in ops],
+     [value("x", D, [6])], [value(op.lower(), D, [6]) for op in ops], 17)
 x = np.array([-3.5, -1.0, -0.25, 0.0, 0.7, 4.0])
-results = ReferenceEvaluator(name + ".onnx").run(None, {"x": x})
-with open(f"{name}_input_0.pb", "wb") as f:
-    f.write(numpy_helper.from_array(x).SerializeToString())
-for index, array in enumerate(results):
-    with open(f"{name}_output_{index}.pb", "wb") as f:
-        f.write(numpy_helper.from_array(array).SerializeToString())
+write_tensors("float_attr_defaults", [x],
+              reference("float_attr_defaults", {"x": x}))
 
-name = "softmax_opset11"
+# softmax_opset11
 nodes = [
     helper.make_node("Softmax", ["x"], ["softmax_default"]),
     helper.make_node("LogSoftmax", ["x"], ["log_softmax_0"], axis=0),
     helper.make_node("Softmax", ["x"], ["softmax_last"], axis=-1),
     helper.make_node("Softmax", ["v"], ["softmax_vector"], axis=0),
 ]
-graph = helper.make_graph(
-    nodes, name,
-    [helper.make_tensor_value_info("x", F, [2, 3, 4]),
-     helper.make_tensor_value_info("v", F, [5])],
-    [helper.make_tensor_value_info("softmax_default", F, [2, 3, 4]),
-     helper.make_tensor_value_info("log_softmax_0", F, [2, 3, 4]),
-     helper.make_tensor_value_info("softmax_last", F, [2, 3, 4]),
-     helper.make_tensor_value_info("softmax_vector", F, [5])])
-model = helper.make_model(graph, producer_name="fusec",
-                          opset_imports=[helper.make_opsetid("", 11)])
-model.ir_version = 8
-onnx.checker.check_model(model)
-onnx.save(model, name + ".onnx")
+save("softmax_opset11", nodes, [value("x", F, [2, 3, 4]), value("v", F, [5])],
+     [value("softmax_default", F, [2, 3, 4]),
+      value("log_softmax_0", F, [2, 3, 4]),
+      value("softmax_last", F, [2, 3, 4]), value("softmax_vector", F, [5])],
+     11)
 rng = np.random.default_rng(11)
 x = rng.uniform(-4, 4, [2, 3, 4]).astype(np.float32)
 v = np.array([1.0, -np.inf, 3.0, 0.5, -2.0], np.float32)
@@ -131,56 +130,30 @@ def coerced(values, axis, log=False):
     return result.reshape(values.shape).astype(np.float32)
 
 
-expected = [coerced(x, 1), coerced(x, 0, log=True), coerced(x, 2),
-            coerced(v, 0)]
-for index, array in enumerate([x, v]):
-    with open(f"{name}_input_{index}.pb", "wb") as f:
-        f.write(numpy_helper.from_array(array).SerializeToString())
-for index, array in enumerate(expected):
-    with open(f"{name}_output_{index}.pb", "wb") as f:
-        f.write(numpy_helper.from_array(array).SerializeToString())
+write_tensors("softmax_opset11", [x, v],
+              [coerced(x, 1), coerced(x, 0, log=True), coerced(x, 2),
+               coerced(v, 0)])
 
-name = "split_opset11"
-nodes = [helper.make_node("Split", ["x"], ["left", "right"], axis=1,
-                          split=[1, 3])]
-graph = helper.make_graph(
-    nodes, name, [helper.make_tensor_value_info("x", F, [2, 4])],
-    [helper.make_tensor_value_info("left", F, [2, 1]),
-     helper.make_tensor_value_info("right", F, [2, 3])])
-model = helper.make_model(graph, producer_name="fusec",
-                          opset_imports=[helper.make_opsetid("", 11)])
-model.ir_version = 8
-onnx.checker.check_model(model)
-onnx.save(model, name + ".onnx")
+# split_opset11
+save("split_opset11",
+     [helper.make_node("Split", ["x"], ["left", "right"], axis=1,
+                       split=[1, 3])],
+     [value("x", F, [2, 4])],
+     [value("left", F, [2, 1]), value("right", F, [2, 3])], 11)
 x = np.arange(8, dtype=np.float32).reshape(2, 4)
-results = ReferenceEvaluator(name + ".onnx").run(None, {"x": x})
-with open(f"{name}_input_0.pb", "wb") as f:
-    f.write(numpy_helper.from_array(x).SerializeToString())
-for index, array in enumerate(results):
-    with open(f"{name}_output_{index}.pb", "wb") as f:
-        f.write(numpy_helper.from_array(array).SerializeToString())
+write_tensors("split_opset11", [x], reference("split_opset11", {"x": x}))
 
-name = "mean_f16"
-H = TensorProto.FLOAT16
-nodes = [helper.make_node("Mean", ["a", "b"], ["mean2"]),
-         helper.make_node("Mean", ["a", "b", "c"], ["mean3"])]
-graph = helper.make_graph(
-    nodes, name, [helper.make_tensor_value_info(v, H, [4]) for v in "abc"],
-    [helper.make_tensor_value_info(v, H, [4]) for v in ("mean2", "mean3")])
-model = helper.make_model(graph, producer_name="fusec",
-                          opset_imports=[helper.make_opsetid("", 17)])
-model.ir_version = 8
-onnx.checker.check_model(model)
-onnx.save(model, name + ".onnx")
+# mean_f16
+save("mean_f16",
+     [helper.make_node("Mean", ["a", "b"], ["mean2"]),
+      helper.make_node("Mean", ["a", "b", "c"], ["mean3"])],
+     [value(v, H, [4]) for v in "abc"],
+     [value(v, H, [4]) for v in ("mean2", "mean3")], 17)
 a = np.array([100.5, 1, -65504, 0.25], np.float16)
 b = np.array([65504, 2, -65504, 3e-5], np.float16)
 c = np.array([65504, -1, 65504, 1], np.float16)
-wide = [v.astype(np.float32) for v in (a, b, c)]
-expected = [((wide[0] + wide[1]) / np.float32(2)).astype(np.float16),
-            ((wide[0] + wide[1] + wide[2]) / np.float32(3)).astype(np.float16)]
-for index, array in enumerate([a, b, c]):
-    with open(f"{name}_input_{index}.pb", "wb") as f:
-        f.write(numpy_helper.from_array(array).SerializeToString())
-for index, array in enumerate(expected):
-    with open(f"{name}_output_{index}.pb", "wb") as f:
-        f.write(numpy_helper.from_array(array).SerializeToString())
+wide = [t.astype(np.float32) for t in (a, b, c)]
+write_tensors("mean_f16", [a, b, c],
+              [((wide[0] + wide[1]) / np.float32(2)).astype(np.float16),
+               ((wide[0] + wide[1] + wide[2]) / np.float32(3))
+               .astype(np.float16)])
