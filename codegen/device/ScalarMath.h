@@ -87,9 +87,11 @@ template <typename T> FUSEC_SCALAR_FN T fusec_shift_right(T a, T b) {
   return (T)((unsigned long long)a >> (int)b);
 }
 
-/// ONNX HardSwish: x * max(0, min(1, x / 6 + 1/2)); NaN stays NaN.
+/// ONNX HardSwish: x * HardSigmoid(x) with alpha = 1/6 and beta = 1/2, as
+/// the op's function body defines it: alpha is a float attribute, so every
+/// dtype multiplies by float(1/6) rather than dividing by 6. NaN stays NaN.
 template <typename T> FUSEC_SCALAR_FN T fusec_hard_swish(T x) {
-  T t = x / (T)6 + (T)0.5;
+  T t = x * (T)(1.0f / 6.0f) + (T)0.5;
   t = t < (T)0 ? (T)0 : t;
   t = t > (T)1 ? (T)1 : t;
   return x * t;

@@ -776,10 +776,12 @@ TEST_CASE("new ops give ONNX's and NumPy's documented values", "[ops]") {
        {0, 100, -100, inf, -inf},
        {},
        {M_LN2, 100, std::exp(-100.0), inf, 0}},
+      // alpha is float(1/6) in every dtype, as HardSwish's function body
+      // passes it to HardSigmoid as a float attribute.
       {"hard_swish",
        {-3, 3, 0, 1, -inf},
        {},
-       {-0.0, 3, 0, 1.0 * (1.0 / 6 + 0.5), nan}},
+       {-0.0, 3, 0, 1.0 * (double(1.0f / 6) + 0.5), nan}},
       {"softsign", {1, -3, inf}, {}, {0.5, -0.75, nan}},
   };
   for (const LiteralCase &c : cases) {
