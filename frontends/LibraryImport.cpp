@@ -3,12 +3,19 @@
 // matmul (ONNX MatMul: NumPy's matmul) and gemm (ONNX Gemm: `alpha`,
 // `beta`, `transA`, `transB`, an optional C broadcast to the result).
 //
+// Float products become fuse.matmul and fuse.gemm, run by cuBLASLt or BLAS.
+// No library multiplies 32- and 64-bit integers, so integer products are
+// built here from a multiply and a sum, which fuse into one reduction
+// kernel.
+//
 //===----------------------------------------------------------------------===//
 
 #include "frontends/NodeImport.h"
 
 #include "ir/FuseDialect.h"
+#include "ir/LayoutOps.h"
 #include "ir/TypeUtils.h"
+#include "runtime/DType.h"
 
 using namespace mlir;
 
@@ -16,8 +23,8 @@ namespace fuse {
 
 namespace {
 
-/// The operands' common float dtype, or an error naming what is wrong:
-/// cuBLASLt and BLAS have no integer GEMM, so integer matmuls are refused.
+/// Checks that the operands share one dtype that ONNX's MatMul and Gemm
+/// take: a float, or a 32- or 64-bit integer.
 LogicalResult checkOperandTypes(NodeImport &node, unsigned count) {
   Type elementType =
       cast<RankedTensorType>(node.operands[0].getType()).getElementType();
@@ -31,10 +38,103 @@ LogicalResult checkOperandTypes(NodeImport &node, unsigned count) {
                           << " is " << typeString(type) << ", input 0 is "
                           << typeString(node.operands[0].getType()) << ")";
   }
-  if (!isa<FloatType>(elementType))
-    return node.error() << "takes f16, bf16, f32 or f64 operands, not "
-                        << elementType << " (integer GEMMs are not supported)";
+  unsigned bits = elementType.getIntOrFloatBitWidth();
+  if (!isa<FloatType>(elementType) && bits != 32 && bits != 64)
+    return node.error() << "takes f16, bf16, f32, f64, i32, i64, u32 or u64 "
+                           "operands, not "
+                        << fusec::dtypeName(*toDType(elementType));
   return success();
+}
+
+bool isInteger(Value value) {
+  return isa<IntegerType>(
+      cast<RankedTensorType>(value.getType()).getElementType());
+}
+
+/// NumPy's matmul of integer tensors: the sum over k of
+/// lhs[..., m, k, 1] * rhs[..., 1, k, n], wrapping as NumPy's integer
+/// matmul does. The multiply fuses into the sum, so the [..., m, k, n]
+/// products are never stored.
+Value integerProduct(NodeImport &node, Value lhs, Value rhs,
+                     RankedTensorType resultType) {
+  auto lhsType = cast<RankedTensorType>(lhs.getType());
+  auto rhsType = cast<RankedTensorType>(rhs.getType());
+  // A 1-D lhs is a row [1, k], a 1-D rhs a column [k, 1].
+  SmallVector<int64_t> lhsShape(lhsType.getShape());
+  if (lhsShape.size() == 1)
+    lhsShape.insert(lhsShape.begin(), 1);
+  lhsShape.push_back(1);
+  SmallVector<int64_t> rhsShape(rhsType.getShape());
+  if (rhsShape.size() == 1)
+    rhsShape.push_back(1);
+  rhsShape.insert(rhsShape.end() - 2, 1);
+  Value lhsColumns =
+      ReshapeOp::create(node.builder, node.loc, lhsType.clone(lhsShape), lhs);
+  Value rhsRows =
+      ReshapeOp::create(node.builder, node.loc, rhsType.clone(rhsShape), rhs);
+  Value products =
+      MulOp::create(node.builder, node.loc, lhsColumns, rhsRows).getResult();
+  auto productsType = cast<RankedTensorType>(products.getType());
+  int64_t kAxis = productsType.getRank() - 2;
+  Value sums = ReduceSumOp::create(
+      node.builder, node.loc, reducedTensorType(productsType, {kAxis}, false),
+      products, ArrayRef<int64_t>{kAxis}, false);
+  if (sums.getType() == resultType)
+    return sums;
+  return ReshapeOp::create(node.builder, node.loc, resultType, sums);
+}
+
+/// A rank-0 constant of `elementType`, broadcast where it is used.
+Value scalarConstant(NodeImport &node, Type elementType, double value) {
+  auto type = RankedTensorType::get({}, elementType);
+  return ConstantOp::create(
+      node.builder, node.loc, type,
+      DenseElementsAttr::get(type,
+                             node.builder.getFloatAttr(elementType, value)));
+}
+
+/// ONNX Gemm of integers, computed as onnx.reference does: the product
+/// wraps in the integer dtype; unless alpha is 1 and beta 1 or 0 (where
+/// integer arithmetic gives the same result exactly), alpha * product +
+/// beta * C is computed in f64 and converted back (truncating).
+Value integerGemm(NodeImport &node, RankedTensorType resultType, double alpha,
+                  double beta, bool transposeA, bool transposeB) {
+  auto transposed = [&](Value matrix, bool transpose) -> Value {
+    if (!transpose)
+      return matrix;
+    auto type = cast<RankedTensorType>(matrix.getType());
+    return TransposeOp::create(
+        node.builder, node.loc,
+        type.clone({type.getDimSize(1), type.getDimSize(0)}), matrix,
+        ArrayRef<int64_t>{1, 0});
+  };
+  Value product =
+      integerProduct(node, transposed(node.operands[0], transposeA),
+                     transposed(node.operands[1], transposeB), resultType);
+  Value c = node.operandOrNull(2);
+  if (beta == 0.0)
+    c = Value();
+  if (alpha == 1.0 && (!c || beta == 1.0))
+    return c ? AddOp::create(node.builder, node.loc, resultType, product, c)
+                   .getResult()
+             : product;
+  Type f64 = node.builder.getF64Type();
+  auto inF64 = [&](Value value) -> Value {
+    auto type = cast<RankedTensorType>(value.getType());
+    return CastOp::create(node.builder, node.loc, type.clone(f64), value);
+  };
+  Value sum = MulOp::create(node.builder, node.loc, inF64(product),
+                            scalarConstant(node, f64, alpha))
+                  .getResult();
+  if (c) {
+    Value scaledC = MulOp::create(node.builder, node.loc, inF64(c),
+                                  scalarConstant(node, f64, beta))
+                        .getResult();
+    sum = AddOp::create(node.builder, node.loc, resultType.clone(f64), sum,
+                        scaledC)
+              .getResult();
+  }
+  return CastOp::create(node.builder, node.loc, resultType, sum);
 }
 
 /// The result type of the product, or an error with the shape rule broken.
@@ -56,6 +156,8 @@ FailureOr<Value> importMatmul(NodeImport &node) {
   FailureOr<RankedTensorType> type = productType(node, false, false);
   if (failed(type))
     return failure();
+  if (isInteger(node.operands[0]))
+    return integerProduct(node, node.operands[0], node.operands[1], *type);
   return MatmulOp::create(node.builder, node.loc, *type, node.operands[0],
                           node.operands[1], Value(), false, false, APFloat(1.0),
                           "none")
@@ -79,6 +181,8 @@ FailureOr<Value> importGemm(NodeImport &node) {
       productType(node, *transA != 0, *transB != 0);
   if (failed(type))
     return failure();
+  if (isInteger(node.operands[0]))
+    return integerGemm(node, *type, *alpha, *beta, *transA != 0, *transB != 0);
   return GemmOp::create(node.builder, node.loc, *type, node.operands[0],
                         node.operands[1], node.operandOrNull(2),
                         APFloat(*alpha), APFloat(*beta), *transA != 0,
