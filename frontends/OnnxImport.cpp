@@ -607,14 +607,28 @@ void sumOfMagnitudes(OnnxConverter &converter, const onnx::NodeProto &,
       converter.addStep(node, "abs", {node.inputs.at(0)}, "magnitude");
 }
 
-/// ReduceLogSum: log of the reduce_sum.
+/// ReduceLogSum: log of the reduce_sum. Integers sum in f64 (exact up to
+/// 2^53, no wrapping) and the log truncates back, as for ReduceL2.
 void logOfSum(OnnxConverter &converter, const onnx::NodeProto &,
               GraphNode &node) {
+  DType dtype = converter.requireDType(node.inputs.at(0), "ReduceLogSum");
+  bool integer = !isFloat(dtype);
+  std::vector<std::string> inputs = node.inputs;
+  if (integer)
+    inputs[0] = converter.addStep(node, "cast", {inputs[0]}, "real",
+                                  {{"dtype", std::string("f64")}});
   std::string sum =
-      converter.addStep(node, "reduce_sum", node.inputs, "sum", node.attrs);
-  node.op = "log";
-  node.inputs = {sum};
-  node.attrs.clear();
+      converter.addStep(node, "reduce_sum", inputs, "sum", node.attrs);
+  if (!integer) {
+    node.op = "log";
+    node.inputs = {sum};
+    node.attrs.clear();
+    return;
+  }
+  std::string log = converter.addStep(node, "log", {sum}, "log");
+  node.op = "cast";
+  node.inputs = {log};
+  node.attrs = {{"dtype", std::string(dtypeName(dtype))}};
 }
 
 /// Mean: the inputs added left to right, divided by their count (in their

@@ -184,7 +184,7 @@ def Fuse_ReduceMeanOp : Fuse_CompositeReductionOp<"reduce_mean",
 def Fuse_ReduceL2Op : Fuse_CompositeReductionOp<"reduce_l2",
     Fuse_NumericTensor, "sqrt(sum(x * x))">;
 def Fuse_ReduceLogSumExpOp : Fuse_CompositeReductionOp<"reduce_log_sum_exp",
-    Fuse_FloatTensor, "log(sum(exp(x)))">;
+    Fuse_NumericTensor, "log(sum(exp(x)))">;
 
 //===----------------------------------------------------------------------===//
 // Composites: defined by primitives, decomposed before fusion

@@ -53,6 +53,15 @@ public:
     return CastOp::create(builder, loc, type.clone(builder.getF32Type()),
                           value);
   }
+  /// toCompute, and integers in f64: the reductions ONNX defines by real
+  /// functions (an L2 norm, a log-sum-exp) compute integers exactly in f64
+  /// and truncate the result back.
+  Value toRealCompute(Value value) {
+    auto type = cast<RankedTensorType>(value.getType());
+    if (isa<IntegerType>(type.getElementType()))
+      return toType(value, type.clone(builder.getF64Type()));
+    return toCompute(value);
+  }
   Value toType(Value value, Type type) {
     if (value.getType() == type)
       return value;
@@ -291,19 +300,14 @@ Value decompose(Decomposer &d, ReduceMeanOp op) {
 }
 
 Value decompose(Decomposer &d, ReduceL2Op op) {
-  Value x = op.getOperand();
-  auto type = cast<RankedTensorType>(x.getType());
-  // Integers: the norm in f64, truncated back (ONNX computes it in NumPy).
-  x = isa<IntegerType>(type.getElementType())
-          ? d.toType(x, type.clone(d.builder.getF64Type()))
-          : d.toCompute(x);
+  Value x = d.toRealCompute(op.getOperand());
   Value sum = d.reduce<ReduceSumOp>(d.binary<MulOp>(x, x), op.getAxes(),
                                     op.getKeepdims());
   return d.toType(d.unary<SqrtOp>(sum), op.getType());
 }
 
 Value decompose(Decomposer &d, ReduceLogSumExpOp op) {
-  Value x = d.toCompute(op.getOperand());
+  Value x = d.toRealCompute(op.getOperand());
   Value max = d.reduce<ReduceMaxOp>(x, op.getAxes(), true);
   // Shift by the max where it is finite (max - max == 0); by 0 where it is
   // infinite or NaN, so log(sum(exp(x))) keeps its -inf, +inf or NaN.

@@ -556,7 +556,7 @@ std::vector<Case> reductionCases(DType dtype, const AxesCase &ac) {
   } else {
     Tensor q = boundedIntInput(dtype, ac.shape, ac.axes, ac.noop, rng);
     std::string vq = cb.input("q", q);
-    for (K kind : {K::Mean, K::L2})
+    for (K kind : {K::Mean, K::L2, K::LogSumExp})
       addReduction(cb, kind, vq, q, ac.axes, ac.keepdims, ac.noop);
   }
   cases.insert(cases.begin(), cb.finish());

@@ -417,8 +417,29 @@ Tensor reduceFloat(ReduceKind kind, const Tensor &x,
 
 Tensor reduceInt(ReduceKind kind, const Tensor &x,
                  const std::vector<int64_t> &axes, const Shape &shape) {
-  if (kind == ReduceKind::LogSumExp)
-    throw std::invalid_argument("reduce_log_sum_exp takes floats only");
+  if (kind == ReduceKind::LogSumExp) {
+    // The real log-sum-exp, truncated toward zero and saturated to the
+    // dtype (a sum of none, -inf, becomes the dtype's minimum).
+    Tensor real = reduceFloat(kind, toF64(x), axes, shape);
+    Tensor result(x.dtype, shape);
+    const bool unsignedType = isUnsigned(x.dtype);
+    const double lowest =
+        unsignedType ? 0.0 : static_cast<double>(intMin(x.dtype));
+    const double highest = x.dtype == DType::U64
+                               ? 18446744073709549568.0 // below 2^64
+                               : static_cast<double>(intMax(x.dtype));
+    for (int64_t i = 0; i < real.numElements(); ++i) {
+      double v = std::trunc(real.at(i));
+      if (std::isnan(v))
+        v = 0; // as fusec's float-to-int cast (docs/semantics.md)
+      v = std::min(std::max(v, lowest), highest);
+      setInt(result, i,
+             v >= 9223372036854775808.0
+                 ? static_cast<int64_t>(static_cast<uint64_t>(v))
+                 : static_cast<int64_t>(v));
+    }
+    return result;
+  }
   IntAccumulator initial;
   initial.largest = intMin(x.dtype);
   initial.smallest = intMax(x.dtype);

@@ -22,7 +22,16 @@ opsets before 13 give them.
 
 mean_f16.onnx: Mean of f16 inputs is one op: its sum is not an f16 value
 that could overflow (the mean of 100.5 and 65504 is 32800); expected outputs
-computed here in f32 and rounded once."""
+computed here in f32 and rounded once.
+
+integer_logs.onnx: ReduceLogSum and ReduceLogSumExp of integers, whose
+ONNX types include int32 and int64 though onnx.reference refuses them: the
+real result (sums in f64, so an int32 sum past 2^31 does not wrap),
+truncated toward zero, computed here.
+
+integer_matmul.onnx: MatMul and Gemm of integers (no library multiplies
+them): NumPy's wrapping matmul, broadcast batches, 1-D operands, Gemm's
+transposes, alpha and beta."""
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -157,3 +166,47 @@ write_tensors("mean_f16", [a, b, c],
               [((wide[0] + wide[1]) / np.float32(2)).astype(np.float16),
                ((wide[0] + wide[1] + wide[2]) / np.float32(3))
                .astype(np.float16)])
+
+# integer_logs
+save("integer_logs",
+     [helper.make_node("ReduceLogSum", ["x"], ["log_sum"], axes=[1],
+                       keepdims=0),
+      helper.make_node("ReduceLogSumExp", ["y"], ["log_sum_exp"], axes=[0],
+                       keepdims=1)],
+     [value("x", I32, [3, 4]), value("y", I64, [5, 2])],
+     [value("log_sum", I32, [3]), value("log_sum_exp", I64, [1, 2])], 17)
+x = np.array([[2**31 - 1, 2**31 - 1, 5, 0], [1, 1, 1, 4], [0, 2, 3, 3]],
+             np.int32)
+y = np.array([[5, -40], [4, -41], [4, -39], [4, -40], [4, -40]], np.int64)
+wide = y.astype(np.float64)
+top = wide.max(axis=0, keepdims=True)
+write_tensors("integer_logs", [x, y],
+              [np.trunc(np.log(x.astype(np.float64).sum(axis=1)))
+               .astype(np.int32),
+               np.trunc(top + np.log(np.exp(wide - top).sum(axis=0,
+                                                            keepdims=True)))
+               .astype(np.int64)])
+
+# integer_matmul
+save("integer_matmul",
+     [helper.make_node("MatMul", ["a", "b"], ["batched"]),
+      helper.make_node("MatMul", ["v", "b"], ["vector_times_batch"]),
+      helper.make_node("Gemm", ["g", "h", "c"], ["gemm"], transA=1,
+                       alpha=2.0, beta=-1.0),
+      helper.make_node("Gemm", ["g", "h", "c"], ["gemm_integer"], transA=1)],
+     [value("a", I64, [2, 1, 3, 4]), value("b", I64, [3, 4, 2]),
+      value("v", I64, [4]), value("g", I32, [4, 3]), value("h", I32, [4, 5]),
+      value("c", I32, [5])],
+     [value("batched", I64, [2, 3, 3, 2]),
+      value("vector_times_batch", I64, [3, 2]), value("gemm", I32, [3, 5]),
+      value("gemm_integer", I32, [3, 5])], 17)
+rng = np.random.default_rng(13)
+a = rng.integers(-2**62, 2**62, [2, 1, 3, 4], dtype=np.int64)
+b = rng.integers(-2**62, 2**62, [3, 4, 2], dtype=np.int64)
+v = rng.integers(-2**62, 2**62, [4], dtype=np.int64)
+g = rng.integers(-50, 50, [4, 3], dtype=np.int32)
+h = rng.integers(-50, 50, [4, 5], dtype=np.int32)
+c = rng.integers(-1000, 1000, [5], dtype=np.int32)
+feeds = {"a": a, "b": b, "v": v, "g": g, "h": h, "c": c}
+write_tensors("integer_matmul", list(feeds.values()),
+              reference("integer_matmul", feeds))
