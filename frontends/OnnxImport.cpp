@@ -779,6 +779,238 @@ void hardmaxOneHot(OnnxConverter &converter, const onnx::NodeProto &,
   }
 }
 
+/// A reshape step of `value` to `shape` (a 0 is a dim of 0).
+std::string viewStep(OnnxConverter &converter, const GraphNode &node,
+                     const std::string &value, const Shape &shape,
+                     const std::string &suffix) {
+  return converter.addStep(
+      node, "reshape", {value}, suffix,
+      {{"shape", std::vector<int64_t>(shape.begin(), shape.end())},
+       {"allowzero", int64_t(1)}});
+}
+
+/// `node` itself becomes a reshape of its (rewritten) input to `shape`.
+void becomeView(GraphNode &node, const std::string &value, const Shape &shape) {
+  node.op = "reshape";
+  node.inputs = {value};
+  node.attrs = {{"shape", std::vector<int64_t>(shape.begin(), shape.end())},
+                {"allowzero", int64_t(1)}};
+}
+
+/// An integer attribute that may have come from a one-element input.
+int64_t singleInteger(const AttrValue &value, const std::string &what) {
+  if (const int64_t *scalar = std::get_if<int64_t>(&value))
+    return *scalar;
+  if (const auto *list = std::get_if<std::vector<int64_t>>(&value))
+    if (list->size() == 1)
+      return (*list)[0];
+  throw Unsupported{what + " must be a single integer"};
+}
+
+/// CumSum: y[i] = sum of x[j] for j <= i along `axis` (j < i when
+/// `exclusive`; j >= i, j > i when `reverse`). A sum over a [L, L] mask of
+/// which j each i takes, whose select fuses into the reduction (L * L
+/// terms per row). Only the order of the float additions differs from
+/// ONNX's running sum.
+void cumulativeSum(OnnxConverter &converter, const onnx::NodeProto &,
+                   GraphNode &node) {
+  const std::string x = node.inputs.at(0);
+  Shape shape = converter.requireShape(x, "CumSum");
+  DType dtype = converter.requireDType(x, "CumSum");
+  int64_t rank = shape.size();
+  auto axisAttr = node.attrs.find("axis");
+  if (axisAttr == node.attrs.end())
+    throw Unsupported{"CumSum needs its axis input"};
+  int64_t axis = singleInteger(axisAttr->second, "CumSum's axis");
+  if (rank == 0 || axis < -rank || axis >= rank)
+    throw Unsupported{"CumSum's axis " + std::to_string(axis) +
+                      " is out of range for rank " + std::to_string(rank)};
+  if (axis < 0)
+    axis += rank;
+  auto flag = [&](const char *name) {
+    auto it = node.attrs.find(name);
+    int64_t value = it == node.attrs.end() ? 0 : std::get<int64_t>(it->second);
+    if (value != 0 && value != 1)
+      throw Unsupported{std::string("CumSum's ") + name + " must be 0 or 1"};
+    return value == 1;
+  };
+  bool exclusive = flag("exclusive"), reverse = flag("reverse");
+  int64_t length = shape[axis];
+  // x viewed with a dim of 1 for i before its own (now j) dim.
+  Shape spread = shape;
+  spread.insert(spread.begin() + axis, 1);
+  std::string terms = viewStep(converter, node, x, spread, "spread");
+  std::string target = converter.addStepConstant(
+      node, "target", indicesAlong(rank + 1, axis, length));
+  std::string source = converter.addStepConstant(
+      node, "source", indicesAlong(rank + 1, axis + 1, length));
+  const char *compare =
+      reverse ? (exclusive ? "gt" : "ge") : (exclusive ? "lt" : "le");
+  std::string taken =
+      converter.addStep(node, compare, {source, target}, "taken");
+  // Terms left out are -0.0, the float sum's identity, so that a sum of
+  // -0.0 stays -0.0 as in ONNX's running sum; but the empty sum that starts
+  // an exclusive one is ONNX's +0.
+  Shape alongTarget(rank + 1, 1);
+  alongTarget[axis] = length;
+  Tensor leftOut(dtype, alongTarget);
+  for (int64_t i = 0; i < length; ++i)
+    leftOut.set(i, isFloat(dtype) ? -0.0 : 0.0);
+  if (exclusive && length > 0)
+    leftOut.set(reverse ? length - 1 : 0, 0.0);
+  std::string identity =
+      converter.addStepConstant(node, "left_out", std::move(leftOut));
+  std::string masked =
+      converter.addStep(node, "select", {taken, terms, identity}, "terms");
+  node.op = "reduce_sum";
+  node.inputs = {masked};
+  node.attrs = {{"axes", std::vector<int64_t>{axis + 1}},
+                {"keepdims", int64_t(0)}};
+}
+
+/// DepthToSpace and SpaceToDepth: a reshape, a transpose and a reshape, as
+/// the spec writes them (DepthToSpace's DCR and CRD modes).
+void depthToSpace(OnnxConverter &converter, const onnx::NodeProto &proto,
+                  GraphNode &node) {
+  const bool toSpace = proto.op_type() == "DepthToSpace";
+  const std::string x = node.inputs.at(0);
+  Shape shape = converter.requireShape(x, proto.op_type());
+  if (shape.size() != 4)
+    throw Unsupported{proto.op_type() + " takes a 4-D input [N, C, H, W]"};
+  auto blockAttr = node.attrs.find("blocksize");
+  if (blockAttr == node.attrs.end())
+    throw Unsupported{proto.op_type() + " needs its blocksize"};
+  int64_t block = std::get<int64_t>(blockAttr->second);
+  std::string mode = "DCR";
+  if (auto it = node.attrs.find("mode"); it != node.attrs.end())
+    mode = std::get<std::string>(it->second);
+  if (mode != "DCR" && mode != "CRD")
+    throw Unsupported{"DepthToSpace's mode must be DCR or CRD, not " + mode};
+  const int64_t n = shape[0], c = shape[1], h = shape[2], w = shape[3];
+  if (block < 1)
+    throw Unsupported{"blocksize must be positive"};
+  Shape split, result;
+  std::vector<int64_t> perm;
+  if (toSpace) {
+    if (c % (block * block))
+      throw Unsupported{"DepthToSpace's channels (" + std::to_string(c) +
+                        ") are not a multiple of blocksize^2"};
+    int64_t depth = c / (block * block);
+    split = mode == "DCR" ? Shape{n, block, block, depth, h, w}
+                          : Shape{n, depth, block, block, h, w};
+    perm = mode == "DCR" ? std::vector<int64_t>{0, 3, 4, 1, 5, 2}
+                         : std::vector<int64_t>{0, 1, 4, 2, 5, 3};
+    result = {n, depth, h * block, w * block};
+  } else {
+    if (h % block || w % block)
+      throw Unsupported{"SpaceToDepth's height and width (" +
+                        std::to_string(h) + ", " + std::to_string(w) +
+                        ") are not multiples of blocksize"};
+    split = {n, c, h / block, block, w / block, block};
+    perm = {0, 3, 5, 1, 2, 4};
+    result = {n, c * block * block, h / block, w / block};
+  }
+  std::string blocks = viewStep(converter, node, x, split, "blocks");
+  std::string moved =
+      converter.addStep(node, "transpose", {blocks}, "moved", {{"perm", perm}});
+  becomeView(node, moved, result);
+}
+
+/// BatchNormalization at inference: scale * (x - mean) / sqrt(var +
+/// epsilon) + B, each parameter a vector along dim 1, in the order ONNX's
+/// reference computes it (and its test data was made with). Training mode
+/// (batch statistics, running outputs) is refused.
+void batchNormInference(OnnxConverter &converter, const onnx::NodeProto &,
+                        GraphNode &node) {
+  if (auto it = node.attrs.find("training_mode");
+      it != node.attrs.end() && std::get<int64_t>(it->second) != 0)
+    throw Unsupported{"training_mode is 1: BatchNormalization then uses the "
+                      "batch's statistics, and fusec compiles inference only"};
+  size_t outputs =
+      std::count_if(node.outputs.begin(), node.outputs.end(),
+                    [](const std::string &o) { return !o.empty(); });
+  if (outputs != 1)
+    throw Unsupported{"BatchNormalization's running mean and variance "
+                      "outputs exist in training mode only"};
+  node.outputs.resize(1);
+  if (node.inputs.size() != 5 ||
+      std::count(node.inputs.begin(), node.inputs.end(), std::string()))
+    throw Unsupported{"BatchNormalization takes X, scale, B, mean and var"};
+  const std::string x = node.inputs[0];
+  Shape shape = converter.requireShape(x, "BatchNormalization");
+  DType dtype = converter.requireDType(x, "BatchNormalization");
+  if (shape.size() < 2)
+    throw Unsupported{"BatchNormalization's input must have rank >= 2"};
+  Shape along(shape.size() - 1, 1);
+  along[0] = shape[1];
+  const char *names[] = {"scale", "B", "mean", "var"};
+  std::string params[4];
+  for (int i = 0; i < 4; ++i) {
+    std::string value = node.inputs[i + 1];
+    Shape paramShape = converter.requireShape(value, names[i]);
+    if (paramShape != Shape{shape[1]})
+      throw Unsupported{std::string("BatchNormalization's ") + names[i] +
+                        " must be a vector of the " + std::to_string(shape[1]) +
+                        " channels"};
+    if (converter.requireDType(value, names[i]) != dtype)
+      value = converter.addStep(node, "cast", {value},
+                                std::string(names[i]) + "_cast",
+                                {{"dtype", std::string(dtypeName(dtype))}});
+    params[i] = viewStep(converter, node, value, along,
+                         std::string(names[i]) + "_view");
+  }
+  auto epsilonAttr = node.attrs.find("epsilon");
+  double epsilon = epsilonAttr == node.attrs.end()
+                       ? static_cast<double>(1e-5f)
+                       : std::get<double>(epsilonAttr->second);
+  std::string epsilonValue =
+      converter.addStepConstant(node, "epsilon", scalarTensor(dtype, epsilon));
+  std::string centered =
+      converter.addStep(node, "sub", {x, params[2]}, "centered");
+  std::string shifted =
+      converter.addStep(node, "add", {params[3], epsilonValue}, "var_eps");
+  std::string deviation =
+      converter.addStep(node, "sqrt", {shifted}, "deviation");
+  std::string scaled =
+      converter.addStep(node, "mul", {params[0], centered}, "scaled");
+  std::string normalized =
+      converter.addStep(node, "div", {scaled, deviation}, "normalized");
+  node.op = "add";
+  node.inputs = {normalized, params[1]};
+  node.attrs.clear();
+}
+
+/// MeanVarianceNormalization, as its function body: (x - E[x]) /
+/// (sqrt(E[x^2] - E[x]^2) + 1e-9) over `axes` (default [0, 2, 3]).
+void meanVarianceNormalization(OnnxConverter &converter,
+                               const onnx::NodeProto &, GraphNode &node) {
+  const std::string x = node.inputs.at(0);
+  DType dtype = converter.requireDType(x, "MeanVarianceNormalization");
+  std::vector<int64_t> axes = {0, 2, 3};
+  if (auto it = node.attrs.find("axes"); it != node.attrs.end())
+    axes = std::get<std::vector<int64_t>>(it->second);
+  std::map<std::string, AttrValue> over = {{"axes", axes},
+                                           {"keepdims", int64_t(1)}};
+  std::string mean = converter.addStep(node, "reduce_mean", {x}, "mean", over);
+  std::string meanSquared =
+      converter.addStep(node, "mul", {mean, mean}, "mean_squared");
+  std::string squares = converter.addStep(node, "mul", {x, x}, "squares");
+  std::string meanOfSquares = converter.addStep(node, "reduce_mean", {squares},
+                                                "mean_of_squares", over);
+  std::string variance =
+      converter.addStep(node, "sub", {meanOfSquares, meanSquared}, "variance");
+  std::string deviation =
+      converter.addStep(node, "sqrt", {variance}, "deviation");
+  std::string epsilon = converter.addStepConstant(
+      node, "epsilon", scalarTensor(dtype, static_cast<double>(1e-9f)));
+  std::string denominator =
+      converter.addStep(node, "add", {deviation, epsilon}, "denominator");
+  std::string centered = converter.addStep(node, "sub", {x, mean}, "centered");
+  node.op = "div";
+  node.inputs = {centered, denominator};
+  node.attrs.clear();
+}
+
 const std::vector<OnnxOp> &onnxOps() {
   static const std::vector<OnnxOp> ops = [] {
     std::vector<OnnxOp> table;
@@ -931,6 +1163,26 @@ const std::vector<OnnxOp> &onnxOps() {
     table.push_back({"PRelu", "select", {}, {}, preluSelect});
     table.push_back({"Tile", "reshape", {}, {{1, "repeats"}}, tileByBroadcast});
     table.push_back({"Hardmax", "cast", {"axis"}, {}, hardmaxOneHot});
+    table.push_back({"CumSum",
+                     "reduce_sum",
+                     {"exclusive", "reverse"},
+                     {{1, "axis"}},
+                     cumulativeSum,
+                     11});
+    table.push_back(
+        {"DepthToSpace", "reshape", {"blocksize", "mode"}, {}, depthToSpace});
+    table.push_back(
+        {"SpaceToDepth", "reshape", {"blocksize"}, {}, depthToSpace});
+    table.push_back({"BatchNormalization",
+                     "add",
+                     {"epsilon", "momentum", "training_mode"},
+                     {},
+                     batchNormInference});
+    table.push_back({"MeanVarianceNormalization",
+                     "div",
+                     {"axes"},
+                     {},
+                     meanVarianceNormalization});
     return table;
   }();
   return ops;

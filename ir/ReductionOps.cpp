@@ -73,12 +73,28 @@ FUSE_REDUCTION_OP_METHODS(ReduceLogSumExpOp)
   OpFoldResult Op::fold(FoldAdaptor) {                                         \
     return foldTrivialReduction(getOperand(), getType(), getAxes());           \
   }
-FUSE_IDENTITY_FOLD(ReduceSumOp)
 FUSE_IDENTITY_FOLD(ReduceProdOp)
 FUSE_IDENTITY_FOLD(ReduceMaxOp)
 FUSE_IDENTITY_FOLD(ReduceMinOp)
 FUSE_IDENTITY_FOLD(ReduceMeanOp)
 #undef FUSE_IDENTITY_FOLD
+// A sum over an empty set is +0 (NumPy's), but the kernels' sums start
+// from -0.0, the float sum's true identity, so that a sum of -0.0 stays
+// -0.0: the empty sum is folded to +0 here rather than run.
+OpFoldResult ReduceSumOp::fold(FoldAdaptor) {
+  auto type = cast<RankedTensorType>(getOperand().getType());
+  auto resultType = cast<RankedTensorType>(getType());
+  bool empty = llvm::any_of(
+      getAxes(), [&](int64_t axis) { return type.getDimSize(axis) == 0; });
+  if (empty && resultType.getNumElements() > 0) {
+    Type element = resultType.getElementType();
+    Attribute zero = isa<FloatType>(element)
+                         ? Attribute(FloatAttr::get(element, 0.0))
+                         : Attribute(IntegerAttr::get(element, 0));
+    return DenseElementsAttr::get(resultType, zero);
+  }
+  return foldTrivialReduction(getOperand(), getType(), getAxes());
+}
 OpFoldResult ReduceL2Op::fold(FoldAdaptor) { return {}; }
 OpFoldResult ReduceLogSumExpOp::fold(FoldAdaptor) { return {}; }
 

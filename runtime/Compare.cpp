@@ -31,10 +31,18 @@ Tolerance toleranceFor(DType dtype) {
 Comparison compareTensors(const Tensor &actual, const Tensor &expected,
                           Tolerance tolerance) {
   Comparison result;
+  // A zero tolerance asks for identical numbers: -0.0 is not +0.0 there.
+  const bool exact = tolerance.atol == 0 && tolerance.rtol == 0;
   for (int64_t i = 0; i < expected.numElements(); ++i) {
     double a = actual.at(i), e = expected.at(i);
-    if ((std::isnan(a) && std::isnan(e)) || a == e)
+    if (std::isnan(a) && std::isnan(e))
       continue;
+    if (a == e) {
+      if (exact && std::signbit(a) != std::signbit(e) &&
+          result.mismatches++ == 0)
+        result.firstMismatch = i;
+      continue;
+    }
     double abs = std::fabs(a - e);
     if (std::isnan(abs))
       abs = INFINITY;

@@ -24,7 +24,8 @@ struct Comparison {
   bool ok() const { return mismatches == 0; }
 };
 
-/// Compares element by element (NaN matches NaN, infinities match by sign).
+/// Compares element by element (NaN matches NaN, infinities match by sign;
+/// with both tolerances 0, a zero matches only a zero of its sign).
 Comparison compareTensors(const Tensor &actual, const Tensor &expected,
                           Tolerance tolerance);
 inline Comparison compareTensors(const Tensor &actual, const Tensor &expected) {

@@ -60,7 +60,8 @@ With no action, prints the kernels (name and fused ops) and library calls.
   --expect F...           with --run: .npy or .pb files of the expected
                           outputs, in order; prints each output's worst
                           error and exits 1 past --rtol/--atol
-  --rtol R, --atol A      --expect's bound (default 1e-3 and 1e-7)
+  --rtol R, --atol A      --expect's bound (default 1e-3 and 1e-7; both 0:
+                          identical, the sign of zero included)
   --outputs-dir=DIR       with --run, write DIR/<output name>.npy
   --profile[=N]           with --run: run N more times (default 20) after a
                           warm-up, timing each kernel and library call, and

@@ -81,8 +81,11 @@ FUSEC_COMBINER_FN double fusec_mul_wrapping(double a, double b) {
   return a * b;
 }
 
+// -0.0 is the float sum's identity (-0.0 + x is x for every x, +0.0 too),
+// so a sum of -0.0 is -0.0 as in NumPy; ints convert it to 0. (An empty
+// sum, +0, is folded before codegen.)
 template <typename T> struct FusecSum {
-  FUSEC_COMBINER_FN T identity() { return T(0); }
+  FUSEC_COMBINER_FN T identity() { return T(-0.0); }
   FUSEC_COMBINER_FN T combine(T a, T b) { return fusec_add_wrapping(a, b); }
 };
 template <typename T> struct FusecProd {

@@ -31,7 +31,15 @@ truncated toward zero, computed here.
 
 integer_matmul.onnx: MatMul and Gemm of integers (no library multiplies
 them): NumPy's wrapping matmul, broadcast batches, 1-D operands, Gemm's
-transposes, alpha and beta."""
+transposes, alpha and beta.
+
+cumsum_edges.onnx: CumSum forward and reverse, inclusive and exclusive,
+over signed zeros, infinities and NaN (values whose sums are exact in any
+order), and of int64 values that wrap.
+
+batchnorm_conv_free.onnx: BatchNormalization at inference on a 3-D input
+(the order of ONNX's reference: scale * (x - mean) / sqrt(var + eps) + B),
+and DepthToSpace (DCR, CRD), SpaceToDepth and MeanVarianceNormalization."""
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -64,7 +72,8 @@ def write_tensors(name, inputs, outputs):
 
 def reference(name, feeds):
     """onnx.reference's outputs for `feeds` (name -> array)."""
-    with np.errstate(over="ignore"):  # int64 sums wrap, as ONNX's do
+    # int64 sums wrap, as ONNX's do; inf - inf is NaN.
+    with np.errstate(over="ignore", invalid="ignore"):
         return ReferenceEvaluator(name + ".onnx").run(None, feeds)
 
 
@@ -210,3 +219,51 @@ c = rng.integers(-1000, 1000, [5], dtype=np.int32)
 feeds = {"a": a, "b": b, "v": v, "g": g, "h": h, "c": c}
 write_tensors("integer_matmul", list(feeds.values()),
               reference("integer_matmul", feeds))
+
+# cumsum_edges
+F32 = F
+nodes, outs = [], []
+for exclusive in (0, 1):
+    for reverse in (0, 1):
+        name = f"cumsum_e{exclusive}_r{reverse}"
+        nodes.append(helper.make_node("CumSum", ["x", "axis1"], [name],
+                                      exclusive=exclusive, reverse=reverse))
+        outs.append(value(name, F32, [3, 4]))
+nodes.append(helper.make_node("CumSum", ["big", "axis0"], ["cumsum_int"]))
+outs.append(value("cumsum_int", I64, [3, 2]))
+save("cumsum_edges", nodes, [value("x", F32, [3, 4]), value("big", I64, [3, 2])],
+     outs, 17,
+     [numpy_helper.from_array(np.array(1, np.int64), "axis1"),
+      numpy_helper.from_array(np.array(0, np.int32), "axis0")])
+x = np.array([[-0.0, -0.0, 1.5, -1.5], [0.0, -0.0, np.inf, -2.0],
+              [-np.inf, np.inf, np.nan, -0.0]], np.float32)
+big = np.array([[2**62, -5], [2**62, 7], [2**62, -2**63]], np.int64)
+write_tensors("cumsum_edges", [x, big],
+              reference("cumsum_edges", {"x": x, "big": big}))
+
+# batchnorm_conv_free
+nodes = [
+    helper.make_node("BatchNormalization", ["x", "scale", "bias", "mean",
+                                            "var"], ["batch_norm"],
+                     epsilon=1e-3),
+    helper.make_node("DepthToSpace", ["d"], ["dcr"], blocksize=2),
+    helper.make_node("DepthToSpace", ["d"], ["crd"], blocksize=2, mode="CRD"),
+    helper.make_node("SpaceToDepth", ["d"], ["space_to_depth"], blocksize=2),
+    helper.make_node("MeanVarianceNormalization", ["d"], ["mvn"]),
+]
+save("batchnorm_conv_free", nodes,
+     [value("x", F, [2, 3, 5]), value("scale", F, [3]), value("bias", F, [3]),
+      value("mean", F, [3]), value("var", F, [3]), value("d", F, [1, 8, 2, 4])],
+     [value("batch_norm", F, [2, 3, 5]), value("dcr", F, [1, 2, 4, 8]),
+      value("crd", F, [1, 2, 4, 8]), value("space_to_depth", F, [1, 32, 1, 2]),
+      value("mvn", F, [1, 8, 2, 4])], 15)
+rng = np.random.default_rng(17)
+feeds = {"x": rng.uniform(-3, 3, [2, 3, 5]).astype(np.float32),
+         "scale": rng.uniform(-2, 2, [3]).astype(np.float32),
+         "bias": rng.uniform(-1, 1, [3]).astype(np.float32),
+         "mean": rng.uniform(-1, 1, [3]).astype(np.float32),
+         "var": np.array([0.5, 0.0, 2.0], np.float32),
+         "d": rng.uniform(-3, 3, [1, 8, 2, 4]).astype(np.float32)}
+feeds["x"][0, 1, 2] = np.nan
+write_tensors("batchnorm_conv_free", list(feeds.values()),
+              reference("batchnorm_conv_free", feeds))
