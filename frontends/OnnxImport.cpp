@@ -297,6 +297,11 @@ public:
                       std::vector<std::string> inputs,
                       const std::string &suffix,
                       std::map<std::string, AttrValue> attrs = {});
+  /// A step whose output is `output` itself: one of owner's own outputs
+  /// other than the first.
+  void addOutputStep(const GraphNode &owner, const std::string &op,
+                     std::vector<std::string> inputs, const std::string &output,
+                     std::map<std::string, AttrValue> attrs = {});
   /// A constant named after `owner`'s first output + "_" + suffix.
   std::string addStepConstant(const GraphNode &owner, const std::string &suffix,
                               Tensor value);
@@ -1011,6 +1016,214 @@ void meanVarianceNormalization(OnnxConverter &converter,
   node.attrs.clear();
 }
 
+/// GatherElements: out[c] = data[c with c[axis] = indices[c]], as a gather
+/// from the flattened data at each position's linear index. A negative
+/// index counts from the end; one out of range selects 0, as Gather's do
+/// (it is pointed past the end rather than at another element).
+/// The operands of GatherElements' flat gather: the data viewed as 1-D and
+/// each position's linear index into it.
+struct FlatGather {
+  std::string flatData, linearIndices;
+};
+
+FlatGather flatGatherOperands(OnnxConverter &converter, const GraphNode &node,
+                              const std::string &data,
+                              const std::string &indices, DType indexType,
+                              const Shape &shape, const Shape &indexShape,
+                              int64_t axis) {
+  int64_t rank = shape.size();
+  if (rank == 0 || static_cast<int64_t>(indexShape.size()) != rank)
+    throw Unsupported{"GatherElements' indices must have the data's rank (" +
+                      std::to_string(rank) + ", not " +
+                      std::to_string(indexShape.size()) + ")"};
+  if (axis < -rank || axis >= rank)
+    throw Unsupported{"axis " + std::to_string(axis) + " is out of range"};
+  if (axis < 0)
+    axis += rank;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis && indexShape[d] > shape[d])
+      throw Unsupported{"GatherElements' indices dim " + std::to_string(d) +
+                        " (" + std::to_string(indexShape[d]) +
+                        ") exceeds the data's (" + std::to_string(shape[d]) +
+                        ")"};
+  auto i64Constant = [&](const std::string &suffix, int64_t value) {
+    return converter.addStepConstant(node, suffix,
+                                     scalarTensor(DType::I64, value));
+  };
+  std::string index = indices;
+  if (indexType != DType::I64)
+    index = converter.addStep(node, "cast", {indices}, "index",
+                              {{"dtype", std::string("i64")}});
+  const int64_t dim = shape[axis];
+  std::string zero = i64Constant("zero", 0);
+  std::string wrapped = converter.addStep(
+      node, "add", {index, i64Constant("dim", dim)}, "wrapped");
+  std::string negative = converter.addStep(node, "lt", {index, zero}, "neg");
+  std::string along =
+      converter.addStep(node, "select", {negative, wrapped, index}, "along");
+  std::string inRange = converter.addStep(
+      node, "and",
+      {converter.addStep(node, "ge", {along, zero}, "above"),
+       converter.addStep(node, "lt", {along, i64Constant("end", dim)},
+                         "below")},
+      "in_range");
+  // linear = sum over d of c[d] * stride[d], with c[axis] = along.
+  std::vector<int64_t> strides(rank, 1);
+  for (int64_t d = rank - 1; d > 0; --d)
+    strides[d - 1] = strides[d] * shape[d];
+  std::string linear = converter.addStep(
+      node, "mul", {along, i64Constant("axis_stride", strides[axis])},
+      "offset");
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d == axis || indexShape[d] == 1)
+      continue;
+    Tensor offsets = indicesAlong(rank, d, indexShape[d]);
+    for (int64_t i = 0; i < indexShape[d]; ++i)
+      offsets.as<int64_t>()[i] *= strides[d];
+    linear = converter.addStep(
+        node, "add",
+        {linear, converter.addStepConstant(node, "offsets_" + std::to_string(d),
+                                           offsets)},
+        "linear_" + std::to_string(d));
+  }
+  const int64_t count = numElements(shape);
+  std::string safe = converter.addStep(
+      node, "select", {inRange, linear, i64Constant("past_end", count)},
+      "safe");
+  return {viewStep(converter, node, data, Shape{count}, "flat"), safe};
+}
+
+void gatherElementsFlat(OnnxConverter &converter, const onnx::NodeProto &,
+                        GraphNode &node) {
+  if (node.inputs.size() != 2 || node.inputs[0].empty() ||
+      node.inputs[1].empty())
+    throw Unsupported{"GatherElements takes data and indices"};
+  const std::string data = node.inputs[0], indices = node.inputs[1];
+  int64_t axis = 0;
+  if (auto it = node.attrs.find("axis"); it != node.attrs.end())
+    axis = std::get<int64_t>(it->second);
+  FlatGather operands = flatGatherOperands(
+      converter, node, data, indices,
+      converter.requireDType(indices, "GatherElements"),
+      converter.requireShape(data, "GatherElements"),
+      converter.requireShape(indices, "GatherElements"), axis);
+  node.op = "gather";
+  node.inputs = {operands.flatData, operands.linearIndices};
+  node.attrs = {{"axis", int64_t(0)}};
+}
+
+/// NegativeLogLikelihoodLoss, and SoftmaxCrossEntropyLoss (the same on
+/// log_softmax over dim 1, optionally also an output), as ONNX's reference
+/// computes them: loss = -input[n, target, d...] * weight[target] (0 where
+/// the target is ignore_index), then none, sum, or mean = sum(loss) /
+/// sum(weights) (a weight of 1 each without `weight`).
+void likelihoodLoss(OnnxConverter &converter, const onnx::NodeProto &proto,
+                    GraphNode &node) {
+  const bool softmax = proto.op_type() == "SoftmaxCrossEntropyLoss";
+  if (node.inputs.size() < 2 || node.inputs[0].empty() ||
+      node.inputs[1].empty())
+    throw Unsupported{proto.op_type() + " takes an input and a target"};
+  std::string input = node.inputs[0];
+  const std::string target = node.inputs[1];
+  const std::string weight = node.inputs.size() > 2 ? node.inputs[2] : "";
+  Shape shape = converter.requireShape(input, proto.op_type());
+  Shape targetShape = converter.requireShape(target, proto.op_type());
+  DType dtype = converter.requireDType(input, proto.op_type());
+  int64_t rank = shape.size();
+  if (rank < 2 || static_cast<int64_t>(targetShape.size()) != rank - 1)
+    throw Unsupported{"the input must be [N, C, d1, ...] and the target "
+                      "[N, d1, ...]"};
+  std::string reduction = "mean";
+  if (auto it = node.attrs.find("reduction"); it != node.attrs.end())
+    reduction = std::get<std::string>(it->second);
+  if (reduction != "mean" && reduction != "sum" && reduction != "none")
+    throw Unsupported{"reduction must be mean, sum or none, not " + reduction};
+  std::optional<int64_t> ignoreIndex;
+  if (auto it = node.attrs.find("ignore_index"); it != node.attrs.end())
+    ignoreIndex = std::get<int64_t>(it->second);
+  std::vector<std::string> outputs = node.outputs;
+  node.outputs.resize(1);
+  if (softmax) {
+    std::string logProb = converter.addStep(node, "log_softmax", {input},
+                                            "log_prob", {{"axis", int64_t(1)}});
+    if (outputs.size() > 1 && !outputs[1].empty())
+      converter.addOutputStep(
+          node, "reshape", {logProb}, outputs[1],
+          {{"shape", std::vector<int64_t>(shape.begin(), shape.end())},
+           {"allowzero", int64_t(1)}});
+    input = logProb;
+  } else if (outputs.size() > 1) {
+    throw Unsupported{"NegativeLogLikelihoodLoss has one output"};
+  }
+  DType targetType = converter.requireDType(target, "the target");
+  auto constant = [&](const std::string &suffix, DType type, double value) {
+    return converter.addStepConstant(node, suffix, scalarTensor(type, value));
+  };
+  std::string ignored, safeTarget = target;
+  if (ignoreIndex) {
+    ignored =
+        converter.addStep(node, "eq",
+                          {target, constant("ignore_index", targetType,
+                                            static_cast<double>(*ignoreIndex))},
+                          "ignored");
+    safeTarget = converter.addStep(
+        node, "select", {ignored, constant("first", targetType, 0), target},
+        "safe_target");
+  }
+  Shape column = targetShape;
+  column.insert(column.begin() + 1, 1);
+  FlatGather operands = flatGatherOperands(
+      converter, node, input,
+      viewStep(converter, node, safeTarget, column, "target_column"),
+      targetType, shape, column, 1);
+  std::string picked =
+      viewStep(converter, node,
+               converter.addStep(node, "gather",
+                                 {operands.flatData, operands.linearIndices},
+                                 "picked", {{"axis", int64_t(0)}}),
+               targetShape, "picked_view");
+  std::string loss = converter.addStep(node, "neg", {picked}, "negated");
+  std::string zero = constant("no_loss", dtype, 0);
+  if (ignoreIndex)
+    loss = converter.addStep(node, "select", {ignored, zero, loss}, "kept");
+  std::string weights;
+  if (!weight.empty()) {
+    // Clipped into range, as the reference's np.take(mode="clip").
+    std::string clipped = converter.addStep(
+        node, "clip",
+        {safeTarget, constant("low", targetType, 0),
+         constant("high", targetType, static_cast<double>(shape[1] - 1))},
+        "weight_index");
+    weights = converter.addStep(node, "gather", {weight, clipped}, "weights",
+                                {{"axis", int64_t(0)}});
+    if (ignoreIndex)
+      weights = converter.addStep(node, "select", {ignored, zero, weights},
+                                  "kept_weights");
+    loss = converter.addStep(node, "mul", {weights, loss}, "weighted");
+  } else if (ignoreIndex) {
+    weights = converter.addStep(
+        node, "select", {ignored, zero, constant("one", dtype, 1)}, "counted");
+  }
+  std::vector<int64_t> every(rank - 1);
+  for (int64_t d = 0; d < rank - 1; ++d)
+    every[d] = d;
+  std::map<std::string, AttrValue> all = {{"axes", every},
+                                          {"keepdims", int64_t(0)}};
+  if (reduction == "none") {
+    becomeView(node, loss, targetShape);
+  } else if (reduction == "sum" || weights.empty()) {
+    node.op = reduction == "sum" ? "reduce_sum" : "reduce_mean";
+    node.inputs = {loss};
+    node.attrs = all;
+  } else {
+    node.op = "div";
+    node.inputs = {
+        converter.addStep(node, "reduce_sum", {loss}, "total", all),
+        converter.addStep(node, "reduce_sum", {weights}, "total_weight", all)};
+    node.attrs.clear();
+  }
+}
+
 const std::vector<OnnxOp> &onnxOps() {
   static const std::vector<OnnxOp> ops = [] {
     std::vector<OnnxOp> table;
@@ -1118,6 +1331,20 @@ const std::vector<OnnxOp> &onnxOps() {
     table.push_back({"Unsqueeze", "unsqueeze", {"axes"}, {{1, "axes", 13}}});
     table.push_back({"Concat", "concat", {"axis"}, {}, nullptr});
     table.push_back({"Gather", "gather", {"axis"}, {}, nullptr});
+    table.push_back(
+        {"GatherElements", "gather", {"axis"}, {}, gatherElementsFlat});
+    table.push_back({"NegativeLogLikelihoodLoss",
+                     "div",
+                     {"reduction", "ignore_index"},
+                     {},
+                     likelihoodLoss,
+                     13});
+    table.push_back({"SoftmaxCrossEntropyLoss",
+                     "div",
+                     {"reduction", "ignore_index"},
+                     {},
+                     likelihoodLoss,
+                     13});
     table.push_back({"Slice",
                      "slice",
                      {},
@@ -1499,14 +1726,22 @@ std::string OnnxConverter::addStep(const GraphNode &owner,
                                    std::vector<std::string> inputs,
                                    const std::string &suffix,
                                    std::map<std::string, AttrValue> attrs) {
+  std::string output = owner.outputs.at(0) + "_" + suffix;
+  addOutputStep(owner, op, std::move(inputs), output, std::move(attrs));
+  return output;
+}
+
+void OnnxConverter::addOutputStep(const GraphNode &owner, const std::string &op,
+                                  std::vector<std::string> inputs,
+                                  const std::string &output,
+                                  std::map<std::string, AttrValue> attrs) {
   GraphNode step;
-  step.name = owner.name + "_" + suffix;
+  step.name = owner.name + "_" + output;
   step.op = op;
   step.inputs = std::move(inputs);
-  step.outputs = {owner.outputs.at(0) + "_" + suffix};
+  step.outputs = {output};
   step.attrs = std::move(attrs);
   graph.nodes.push_back(std::move(step));
-  return graph.nodes.back().outputs[0];
 }
 
 std::string OnnxConverter::addStepConstant(const GraphNode &owner,
