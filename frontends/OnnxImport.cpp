@@ -286,6 +286,12 @@ public:
   std::optional<Shape> shapeOf(const std::string &name) const;
   /// The dtype of `name` (graph input, constant or inferred).
   std::optional<DType> dtypeOf(const std::string &name) const;
+  /// Records the shape and dtype of a value converted here that ONNX's
+  /// inference left unknown, for the converters after it that need them.
+  void recordValue(const std::string &name, const Shape &shape, DType dtype) {
+    inferredShapes.emplace(name, shape);
+    inferredTypes.emplace(name, dtype);
+  }
   /// Both, or an Unsupported naming the value and what needed it.
   Shape requireShape(const std::string &name, const std::string &what) const;
   DType requireDType(const std::string &name, const std::string &what) const;
@@ -1224,6 +1230,56 @@ void likelihoodLoss(OnnxConverter &converter, const onnx::NodeProto &proto,
   }
 }
 
+/// Reshape: ONNX's inference does not take a shape computed by Shape and
+/// data propagation; the result's shape is worked out here (0 copies the
+/// input's dim unless allowzero, one -1 takes the rest) for the converters
+/// after it that need it. A shape that does not fit is left to the import,
+/// which reports it.
+void recordReshapeResult(OnnxConverter &converter, const onnx::NodeProto &,
+                         GraphNode &node) {
+  auto target = node.attrs.find("shape");
+  std::optional<Shape> input = converter.shapeOf(node.inputs.at(0));
+  std::optional<DType> dtype = converter.dtypeOf(node.inputs.at(0));
+  if (target == node.attrs.end() || !input || !dtype ||
+      converter.shapeOf(node.outputs.at(0)))
+    return;
+  const auto *dims = std::get_if<std::vector<int64_t>>(&target->second);
+  if (!dims)
+    return;
+  auto allowZero = node.attrs.find("allowzero");
+  bool zeroIsDim = allowZero != node.attrs.end() &&
+                   std::get<int64_t>(allowZero->second) != 0;
+  Shape result;
+  int64_t known = 1, inferred = -1;
+  for (size_t d = 0; d < dims->size(); ++d) {
+    int64_t dim = (*dims)[d];
+    if (dim == 0 && !zeroIsDim) {
+      if (d >= input->size())
+        return;
+      dim = (*input)[d];
+    }
+    if (dim == -1) {
+      if (inferred >= 0)
+        return;
+      inferred = d;
+    } else if (dim < 0) {
+      return;
+    } else {
+      known *= dim;
+    }
+    result.push_back(dim);
+  }
+  int64_t total = numElements(*input);
+  if (inferred >= 0) {
+    if (known == 0 || total % known)
+      return;
+    result[inferred] = total / known;
+  } else if (known != total) {
+    return;
+  }
+  converter.recordValue(node.outputs.at(0), result, *dtype);
+}
+
 const std::vector<OnnxOp> &onnxOps() {
   static const std::vector<OnnxOp> ops = [] {
     std::vector<OnnxOp> table;
@@ -1325,7 +1381,11 @@ const std::vector<OnnxOp> &onnxOps() {
                      layerNormOutputs,
                      17});
     table.push_back({"Transpose", "transpose", {"perm"}, {}, nullptr});
-    table.push_back({"Reshape", "reshape", {"allowzero"}, {{1, "shape"}}});
+    table.push_back({"Reshape",
+                     "reshape",
+                     {"allowzero"},
+                     {{1, "shape"}},
+                     recordReshapeResult});
     table.push_back({"Flatten", "flatten", {"axis"}, {}, nullptr});
     table.push_back({"Squeeze", "squeeze", {"axes"}, {{1, "axes", 13}}});
     table.push_back({"Unsqueeze", "unsqueeze", {"axes"}, {{1, "axes", 13}}});
