@@ -492,25 +492,6 @@ void padByGather(OnnxConverter &converter, GraphNode &node,
   }
 }
 
-void padValue(OnnxConverter &converter, const onnx::NodeProto &,
-              GraphNode &node) {
-  auto mode = node.attrs.find("mode");
-  if (mode != node.attrs.end() &&
-      std::get<std::string>(mode->second) != "constant") {
-    std::string name = std::get<std::string>(mode->second);
-    if (name != "edge" && name != "reflect")
-      throw Unsupported{"Pad mode '" + name +
-                        "' is not supported (only constant, edge, reflect)"};
-    padByGather(converter, node, name);
-    return;
-  }
-  // constant_value came in as a one-element integer list: make it a scalar.
-  auto it = node.attrs.find("constant_value");
-  if (it != node.attrs.end())
-    if (auto *list = std::get_if<std::vector<int64_t>>(&it->second))
-      it->second = list->empty() ? 0.0 : static_cast<double>((*list)[0]);
-}
-
 void modKind(OnnxConverter &, const onnx::NodeProto &, GraphNode &node) {
   auto it = node.attrs.find("fmod");
   if (it == node.attrs.end())
@@ -1278,6 +1259,98 @@ void recordReshapeResult(OnnxConverter &converter, const onnx::NodeProto &,
     return;
   }
   converter.recordValue(node.outputs.at(0), result, *dtype);
+}
+
+/// Pad with a constant_value known only at run time: the input padded with
+/// 0, then the value selected wherever an output position lies outside
+/// the input (an index test per padded dim, which fuses).
+void padWithRuntimeValue(OnnxConverter &converter, GraphNode &node) {
+  const std::string x = node.inputs.at(0), value = node.inputs.at(1);
+  Shape shape = converter.requireShape(x, "Pad");
+  Shape valueShape = converter.requireShape(value, "Pad's constant_value");
+  if (numElements(valueShape) != 1 || valueShape.size() > 1)
+    throw Unsupported{"Pad's constant_value must be a scalar or one element"};
+  if (converter.requireDType(value, "Pad's constant_value") !=
+      converter.requireDType(x, "Pad"))
+    throw Unsupported{"Pad's constant_value must have the input's dtype"};
+  int64_t rank = shape.size();
+  auto it = node.attrs.find("pads");
+  if (it == node.attrs.end())
+    throw Unsupported{"Pad needs its pads input"};
+  std::vector<int64_t> pads = std::get<std::vector<int64_t>>(it->second);
+  if (static_cast<int64_t>(pads.size()) != 2 * rank)
+    throw Unsupported{
+        "Pad needs two pads per dim: " + std::to_string(pads.size()) +
+        " for an input of rank " + std::to_string(rank)};
+  std::string padded =
+      converter.addStep(node, "pad", {x}, "zero_padded",
+                        {{"pads", pads}, {"constant_value", 0.0}});
+  std::string inside;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t before = pads[d], after = pads[d + rank];
+    if (before <= 0 && after <= 0)
+      continue; // only cropped: every position of this dim is the input's
+    int64_t extent = shape[d] + before + after;
+    if (extent <= 0)
+      continue;
+    int64_t first = std::max<int64_t>(before, 0);
+    int64_t last = extent - std::max<int64_t>(after, 0); // exclusive
+    std::string index = converter.addStepConstant(
+        node, "index_" + std::to_string(d), indicesAlong(rank, d, extent));
+    std::string test = converter.addStep(
+        node, "and",
+        {converter.addStep(
+             node, "ge",
+             {index, converter.addStepConstant(
+                         node, "first_" + std::to_string(d),
+                         scalarTensor(DType::I64, static_cast<double>(first)))},
+             "from_" + std::to_string(d)),
+         converter.addStep(
+             node, "lt",
+             {index, converter.addStepConstant(
+                         node, "last_" + std::to_string(d),
+                         scalarTensor(DType::I64, static_cast<double>(last)))},
+             "to_" + std::to_string(d))},
+        "inside_" + std::to_string(d));
+    inside = inside.empty()
+                 ? test
+                 : converter.addStep(node, "and", {inside, test},
+                                     "inside_to_" + std::to_string(d));
+  }
+  if (inside.empty()) { // nothing padded: the input, cropped
+    node.inputs = {x};
+    node.attrs = {{"pads", pads}, {"constant_value", 0.0}};
+    return;
+  }
+  std::string scalar = valueShape.empty()
+                           ? value
+                           : viewStep(converter, node, value, {}, "value");
+  node.op = "select";
+  node.inputs = {inside, padded, scalar};
+  node.attrs.clear();
+}
+
+void padValue(OnnxConverter &converter, const onnx::NodeProto &,
+              GraphNode &node) {
+  auto mode = node.attrs.find("mode");
+  if (mode != node.attrs.end() &&
+      std::get<std::string>(mode->second) != "constant") {
+    std::string name = std::get<std::string>(mode->second);
+    if (name != "edge" && name != "reflect")
+      throw Unsupported{"Pad mode '" + name +
+                        "' is not supported (only constant, edge, reflect)"};
+    padByGather(converter, node, name);
+    return;
+  }
+  if (node.inputs.size() > 1) {
+    padWithRuntimeValue(converter, node);
+    return;
+  }
+  // constant_value came in as a one-element integer list: make it a scalar.
+  auto it = node.attrs.find("constant_value");
+  if (it != node.attrs.end())
+    if (auto *list = std::get_if<std::vector<int64_t>>(&it->second))
+      it->second = list->empty() ? 0.0 : static_cast<double>((*list)[0]);
 }
 
 const std::vector<OnnxOp> &onnxOps() {
@@ -2358,6 +2431,12 @@ void OnnxConverter::convertNode(const onnx::NodeProto &node) {
     }
     if (node.input(i).empty())
       continue; // an optional bound left out
+    if (std::string(constantInput->attr) == "constant_value" &&
+        !constants.count(resolve(node.input(i)))) {
+      // A pad value computed at run time: padValue selects it.
+      graphNode.inputs.push_back(resolve(node.input(i)));
+      continue;
+    }
     std::string what =
         "input " + std::to_string(i) + " (" + constantInput->attr + ")";
     const Tensor &value = constantValue(resolve(node.input(i)), what);

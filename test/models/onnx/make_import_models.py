@@ -39,7 +39,10 @@ order), and of int64 values that wrap.
 
 batchnorm_conv_free.onnx: BatchNormalization at inference on a 3-D input
 (the order of ONNX's reference: scale * (x - mean) / sqrt(var + eps) + B),
-and DepthToSpace (DCR, CRD), SpaceToDepth and MeanVarianceNormalization."""
+and DepthToSpace (DCR, CRD), SpaceToDepth and MeanVarianceNormalization.
+
+pad_runtime_value.onnx: Pad whose constant_value is a graph input (NaN for
+f32, -7 for int64), selected outside the input at run time."""
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -267,3 +270,18 @@ feeds = {"x": rng.uniform(-3, 3, [2, 3, 5]).astype(np.float32),
 feeds["x"][0, 1, 2] = np.nan
 write_tensors("batchnorm_conv_free", list(feeds.values()),
               reference("batchnorm_conv_free", feeds))
+
+# pad_runtime_value
+save("pad_runtime_value",
+     [helper.make_node("Pad", ["x", "pads", "v"], ["padded"]),
+      helper.make_node("Pad", ["n", "pads", "w"], ["padded_int"])],
+     [value("x", F, [3, 4]), value("v", F, []), value("n", I64, [3, 4]),
+      value("w", I64, [1])],
+     [value("padded", F, [6, 5]), value("padded_int", I64, [6, 5])], 17,
+     [numpy_helper.from_array(np.array([1, 0, 2, 1], np.int64), "pads")])
+feeds = {"x": np.arange(12, dtype=np.float32).reshape(3, 4) - 5,
+         "v": np.array(np.nan, np.float32),
+         "n": np.arange(12, dtype=np.int64).reshape(3, 4) * 2**40,
+         "w": np.array([-7], np.int64)}
+write_tensors("pad_runtime_value", list(feeds.values()),
+              reference("pad_runtime_value", feeds))
