@@ -1353,6 +1353,153 @@ void padValue(OnnxConverter &converter, const onnx::NodeProto &,
       it->second = list->empty() ? 0.0 : static_cast<double>((*list)[0]);
 }
 
+/// QuantizeLinear to u8/i8 (opsets 10-17): round(x / scale) half to even,
+/// plus the zero point, saturated to the output dtype, as ONNX's reference
+/// computes it; a per-axis scale and zero point broadcast along `axis`.
+/// int32 inputs divide in f64, as the reference's NumPy promotes them.
+void quantizeLinear(OnnxConverter &converter, const onnx::NodeProto &,
+                    GraphNode &node) {
+  if (node.inputs.size() < 2 || node.inputs[0].empty() ||
+      node.inputs[1].empty())
+    throw Unsupported{"QuantizeLinear takes x, y_scale and y_zero_point"};
+  const std::string x = node.inputs[0], scale = node.inputs[1];
+  const std::string zeroPoint = node.inputs.size() > 2 ? node.inputs[2] : "";
+  Shape shape = converter.requireShape(x, "QuantizeLinear");
+  DType inputType = converter.requireDType(x, "QuantizeLinear");
+  DType outputType = zeroPoint.empty()
+                         ? DType::U8
+                         : converter.requireDType(zeroPoint, "y_zero_point");
+  if (outputType != DType::U8 && outputType != DType::I8)
+    throw Unsupported{std::string("QuantizeLinear to ") +
+                      dtypeName(outputType) + " is not supported (u8, i8)"};
+  if (inputType != DType::F32 && inputType != DType::I32)
+    throw Unsupported{std::string("QuantizeLinear of ") + dtypeName(inputType) +
+                      " is not supported (f32, i32)"};
+  int64_t rank = shape.size();
+  int64_t axis = 1;
+  if (auto it = node.attrs.find("axis"); it != node.attrs.end())
+    axis = std::get<int64_t>(it->second);
+  DType compute = inputType == DType::I32 ? DType::F64 : DType::F32;
+  std::string computeName = dtypeName(compute);
+  // A vector of more than one element runs along `axis`; a scalar or one
+  // element is the same for every element.
+  auto alongAxis = [&](const std::string &value, const std::string &suffix) {
+    Shape valueShape = converter.requireShape(value, "QuantizeLinear");
+    std::string result = value;
+    if (converter.requireDType(value, "QuantizeLinear") != compute)
+      result = converter.addStep(node, "cast", {value}, suffix + "_wide",
+                                 {{"dtype", computeName}});
+    if (numElements(valueShape) == 1)
+      return valueShape.empty()
+                 ? result
+                 : viewStep(converter, node, result, {}, suffix + "_scalar");
+    if (valueShape.size() != 1 || axis < -rank || axis >= rank)
+      throw Unsupported{"QuantizeLinear's " + suffix +
+                        " must be a scalar or a vector along axis " +
+                        std::to_string(axis)};
+    int64_t along = axis < 0 ? axis + rank : axis;
+    if (valueShape[0] != shape[along])
+      throw Unsupported{"QuantizeLinear's " + suffix + " has " +
+                        std::to_string(valueShape[0]) + " elements for " +
+                        std::to_string(shape[along]) + " along axis " +
+                        std::to_string(axis)};
+    Shape view(rank - along, 1);
+    view[0] = valueShape[0];
+    return viewStep(converter, node, result, view, suffix + "_along");
+  };
+  std::string value = x;
+  if (inputType != compute)
+    value =
+        converter.addStep(node, "cast", {x}, "wide", {{"dtype", computeName}});
+  std::string scaled = converter.addStep(
+      node, "div", {value, alongAxis(scale, "scale")}, "scaled");
+  std::string rounded = converter.addStep(node, "round", {scaled}, "rounded");
+  if (!zeroPoint.empty())
+    rounded = converter.addStep(
+        node, "add", {rounded, alongAxis(zeroPoint, "zero_point")}, "shifted");
+  bool isSigned = outputType == DType::I8;
+  std::string clipped = converter.addStep(
+      node, "clip",
+      {rounded,
+       converter.addStepConstant(node, "lowest",
+                                 scalarTensor(compute, isSigned ? -128 : 0)),
+       converter.addStepConstant(node, "highest",
+                                 scalarTensor(compute, isSigned ? 127 : 255))},
+      "saturated");
+  node.op = "cast";
+  node.inputs = {clipped};
+  node.attrs = {{"dtype", std::string(dtypeName(outputType))}};
+}
+
+/// DynamicQuantizeLinear: u8 quantization with the scale and zero point of
+/// x's own range (widened to hold 0; a range of 0 counts as 1), as ONNX's
+/// reference computes them; y_scale and y_zero_point are outputs too.
+void dynamicQuantizeLinear(OnnxConverter &converter, const onnx::NodeProto &,
+                           GraphNode &node) {
+  const std::string x = node.inputs.at(0);
+  if (converter.requireDType(x, "DynamicQuantizeLinear") != DType::F32)
+    throw Unsupported{"DynamicQuantizeLinear takes f32"};
+  Shape shape = converter.requireShape(x, "DynamicQuantizeLinear");
+  std::vector<int64_t> every(shape.size());
+  for (size_t d = 0; d < shape.size(); ++d)
+    every[d] = d;
+  std::map<std::string, AttrValue> all = {{"axes", every},
+                                          {"keepdims", int64_t(0)}};
+  auto constant = [&](const std::string &suffix, double value) {
+    return converter.addStepConstant(node, suffix,
+                                     scalarTensor(DType::F32, value));
+  };
+  std::string zero = constant("zero", 0), top = constant("top", 255);
+  std::string low = converter.addStep(
+      node, "min",
+      {converter.addStep(node, "reduce_min", {x}, "min", all), zero}, "low");
+  std::string high = converter.addStep(
+      node, "max",
+      {converter.addStep(node, "reduce_max", {x}, "max", all), zero}, "high");
+  std::string range = converter.addStep(node, "sub", {high, low}, "range");
+  range =
+      converter.addStep(node, "select",
+                        {converter.addStep(node, "eq", {range, zero}, "flat"),
+                         constant("one", 1), range},
+                        "nonzero_range");
+  std::string scale =
+      converter.addStep(node, "div", {range, top}, "dynamic_scale");
+  std::string zeroPoint = converter.addStep(
+      node, "round",
+      {converter.addStep(
+          node, "clip",
+          {converter.addStep(
+               node, "sub",
+               {zero, converter.addStep(node, "div", {low, scale}, "low_q")},
+               "zero_point_real"),
+           zero, top},
+          "zero_point_clipped")},
+      "dynamic_zero_point");
+  std::string quantized = converter.addStep(
+      node, "clip",
+      {converter.addStep(
+           node, "add",
+           {converter.addStep(
+                node, "round",
+                {converter.addStep(node, "div", {x, scale}, "scaled")},
+                "rounded"),
+            zeroPoint},
+           "shifted"),
+       zero, top},
+      "saturated");
+  std::vector<std::string> outputs = node.outputs;
+  node.outputs.resize(1);
+  if (outputs.size() > 1 && !outputs[1].empty())
+    converter.addOutputStep(node, "reshape", {scale}, outputs[1],
+                            {{"shape", std::vector<int64_t>{}}});
+  if (outputs.size() > 2 && !outputs[2].empty())
+    converter.addOutputStep(node, "cast", {zeroPoint}, outputs[2],
+                            {{"dtype", std::string("u8")}});
+  node.op = "cast";
+  node.inputs = {quantized};
+  node.attrs = {{"dtype", std::string("u8")}};
+}
+
 const std::vector<OnnxOp> &onnxOps() {
   static const std::vector<OnnxOp> ops = [] {
     std::vector<OnnxOp> table;
@@ -1466,6 +1613,10 @@ const std::vector<OnnxOp> &onnxOps() {
     table.push_back({"Gather", "gather", {"axis"}, {}, nullptr});
     table.push_back(
         {"GatherElements", "gather", {"axis"}, {}, gatherElementsFlat});
+    table.push_back(
+        {"QuantizeLinear", "cast", {"axis"}, {}, quantizeLinear, 10});
+    table.push_back(
+        {"DynamicQuantizeLinear", "cast", {}, {}, dynamicQuantizeLinear, 11});
     table.push_back({"NegativeLogLikelihoodLoss",
                      "div",
                      {"reduction", "ignore_index"},

@@ -42,7 +42,11 @@ batchnorm_conv_free.onnx: BatchNormalization at inference on a 3-D input
 and DepthToSpace (DCR, CRD), SpaceToDepth and MeanVarianceNormalization.
 
 pad_runtime_value.onnx: Pad whose constant_value is a graph input (NaN for
-f32, -7 for int64), selected outside the input at run time."""
+f32, -7 for int64), selected outside the input at run time.
+
+quantize_linear.onnx: QuantizeLinear to u8 (no zero point) and to i8 per
+axis, with ties (rounded half to even) and values past the dtype's range
+(saturated), and DynamicQuantizeLinear's three outputs."""
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -285,3 +289,25 @@ feeds = {"x": np.arange(12, dtype=np.float32).reshape(3, 4) - 5,
          "w": np.array([-7], np.int64)}
 write_tensors("pad_runtime_value", list(feeds.values()),
               reference("pad_runtime_value", feeds))
+
+# quantize_linear
+I8 = TensorProto.INT8
+U8 = TensorProto.UINT8
+save("quantize_linear",
+     [helper.make_node("QuantizeLinear", ["x", "scale"], ["to_u8"]),
+      helper.make_node("QuantizeLinear", ["x", "scales", "zero_points"],
+                       ["to_i8"], axis=1),
+      helper.make_node("DynamicQuantizeLinear", ["x"],
+                       ["dynamic", "dynamic_scale", "dynamic_zero_point"])],
+     [value("x", F, [2, 4])],
+     [value("to_u8", U8, [2, 4]), value("to_i8", I8, [2, 4]),
+      value("dynamic", U8, [2, 4]), value("dynamic_scale", F, []),
+      value("dynamic_zero_point", U8, [])], 13,
+     [numpy_helper.from_array(np.array(0.5, np.float32), "scale"),
+      numpy_helper.from_array(np.array([0.5, 2, 0.25, 1], np.float32),
+                              "scales"),
+      numpy_helper.from_array(np.array([0, -3, 10, 127], np.int8),
+                              "zero_points")])
+x = np.array([[1.25, 1.75, -3.0, 300.0], [5.0, -5.0, 0.625, -40.0]],
+             np.float32)
+write_tensors("quantize_linear", [x], reference("quantize_linear", {"x": x}))
