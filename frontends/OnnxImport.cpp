@@ -215,6 +215,15 @@ Tensor tensorFromProto(const onnx::TensorProto &proto,
 }
 
 /// Integers of a constant tensor (shapes, axes, bounds), exact.
+/// `axis` counted from 0, or an Unsupported when it is outside
+/// [-rank, rank) (negative axes count from the end).
+int64_t resolvedAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    throw Unsupported{"axis " + std::to_string(axis) +
+                      " is out of range for rank " + std::to_string(rank)};
+  return axis < 0 ? axis + rank : axis;
+}
+
 std::vector<int64_t> integersOf(const Tensor &tensor, const std::string &what) {
   std::vector<int64_t> values(tensor.numElements());
   for (int64_t i = 0; i < tensor.numElements(); ++i) {
@@ -422,14 +431,8 @@ void layerNormOutputs(OnnxConverter &converter, const onnx::NodeProto &proto,
   }
 }
 
-/// Pad modes edge and reflect: a gather along each padded axis, by a
-/// constant index per output position (clamped to the ends, or reflected
-/// about them with period 2 * (dim - 1), as NumPy's pad repeats it).
-void padByGather(OnnxConverter &converter, GraphNode &node,
-                 const std::string &mode) {
-  const std::string x = node.inputs.at(0);
-  Shape shape = converter.requireShape(x, "Pad");
-  int64_t rank = shape.size();
+/// Pad's pads (its input 1, read as an attribute): two per dim.
+std::vector<int64_t> padsOf(const GraphNode &node, int64_t rank) {
   auto it = node.attrs.find("pads");
   if (it == node.attrs.end())
     throw Unsupported{"Pad needs its pads input"};
@@ -438,6 +441,18 @@ void padByGather(OnnxConverter &converter, GraphNode &node,
     throw Unsupported{
         "Pad needs two pads per dim: " + std::to_string(pads.size()) +
         " for an input of rank " + std::to_string(rank)};
+  return pads;
+}
+
+/// Pad modes edge and reflect: a gather along each padded axis, by a
+/// constant index per output position (clamped to the ends, or reflected
+/// about them with period 2 * (dim - 1), as NumPy's pad repeats it).
+void padByGather(OnnxConverter &converter, GraphNode &node,
+                 const std::string &mode) {
+  const std::string x = node.inputs.at(0);
+  Shape shape = converter.requireShape(x, "Pad");
+  int64_t rank = shape.size();
+  std::vector<int64_t> pads = padsOf(node, rank);
   std::string value = x;
   std::vector<std::pair<int64_t, Tensor>> gathers;
   for (int64_t d = 0; d < rank; ++d) {
@@ -724,10 +739,7 @@ void hardmaxOneHot(OnnxConverter &converter, const onnx::NodeProto &,
   int64_t axis = it != node.attrs.end() ? std::get<int64_t>(it->second)
                  : converter.opset < 13 ? 1
                                         : -1;
-  if (axis < -rank || axis >= rank)
-    throw Unsupported{"axis " + std::to_string(axis) + " is out of range"};
-  if (axis < 0)
-    axis += rank;
+  axis = resolvedAxis(axis, rank);
   auto view = [&](const std::string &value, const Shape &to,
                   const std::string &suffix) {
     return converter.addStep(
@@ -814,11 +826,7 @@ void cumulativeSum(OnnxConverter &converter, const onnx::NodeProto &,
   if (axisAttr == node.attrs.end())
     throw Unsupported{"CumSum needs its axis input"};
   int64_t axis = singleInteger(axisAttr->second, "CumSum's axis");
-  if (rank == 0 || axis < -rank || axis >= rank)
-    throw Unsupported{"CumSum's axis " + std::to_string(axis) +
-                      " is out of range for rank " + std::to_string(rank)};
-  if (axis < 0)
-    axis += rank;
+  axis = resolvedAxis(axis, rank);
   auto flag = [&](const char *name) {
     auto it = node.attrs.find(name);
     int64_t value = it == node.attrs.end() ? 0 : std::get<int64_t>(it->second);
@@ -1023,10 +1031,7 @@ FlatGather flatGatherOperands(OnnxConverter &converter, const GraphNode &node,
     throw Unsupported{"GatherElements' indices must have the data's rank (" +
                       std::to_string(rank) + ", not " +
                       std::to_string(indexShape.size()) + ")"};
-  if (axis < -rank || axis >= rank)
-    throw Unsupported{"axis " + std::to_string(axis) + " is out of range"};
-  if (axis < 0)
-    axis += rank;
+  axis = resolvedAxis(axis, rank);
   for (int64_t d = 0; d < rank; ++d)
     if (d != axis && indexShape[d] > shape[d])
       throw Unsupported{"GatherElements' indices dim " + std::to_string(d) +
@@ -1274,14 +1279,7 @@ void padWithRuntimeValue(OnnxConverter &converter, GraphNode &node) {
       converter.requireDType(x, "Pad"))
     throw Unsupported{"Pad's constant_value must have the input's dtype"};
   int64_t rank = shape.size();
-  auto it = node.attrs.find("pads");
-  if (it == node.attrs.end())
-    throw Unsupported{"Pad needs its pads input"};
-  std::vector<int64_t> pads = std::get<std::vector<int64_t>>(it->second);
-  if (static_cast<int64_t>(pads.size()) != 2 * rank)
-    throw Unsupported{
-        "Pad needs two pads per dim: " + std::to_string(pads.size()) +
-        " for an input of rank " + std::to_string(rank)};
+  std::vector<int64_t> pads = padsOf(node, rank);
   std::string padded =
       converter.addStep(node, "pad", {x}, "zero_padded",
                         {{"pads", pads}, {"constant_value", 0.0}});
@@ -2107,10 +2105,7 @@ void OnnxConverter::convertSplit(const onnx::NodeProto &node) {
   if (!shape)
     throw Unsupported{"Split needs its input's static shape"};
   int64_t rank = shape->size();
-  if (axis < -rank || axis >= rank)
-    throw Unsupported{"axis " + std::to_string(axis) + " is out of range"};
-  if (axis < 0)
-    axis += rank;
+  axis = resolvedAxis(axis, rank);
   std::vector<int64_t> sizes;
   if (splitAttribute) {
     sizes = *splitAttribute;
@@ -2241,10 +2236,7 @@ void OnnxConverter::addLayerNormStatistics(const onnx::NodeProto &proto,
   auto axisAttr = node.attrs.find("axis");
   int64_t axis =
       axisAttr == node.attrs.end() ? -1 : std::get<int64_t>(axisAttr->second);
-  if (axis < -rank || axis >= rank)
-    throw Unsupported{"axis " + std::to_string(axis) + " is out of range"};
-  if (axis < 0)
-    axis += rank;
+  axis = resolvedAxis(axis, rank);
   std::vector<int64_t> axes;
   for (int64_t d = axis; d < rank; ++d)
     axes.push_back(d);

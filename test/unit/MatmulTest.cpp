@@ -136,32 +136,46 @@ Shape coordinateOf(const Shape &shape, int64_t index) {
   return coordinate;
 }
 
-/// NumPy matmul in f64 (long double sums): a 1-D lhs is a row, a 1-D rhs a
-/// column, and their unit dims are dropped from the result; the dims before
-/// the last two are batch dims and broadcast.
-Tensor refMatmul(const Tensor &a, const Tensor &b) {
-  REQUIRE(!a.shape.empty());
-  REQUIRE(!b.shape.empty());
-  Shape as = a.shape, bs = b.shape;
-  if (a.shape.size() == 1)
+/// NumPy matmul's shapes: a 1-D lhs is a row and a 1-D rhs a column
+/// (their unit dims are dropped from the result); the dims before the last
+/// two are batch dims and broadcast.
+struct ProductShapes {
+  int64_t m, k, n;
+  Shape aBatch, bBatch, batch, result;
+};
+
+ProductShapes productShapes(const Shape &a, const Shape &b) {
+  REQUIRE(!a.empty());
+  REQUIRE(!b.empty());
+  Shape as = a, bs = b;
+  if (a.size() == 1)
     as.insert(as.begin(), 1);
-  if (b.shape.size() == 1)
+  if (b.size() == 1)
     bs.push_back(1);
-  int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
-  REQUIRE(bs[bs.size() - 2] == k);
-  Shape aBatch(as.begin(), as.end() - 2), bBatch(bs.begin(), bs.end() - 2);
-  Shape batch = ref::broadcastPair(aBatch, bBatch);
-  Shape result = batch;
-  if (a.shape.size() > 1)
-    result.push_back(m);
-  if (b.shape.size() > 1)
-    result.push_back(n);
-  Tensor out(DType::F64, result);
-  int64_t batches = numElements(batch);
+  ProductShapes shapes;
+  shapes.m = as[as.size() - 2], shapes.k = as.back(), shapes.n = bs.back();
+  REQUIRE(bs[bs.size() - 2] == shapes.k);
+  shapes.aBatch = Shape(as.begin(), as.end() - 2);
+  shapes.bBatch = Shape(bs.begin(), bs.end() - 2);
+  shapes.batch = ref::broadcastPair(shapes.aBatch, shapes.bBatch);
+  shapes.result = shapes.batch;
+  if (a.size() > 1)
+    shapes.result.push_back(shapes.m);
+  if (b.size() > 1)
+    shapes.result.push_back(shapes.n);
+  return shapes;
+}
+
+/// NumPy matmul in f64 (long double sums).
+Tensor refMatmul(const Tensor &a, const Tensor &b) {
+  ProductShapes shapes = productShapes(a.shape, b.shape);
+  const int64_t m = shapes.m, k = shapes.k, n = shapes.n;
+  Tensor out(DType::F64, shapes.result);
+  int64_t batches = numElements(shapes.batch);
   for (int64_t p = 0; p < batches; ++p) {
-    Shape coordinate = coordinateOf(batch, p);
-    const int64_t aBase = broadcastIndex(aBatch, coordinate) * m * k;
-    const int64_t bBase = broadcastIndex(bBatch, coordinate) * k * n;
+    Shape coordinate = coordinateOf(shapes.batch, p);
+    const int64_t aBase = broadcastIndex(shapes.aBatch, coordinate) * m * k;
+    const int64_t bBase = broadcastIndex(shapes.bBatch, coordinate) * k * n;
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         long double sum = 0;
@@ -1149,28 +1163,16 @@ uint64_t bitsAt(const Tensor &t, int64_t i) {
 
 /// NumPy's integer matmul: sums of products modulo 2^64 (and so modulo
 /// 2^32 once truncated), an independent reference written with unsigned
-/// wrapping. Same broadcasting rules as refMatmul; `c`, when given, is
-/// added (broadcast) to the [m, n] result.
+/// wrapping; `c`, when given, is added (broadcast) to the [m, n] result.
 Tensor refIntegerMatmul(const Tensor &a, const Tensor &b,
                         const Tensor *c = nullptr) {
-  Shape as = a.shape, bs = b.shape;
-  if (a.shape.size() == 1)
-    as.insert(as.begin(), 1);
-  if (b.shape.size() == 1)
-    bs.push_back(1);
-  int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
-  Shape aBatch(as.begin(), as.end() - 2), bBatch(bs.begin(), bs.end() - 2);
-  Shape batch = ref::broadcastPair(aBatch, bBatch);
-  Shape result = batch;
-  if (a.shape.size() > 1)
-    result.push_back(m);
-  if (b.shape.size() > 1)
-    result.push_back(n);
-  Tensor out(a.dtype, result);
-  for (int64_t p = 0; p < numElements(batch); ++p) {
-    Shape coordinate = coordinateOf(batch, p);
-    const int64_t aBase = broadcastIndex(aBatch, coordinate) * m * k;
-    const int64_t bBase = broadcastIndex(bBatch, coordinate) * k * n;
+  ProductShapes shapes = productShapes(a.shape, b.shape);
+  const int64_t m = shapes.m, k = shapes.k, n = shapes.n;
+  Tensor out(a.dtype, shapes.result);
+  for (int64_t p = 0; p < numElements(shapes.batch); ++p) {
+    Shape coordinate = coordinateOf(shapes.batch, p);
+    const int64_t aBase = broadcastIndex(shapes.aBatch, coordinate) * m * k;
+    const int64_t bBase = broadcastIndex(shapes.bBatch, coordinate) * k * n;
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         uint64_t sum = 0;
