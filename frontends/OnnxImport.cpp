@@ -1498,6 +1498,74 @@ void dynamicQuantizeLinear(OnnxConverter &converter, const onnx::NodeProto &,
   node.attrs = {{"dtype", std::string("u8")}};
 }
 
+/// OneHot: `on` where a position along the new `axis` equals its index
+/// (a negative index counts back from `depth`; one out of range matches
+/// nothing), `off` elsewhere, selected rather than computed, so any values
+/// come through exactly. `depth` must be a constant.
+void oneHotSelect(OnnxConverter &converter, const onnx::NodeProto &,
+                  GraphNode &node) {
+  if (node.inputs.size() != 3 ||
+      std::count(node.inputs.begin(), node.inputs.end(), std::string()))
+    throw Unsupported{"OneHot takes indices, depth and values"};
+  const std::string indices = node.inputs[0], values = node.inputs[2];
+  Shape shape = converter.requireShape(indices, "OneHot");
+  DType indexType = converter.requireDType(indices, "OneHot");
+  const Tensor &depthValue =
+      converter.constantValue(node.inputs[1], "input 1 (depth)");
+  if (depthValue.numElements() != 1)
+    throw Unsupported{"OneHot's depth must be one value"};
+  double depthReal = depthValue.at(0);
+  if (!(depthReal >= 1) || depthReal != std::floor(depthReal) ||
+      depthReal > 1e9)
+    throw Unsupported{"OneHot's depth must be a positive integer, not " +
+                      std::to_string(depthReal)};
+  const int64_t depth = static_cast<int64_t>(depthReal);
+  Shape valuesShape = converter.requireShape(values, "OneHot's values");
+  if (numElements(valuesShape) != 2 || valuesShape.size() != 1)
+    throw Unsupported{"OneHot's values must be [off_value, on_value]"};
+  int64_t rank = shape.size();
+  int64_t axis = -1;
+  if (auto it = node.attrs.find("axis"); it != node.attrs.end())
+    axis = std::get<int64_t>(it->second);
+  axis = resolvedAxis(axis, rank + 1);
+  Shape spread = shape;
+  spread.insert(spread.begin() + axis, 1);
+  std::string index = viewStep(converter, node, indices, spread, "spread");
+  Tensor depthScalar = scalarTensor(indexType, static_cast<double>(depth));
+  std::string wrapped = converter.addStep(
+      node, "add",
+      {index, converter.addStepConstant(node, "depth", depthScalar)},
+      "wrapped");
+  std::string negative = converter.addStep(
+      node, "lt",
+      {index,
+       converter.addStepConstant(node, "zero", scalarTensor(indexType, 0))},
+      "negative");
+  index =
+      converter.addStep(node, "select", {negative, wrapped, index}, "index");
+  Shape positionsShape(rank + 1, 1);
+  positionsShape[axis] = depth;
+  Tensor positions(indexType, positionsShape);
+  for (int64_t i = 0; i < depth; ++i)
+    positions.set(i, static_cast<double>(i));
+  std::string hot = converter.addStep(
+      node, "eq",
+      {converter.addStepConstant(node, "positions", std::move(positions)),
+       index},
+      "hot");
+  auto pick = [&](int64_t which, const std::string &suffix) {
+    return viewStep(
+        converter, node,
+        converter.addStep(node, "slice", {values}, suffix + "_slice",
+                          {{"starts", std::vector<int64_t>{which}},
+                           {"ends", std::vector<int64_t>{which + 1}}}),
+        {}, suffix);
+  };
+  node.op = "select";
+  node.inputs = {hot, pick(1, "on"), pick(0, "off")};
+  node.attrs.clear();
+}
+
 const std::vector<OnnxOp> &onnxOps() {
   static const std::vector<OnnxOp> ops = [] {
     std::vector<OnnxOp> table;
@@ -1613,6 +1681,7 @@ const std::vector<OnnxOp> &onnxOps() {
         {"GatherElements", "gather", {"axis"}, {}, gatherElementsFlat});
     table.push_back(
         {"QuantizeLinear", "cast", {"axis"}, {}, quantizeLinear, 10});
+    table.push_back({"OneHot", "select", {"axis"}, {}, oneHotSelect});
     table.push_back(
         {"DynamicQuantizeLinear", "cast", {}, {}, dynamicQuantizeLinear, 11});
     table.push_back({"NegativeLogLikelihoodLoss",
@@ -1732,7 +1801,9 @@ std::set<std::string> namesUsedAsConstants(const onnx::GraphProto &graph) {
     // Range and ConstantOfShape read every input as a constant.
     if (node.op_type() == "Range" || node.op_type() == "ConstantOfShape")
       names.insert(node.input().begin(), node.input().end());
-    if (node.op_type() == "Split" && node.input_size() > 1)
+    // Split's sizes and OneHot's depth are read as constants.
+    if ((node.op_type() == "Split" || node.op_type() == "OneHot") &&
+        node.input_size() > 1)
       names.insert(node.input(1));
     // Dropout's ratio and training_mode decide whether it is the identity.
     if (node.op_type() == "Dropout")

@@ -46,7 +46,10 @@ f32, -7 for int64), selected outside the input at run time.
 
 quantize_linear.onnx: QuantizeLinear to u8 (no zero point) and to i8 per
 axis, with ties (rounded half to even) and values past the dtype's range
-(saturated), and DynamicQuantizeLinear's three outputs."""
+(saturated), and DynamicQuantizeLinear's three outputs.
+
+one_hot.onnx: OneHot with negative and out-of-range indices (all off),
+along the last axis and along axis 0, int32 and f32 values."""
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -311,3 +314,20 @@ save("quantize_linear",
 x = np.array([[1.25, 1.75, -3.0, 300.0], [5.0, -5.0, 0.625, -40.0]],
              np.float32)
 write_tensors("quantize_linear", [x], reference("quantize_linear", {"x": x}))
+
+# one_hot
+save("one_hot",
+     [helper.make_node("OneHot", ["indices", "depth", "int_values"],
+                       ["last_axis"]),
+      helper.make_node("OneHot", ["indices", "depth", "float_values"],
+                       ["first_axis"], axis=0)],
+     [value("indices", I64, [2, 5])],
+     [value("last_axis", I32, [2, 5, 4]), value("first_axis", F, [4, 2, 5])],
+     11,
+     [numpy_helper.from_array(np.array(4.0, np.float32), "depth"),
+      numpy_helper.from_array(np.array([2, 7], np.int32), "int_values"),
+      numpy_helper.from_array(np.array([-1.5, 0.25], np.float32),
+                              "float_values")])
+indices = np.array([[0, 3, -1, -4, 4], [-5, 2, 1, 100, -2]], np.int64)
+write_tensors("one_hot", [indices],
+              reference("one_hot", {"indices": indices}))
