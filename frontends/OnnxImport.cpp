@@ -1566,6 +1566,65 @@ void oneHotSelect(OnnxConverter &converter, const onnx::NodeProto &,
   node.attrs.clear();
 }
 
+/// LRN: x / (bias + alpha / size * sum of x^2 over the channel window)^beta,
+/// the window [c - floor((size - 1) / 2), c + ceil((size - 1) / 2)] cut at
+/// the ends: the squares padded with zeros along dim 1 and summed over
+/// `size` shifted slices.
+void localResponseNorm(OnnxConverter &converter, const onnx::NodeProto &,
+                       GraphNode &node) {
+  const std::string x = node.inputs.at(0);
+  Shape shape = converter.requireShape(x, "LRN");
+  DType dtype = converter.requireDType(x, "LRN");
+  int64_t rank = shape.size();
+  if (rank < 3)
+    throw Unsupported{"LRN's input must be [N, C, d1, ...]"};
+  auto attr = [&](const char *name, double fallback) {
+    auto it = node.attrs.find(name);
+    return it == node.attrs.end() ? fallback : std::get<double>(it->second);
+  };
+  auto sizeAttr = node.attrs.find("size");
+  if (sizeAttr == node.attrs.end())
+    throw Unsupported{"LRN needs its size"};
+  int64_t size = std::get<int64_t>(sizeAttr->second);
+  if (size < 1)
+    throw Unsupported{"LRN's size must be positive"};
+  const double alpha = attr("alpha", 1e-4f), beta = attr("beta", 0.75f),
+               bias = attr("bias", 1.0f);
+  const int64_t before = (size - 1) / 2, after = size - 1 - before;
+  const int64_t channels = shape[1];
+  std::string squares = converter.addStep(node, "mul", {x, x}, "squares");
+  std::vector<int64_t> pads(2 * rank, 0);
+  pads[1] = before;
+  pads[rank + 1] = after;
+  std::string padded =
+      converter.addStep(node, "pad", {squares}, "padded_squares",
+                        {{"pads", pads}, {"constant_value", 0.0}});
+  std::string sum;
+  for (int64_t j = 0; j < size; ++j) {
+    std::string window = converter.addStep(
+        node, "slice", {padded}, "window_" + std::to_string(j),
+        {{"starts", std::vector<int64_t>{j}},
+         {"ends", std::vector<int64_t>{j + channels}},
+         {"axes", std::vector<int64_t>{1}}});
+    sum = sum.empty() ? window
+                      : converter.addStep(node, "add", {sum, window},
+                                          "sum_" + std::to_string(j));
+  }
+  auto constant = [&](const std::string &suffix, double value) {
+    return converter.addStepConstant(node, suffix, scalarTensor(dtype, value));
+  };
+  std::string scaled = converter.addStep(
+      node, "mul", {constant("rate", alpha / static_cast<double>(size)), sum},
+      "scaled");
+  std::string base =
+      converter.addStep(node, "add", {constant("bias", bias), scaled}, "base");
+  std::string denominator = converter.addStep(
+      node, "pow", {base, constant("beta", beta)}, "denominator");
+  node.op = "div";
+  node.inputs = {x, denominator};
+  node.attrs.clear();
+}
+
 const std::vector<OnnxOp> &onnxOps() {
   static const std::vector<OnnxOp> ops = [] {
     std::vector<OnnxOp> table;
@@ -1682,6 +1741,11 @@ const std::vector<OnnxOp> &onnxOps() {
     table.push_back(
         {"QuantizeLinear", "cast", {"axis"}, {}, quantizeLinear, 10});
     table.push_back({"OneHot", "select", {"axis"}, {}, oneHotSelect});
+    table.push_back({"LRN",
+                     "div",
+                     {"alpha", "beta", "bias", "size"},
+                     {},
+                     localResponseNorm});
     table.push_back(
         {"DynamicQuantizeLinear", "cast", {}, {}, dynamicQuantizeLinear, 11});
     table.push_back({"NegativeLogLikelihoodLoss",

@@ -49,7 +49,11 @@ axis, with ties (rounded half to even) and values past the dtype's range
 (saturated), and DynamicQuantizeLinear's three outputs.
 
 one_hot.onnx: OneHot with negative and out-of-range indices (all off),
-along the last axis and along axis 0, int32 and f32 values."""
+along the last axis and along axis 0, int32 and f32 values.
+
+lrn.onnx: LRN with an even and an odd size over 6 channels; expected
+outputs computed here from the spec's formula (onnx.reference 1.23 loops
+over the batch dim instead of the channels)."""
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -331,3 +335,27 @@ save("one_hot",
 indices = np.array([[0, 3, -1, -4, 4], [-5, 2, 1, 100, -2]], np.int64)
 write_tensors("one_hot", [indices],
               reference("one_hot", {"indices": indices}))
+
+# lrn
+save("lrn",
+     [helper.make_node("LRN", ["x"], ["lrn_even"], size=2, alpha=0.01,
+                       beta=0.6, bias=2.0),
+      helper.make_node("LRN", ["x"], ["lrn_odd"], size=5)],
+     [value("x", F, [2, 6, 3, 4])],
+     [value("lrn_even", F, [2, 6, 3, 4]), value("lrn_odd", F, [2, 6, 3, 4])],
+     13)
+x = np.random.default_rng(19).uniform(-3, 3, [2, 6, 3, 4]).astype(np.float32)
+
+
+def lrn(values, size, alpha=1e-4, beta=0.75, bias=1.0):
+    """The spec: sums of squares over [c - floor((size - 1) / 2),
+    c + ceil((size - 1) / 2)], in f64, rounded to f32."""
+    wide = values.astype(np.float64)
+    squares = np.zeros_like(wide)
+    low, high = (size - 1) // 2, size - 1 - (size - 1) // 2
+    for c in range(wide.shape[1]):
+        squares[:, c] = (wide[:, max(0, c - low):c + high + 1] ** 2).sum(axis=1)
+    return (wide / (bias + alpha / size * squares) ** beta).astype(np.float32)
+
+
+write_tensors("lrn", [x], [lrn(x, 2, 0.01, 0.6, 2.0), lrn(x, 5)])
