@@ -1625,6 +1625,168 @@ void localResponseNorm(OnnxConverter &converter, const onnx::NodeProto &,
   node.attrs.clear();
 }
 
+/// MaxPool and AveragePool: the input padded (with the dtype's lowest
+/// value for max, 0 for average; at the end also as far as ceil_mode's last
+/// window reaches), one strided slice per kernel offset, combined by max or
+/// by a sum divided by each window's count (the positions inside the input,
+/// or inside the explicit pads with count_include_pad). auto_pad SAME_UPPER,
+/// SAME_LOWER and VALID place the pads as the spec says.
+void poolBySlices(OnnxConverter &converter, const onnx::NodeProto &proto,
+                  GraphNode &node) {
+  const bool isMax = proto.op_type() == "MaxPool";
+  std::vector<std::string> outputs = node.outputs;
+  if (outputs.size() > 1 && !outputs[1].empty())
+    throw Unsupported{"MaxPool's Indices output is not supported"};
+  node.outputs.resize(1);
+  const std::string x = node.inputs.at(0);
+  Shape shape = converter.requireShape(x, proto.op_type());
+  DType dtype = converter.requireDType(x, proto.op_type());
+  const int64_t rank = shape.size(), spatial = rank - 2;
+  if (spatial < 1)
+    throw Unsupported{proto.op_type() + "'s input must be [N, C, d1, ...]"};
+  auto ints = [&](const char *name, int64_t fallback, int64_t count) {
+    std::vector<int64_t> values(count, fallback);
+    if (auto it = node.attrs.find(name); it != node.attrs.end())
+      values = std::get<std::vector<int64_t>>(it->second);
+    if (static_cast<int64_t>(values.size()) != count)
+      throw Unsupported{std::string(name) + " must have " +
+                        std::to_string(count) + " values"};
+    return values;
+  };
+  if (!node.attrs.count("kernel_shape"))
+    throw Unsupported{proto.op_type() + " needs its kernel_shape"};
+  std::vector<int64_t> kernel = ints("kernel_shape", 1, spatial);
+  std::vector<int64_t> strides = ints("strides", 1, spatial);
+  std::vector<int64_t> dilations = ints("dilations", 1, spatial);
+  std::vector<int64_t> pads = ints("pads", 0, 2 * spatial);
+  auto flag = [&](const char *name) {
+    auto it = node.attrs.find(name);
+    return it != node.attrs.end() && std::get<int64_t>(it->second) != 0;
+  };
+  const bool ceilMode = flag("ceil_mode"),
+             countPads = flag("count_include_pad");
+  std::string autoPad = "NOTSET";
+  if (auto it = node.attrs.find("auto_pad"); it != node.attrs.end())
+    autoPad = std::get<std::string>(it->second);
+  Shape out(spatial);
+  std::vector<int64_t> padBefore(spatial), padAfter(spatial);
+  for (int64_t i = 0; i < spatial; ++i) {
+    const int64_t in = shape[i + 2], k = kernel[i], s = strides[i],
+                  d = dilations[i], window = (k - 1) * d + 1;
+    if (k < 1 || s < 1 || d < 1)
+      throw Unsupported{"kernel_shape, strides and dilations must be positive"};
+    if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+      out[i] = (in - 1) / s + 1;
+      int64_t total = std::max<int64_t>((out[i] - 1) * s + window - in, 0);
+      padBefore[i] = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      padAfter[i] = total - padBefore[i];
+    } else if (autoPad == "VALID") {
+      out[i] = in >= window ? (in - window) / s + 1 : 0;
+      padBefore[i] = padAfter[i] = 0;
+    } else if (autoPad == "NOTSET") {
+      padBefore[i] = pads[i];
+      padAfter[i] = pads[i + spatial];
+      int64_t span = in + padBefore[i] + padAfter[i] - window;
+      if (span < 0)
+        throw Unsupported{"the kernel is larger than the padded input"};
+      out[i] = (ceilMode ? (span + s - 1) / s : span / s) + 1;
+      // A last window that would start in the end padding is dropped.
+      if (ceilMode && (out[i] - 1) * s >= in + padBefore[i])
+        --out[i];
+    } else {
+      throw Unsupported{"auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or "
+                        "VALID, not " +
+                        autoPad};
+    }
+  }
+  // Padding: the declared pads, and at the end whatever the last window
+  // needs beyond them.
+  std::vector<int64_t> padTensor(2 * rank, 0);
+  for (int64_t i = 0; i < spatial; ++i) {
+    int64_t needed = (out[i] - 1) * strides[i] +
+                     (kernel[i] - 1) * dilations[i] + 1 - shape[i + 2] -
+                     padBefore[i];
+    padTensor[i + 2] = padBefore[i];
+    padTensor[rank + i + 2] = std::max(needed, padAfter[i]);
+  }
+  // MaxPool takes floats, i8 and u8 (opset 12 on); the fill never wins.
+  double fill = 0.0;
+  if (isMax && isFloat(dtype))
+    fill = -std::numeric_limits<double>::infinity();
+  else if (isMax && dtype == DType::I8)
+    fill = -128;
+  else if (isMax && dtype != DType::U8)
+    throw Unsupported{std::string("MaxPool of ") + dtypeName(dtype) +
+                      " is not supported (floats, i8, u8)"};
+  if (!isMax && !isFloat(dtype))
+    throw Unsupported{"AveragePool takes floats"};
+  std::string padded =
+      converter.addStep(node, "pad", {x}, "pool_padded",
+                        {{"pads", padTensor}, {"constant_value", fill}});
+  int64_t offsets = 1;
+  for (int64_t k : kernel)
+    offsets *= k;
+  std::string combined;
+  std::vector<int64_t> axes(spatial);
+  for (int64_t i = 0; i < spatial; ++i)
+    axes[i] = i + 2;
+  for (int64_t o = 0; o < offsets; ++o) {
+    std::vector<int64_t> starts(spatial), ends(spatial);
+    int64_t rest = o;
+    for (int64_t i = spatial; i-- > 0;) {
+      int64_t j = rest % kernel[i];
+      rest /= kernel[i];
+      starts[i] = j * dilations[i];
+      ends[i] = starts[i] + (out[i] - 1) * strides[i] + 1;
+    }
+    std::string slice = converter.addStep(
+        node, "slice", {padded}, "tap_" + std::to_string(o),
+        {{"starts", starts},
+         {"ends", ends},
+         {"axes", axes},
+         {"steps", std::vector<int64_t>(strides.begin(), strides.end())}});
+    combined =
+        combined.empty()
+            ? slice
+            : converter.addStep(node, isMax ? "max" : "add", {combined, slice},
+                                "taps_" + std::to_string(o));
+  }
+  if (isMax) {
+    Shape result{shape[0], shape[1]};
+    result.insert(result.end(), out.begin(), out.end());
+    becomeView(node, combined, result);
+    return;
+  }
+  // Each window's count: a product over the dims of the positions it covers
+  // inside the input (or inside the explicit pads with count_include_pad).
+  Shape countShape(rank, 1);
+  for (int64_t i = 0; i < spatial; ++i)
+    countShape[i + 2] = out[i];
+  Tensor counts(dtype, countShape);
+  for (int64_t e = 0; e < counts.numElements(); ++e) {
+    double count = 1;
+    int64_t rest = e;
+    for (int64_t i = spatial; i-- > 0;) {
+      int64_t position = rest % out[i];
+      rest /= out[i];
+      int64_t low = countPads ? 0 : padBefore[i];
+      int64_t high = countPads ? shape[i + 2] + padBefore[i] + padAfter[i]
+                               : padBefore[i] + shape[i + 2];
+      int64_t covered = 0;
+      for (int64_t j = 0; j < kernel[i]; ++j) {
+        int64_t p = position * strides[i] + j * dilations[i];
+        covered += p >= low && p < high;
+      }
+      count *= static_cast<double>(covered);
+    }
+    counts.set(e, count);
+  }
+  node.op = "div";
+  node.inputs = {combined,
+                 converter.addStepConstant(node, "pool_counts", counts)};
+  node.attrs.clear();
+}
+
 const std::vector<OnnxOp> &onnxOps() {
   static const std::vector<OnnxOp> ops = [] {
     std::vector<OnnxOp> table;
@@ -1741,6 +1903,18 @@ const std::vector<OnnxOp> &onnxOps() {
     table.push_back(
         {"QuantizeLinear", "cast", {"axis"}, {}, quantizeLinear, 10});
     table.push_back({"OneHot", "select", {"axis"}, {}, oneHotSelect});
+    table.push_back({"MaxPool",
+                     "max",
+                     {"kernel_shape", "strides", "pads", "dilations",
+                      "ceil_mode", "auto_pad", "storage_order"},
+                     {},
+                     poolBySlices});
+    table.push_back({"AveragePool",
+                     "div",
+                     {"kernel_shape", "strides", "pads", "ceil_mode",
+                      "auto_pad", "count_include_pad"},
+                     {},
+                     poolBySlices});
     table.push_back({"LRN",
                      "div",
                      {"alpha", "beta", "bias", "size"},

@@ -53,7 +53,11 @@ along the last axis and along axis 0, int32 and f32 values.
 
 lrn.onnx: LRN with an even and an odd size over 6 channels; expected
 outputs computed here from the spec's formula (onnx.reference 1.23 loops
-over the batch dim instead of the channels)."""
+over the batch dim instead of the channels).
+
+pooling.onnx: MaxPool and AveragePool with pads, strides, dilations,
+ceil_mode, count_include_pad, auto_pad SAME_UPPER and VALID, in 1-D and
+2-D, against onnx.reference."""
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -359,3 +363,34 @@ def lrn(values, size, alpha=1e-4, beta=0.75, bias=1.0):
 
 
 write_tensors("lrn", [x], [lrn(x, 2, 0.01, 0.6, 2.0), lrn(x, 5)])
+
+# pooling
+pools = [("MaxPool", dict(kernel_shape=[3, 3], strides=[2, 2],
+                          pads=[1, 1, 1, 1])),
+         ("MaxPool", dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)),
+         ("MaxPool", dict(kernel_shape=[2, 2], dilations=[2, 2])),
+         ("AveragePool", dict(kernel_shape=[3, 3], strides=[2, 2],
+                              pads=[1, 1, 1, 1])),
+         ("AveragePool", dict(kernel_shape=[3, 3], strides=[2, 2],
+                              pads=[1, 1, 1, 1], count_include_pad=1)),
+         ("AveragePool", dict(kernel_shape=[3, 3], strides=[2, 2],
+                              ceil_mode=1)),
+         ("AveragePool", dict(kernel_shape=[2, 3], auto_pad="VALID"))]
+nodes = [helper.make_node(op, ["x"], [f"pool_{i}"], **attrs)
+         for i, (op, attrs) in enumerate(pools)]
+nodes.append(helper.make_node("MaxPool", ["v"], ["pool_1d_max"],
+                              kernel_shape=[3], strides=[2],
+                              auto_pad="SAME_UPPER"))
+nodes.append(helper.make_node("AveragePool", ["v"], ["pool_1d_average"],
+                              kernel_shape=[4], strides=[3],
+                              auto_pad="SAME_UPPER"))
+x = np.random.default_rng(23).uniform(-3, 3, [1, 2, 7, 7]).astype(np.float32)
+v = np.random.default_rng(29).uniform(-3, 3, [2, 3, 10]).astype(np.float32)
+feeds = {"x": x, "v": v}
+names = [f"pool_{i}" for i in range(len(pools))] + ["pool_1d_max",
+                                                   "pool_1d_average"]
+save("pooling", nodes, [value("x", F, [1, 2, 7, 7]), value("v", F, [2, 3, 10])],
+     [value(name, F, dims) for name, dims in zip(names, [
+         [1, 2, 4, 4], [1, 2, 3, 3], [1, 2, 5, 5], [1, 2, 4, 4], [1, 2, 4, 4],
+         [1, 2, 3, 3], [1, 2, 6, 5], [2, 3, 5], [2, 3, 4]])], 17)
+write_tensors("pooling", [x, v], reference("pooling", feeds))
