@@ -369,6 +369,33 @@ private:
   std::vector<std::string> errors;
 };
 
+/// A reshape step of `value` to `shape` (a 0 is a dim of 0).
+std::string viewStep(OnnxConverter &converter, const GraphNode &node,
+                     const std::string &value, const Shape &shape,
+                     const std::string &suffix) {
+  return converter.addStep(
+      node, "reshape", {value}, suffix,
+      {{"shape", std::vector<int64_t>(shape.begin(), shape.end())},
+       {"allowzero", int64_t(1)}});
+}
+
+/// `node` itself becomes a reshape of its (rewritten) input to `shape`.
+void becomeView(GraphNode &node, const std::string &value, const Shape &shape) {
+  node.op = "reshape";
+  node.inputs = {value};
+  node.attrs = {{"shape", std::vector<int64_t>(shape.begin(), shape.end())},
+                {"allowzero", int64_t(1)}};
+}
+
+/// The 2-D view ONNX's ops before opset 13 coerce their input to around
+/// `axis`: [prod(dims before axis), prod(dims from axis on)].
+Shape viewAs2D(const Shape &shape, int64_t axis) {
+  Shape view = {1, 1};
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+    view[d < axis ? 0 : 1] *= shape[d];
+  return view;
+}
+
 /// Softmax and LogSoftmax before opset 13 coerce their input to 2-D around
 /// `axis` (default 1) and normalize over all the dims from `axis` on: the
 /// op runs on that 2-D view along its last axis and the result is viewed
@@ -382,29 +409,16 @@ void coerceTo2DBeforeOpset13(OnnxConverter &converter,
   const std::string x = node.inputs.at(0);
   Shape shape = converter.requireShape(x, proto.op_type());
   int64_t rank = shape.size();
-  if (axis < -rank || axis >= rank)
-    throw Unsupported{"axis " + std::to_string(axis) +
-                      " is out of range for an input of rank " +
-                      std::to_string(rank)};
-  if (axis < 0)
-    axis += rank;
+  axis = resolvedAxis(axis, rank);
   if (axis == rank - 1) { // the 2-D view changes nothing
     node.attrs["axis"] = int64_t(-1);
     return;
   }
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < rank; ++d)
-    (d < axis ? outer : inner) *= shape[d];
   std::string coerced =
-      converter.addStep(node, "reshape", {x}, "coerced",
-                        {{"shape", std::vector<int64_t>{outer, inner}},
-                         {"allowzero", int64_t(1)}});
+      viewStep(converter, node, x, viewAs2D(shape, axis), "coerced");
   std::string normalized = converter.addStep(node, node.op, {coerced}, "rows",
                                              {{"axis", int64_t(1)}});
-  node.op = "reshape";
-  node.inputs = {normalized};
-  node.attrs = {{"shape", std::vector<int64_t>(shape.begin(), shape.end())},
-                {"allowzero", int64_t(1)}};
+  becomeView(node, normalized, shape);
 }
 
 void castTarget(OnnxConverter &, const onnx::NodeProto &, GraphNode &node) {
@@ -740,28 +754,16 @@ void hardmaxOneHot(OnnxConverter &converter, const onnx::NodeProto &,
                  : converter.opset < 13 ? 1
                                         : -1;
   axis = resolvedAxis(axis, rank);
-  auto view = [&](const std::string &value, const Shape &to,
-                  const std::string &suffix) {
-    return converter.addStep(
-        node, "reshape", {value}, suffix,
-        {{"shape", std::vector<int64_t>(to.begin(), to.end())},
-         {"allowzero", int64_t(1)}});
-  };
   if (numElements(shape) == 0) { // no element to mark
-    node.op = "reshape";
-    node.attrs = {{"shape", std::vector<int64_t>(shape.begin(), shape.end())},
-                  {"allowzero", int64_t(1)}};
+    becomeView(node, x, shape);
     return;
   }
   std::string operand = x;
   Shape operandShape = shape;
   bool coerced = converter.opset < 13 && axis != rank - 1;
   if (coerced) {
-    int64_t outer = 1, inner = 1;
-    for (int64_t d = 0; d < rank; ++d)
-      (d < axis ? outer : inner) *= shape[d];
-    operandShape = {outer, inner};
-    operand = view(x, operandShape, "coerced");
+    operandShape = viewAs2D(shape, axis);
+    operand = viewStep(converter, node, x, operandShape, "coerced");
     axis = 1;
   }
   int64_t operandRank = operandShape.size();
@@ -774,31 +776,10 @@ void hardmaxOneHot(OnnxConverter &converter, const onnx::NodeProto &,
   node.op = "cast";
   node.inputs = {hot};
   node.attrs = {{"dtype", std::string(dtypeName(dtype))}};
-  if (coerced) {
-    node.inputs = {
-        converter.addStep(node, "cast", {hot}, "one_hot", node.attrs)};
-    node.op = "reshape";
-    node.attrs = {{"shape", std::vector<int64_t>(shape.begin(), shape.end())},
-                  {"allowzero", int64_t(1)}};
-  }
-}
-
-/// A reshape step of `value` to `shape` (a 0 is a dim of 0).
-std::string viewStep(OnnxConverter &converter, const GraphNode &node,
-                     const std::string &value, const Shape &shape,
-                     const std::string &suffix) {
-  return converter.addStep(
-      node, "reshape", {value}, suffix,
-      {{"shape", std::vector<int64_t>(shape.begin(), shape.end())},
-       {"allowzero", int64_t(1)}});
-}
-
-/// `node` itself becomes a reshape of its (rewritten) input to `shape`.
-void becomeView(GraphNode &node, const std::string &value, const Shape &shape) {
-  node.op = "reshape";
-  node.inputs = {value};
-  node.attrs = {{"shape", std::vector<int64_t>(shape.begin(), shape.end())},
-                {"allowzero", int64_t(1)}};
+  if (coerced)
+    becomeView(node,
+               converter.addStep(node, "cast", {hot}, "one_hot", node.attrs),
+               shape);
 }
 
 /// An integer attribute that may have come from a one-element input.
@@ -1011,10 +992,6 @@ void meanVarianceNormalization(OnnxConverter &converter,
   node.attrs.clear();
 }
 
-/// GatherElements: out[c] = data[c with c[axis] = indices[c]], as a gather
-/// from the flattened data at each position's linear index. A negative
-/// index counts from the end; one out of range selects 0, as Gather's do
-/// (it is pointed past the end rather than at another element).
 /// The operands of GatherElements' flat gather: the data viewed as 1-D and
 /// each position's linear index into it.
 struct FlatGather {
@@ -1085,6 +1062,10 @@ FlatGather flatGatherOperands(OnnxConverter &converter, const GraphNode &node,
   return {viewStep(converter, node, data, Shape{count}, "flat"), safe};
 }
 
+/// GatherElements: out[c] = data[c with c[axis] = indices[c]], as a gather
+/// from the flattened data at each position's linear index. A negative
+/// index counts from the end; one out of range selects 0, as Gather's do
+/// (it is pointed past the end rather than at another element).
 void gatherElementsFlat(OnnxConverter &converter, const onnx::NodeProto &,
                         GraphNode &node) {
   if (node.inputs.size() != 2 || node.inputs[0].empty() ||
