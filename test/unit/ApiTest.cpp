@@ -310,3 +310,17 @@ TEST_CASE("bad graphs give errors naming the node", "[api][errors]") {
                                "accept dtype i32"));
   }
 }
+
+TEST_CASE("a zero tolerance tells -0.0 from +0.0; any other does not",
+          "[api]") {
+  Tensor negative(DType::F32, {2}), positive(DType::F32, {2});
+  negative.set(0, -0.0);
+  negative.set(1, 1.5);
+  positive.set(0, 0.0);
+  positive.set(1, 1.5);
+  Comparison exact = compareTensors(negative, positive, {0, 0});
+  CHECK(exact.mismatches == 1);
+  CHECK(exact.firstMismatch == 0);
+  CHECK(compareTensors(negative, negative, {0, 0}).ok());
+  CHECK(compareTensors(negative, positive, {1e-7, 0}).ok());
+}

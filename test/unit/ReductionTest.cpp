@@ -1575,3 +1575,38 @@ TEST_CASE("column reductions over axis 0 of 16384 rows on the GPU",
   FUSEC_SKIP_IF(cuda::unavailableReason());
   checkColumnLengths(16384, {1, 3, 4096}, Target::Cuda);
 }
+
+namespace {
+
+/// reduce_sum and reduce_mean of rows of -0.0 are -0.0 (NumPy's sums start
+/// from the first term); a sum over an empty dim is +0.0.
+void checkSignedZeroSums(Target target) {
+  GraphBuilder b("signed_zero_sums");
+  std::string x = b.input("x", DType::F32, {2, 3});
+  std::string empty = b.input("empty", DType::F32, {3, 0});
+  Attrs rows = reduceAttrs(A({1}), false);
+  b.output(b.op("reduce_sum", {x}, rows));
+  b.output(b.op("reduce_mean", {x}, rows));
+  b.output(b.op("reduce_sum", {empty}, rows));
+  Tensor values =
+      fromValues(DType::F32, {2, 3}, {-0.0, -0.0, -0.0, -0.0, 0.0, -0.0});
+  std::vector<Tensor> outputs =
+      compile(b.build(), test::testOptions(true, target))
+          .run({values, Tensor(DType::F32, {3, 0})});
+  REQUIRE(outputs.size() == 3);
+  for (int k = 0; k < 2; ++k) {
+    INFO("output " << k);
+    CHECK(outputs[k].at(0) == 0.0);
+    CHECK(std::signbit(outputs[k].at(0)));       // all -0.0
+    CHECK_FALSE(std::signbit(outputs[k].at(1))); // -0.0 + 0.0 is +0.0
+  }
+  for (int64_t i = 0; i < 3; ++i) {
+    CHECK(outputs[2].at(i) == 0.0);
+    CHECK_FALSE(std::signbit(outputs[2].at(i)));
+  }
+}
+
+} // namespace
+
+REDUCTION_TARGET_TEST("sums of -0.0 are -0.0 and an empty sum is +0.0",
+                      checkSignedZeroSums)
