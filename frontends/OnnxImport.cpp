@@ -1229,10 +1229,8 @@ void recordReshapeResult(OnnxConverter &converter, const onnx::NodeProto &,
       if (inferred >= 0)
         return;
       inferred = d;
-    } else if (dim < 0) {
-      return;
-    } else {
-      known *= dim;
+    } else if (dim < 0 || __builtin_mul_overflow(known, dim, &known)) {
+      return; // the import reports what is wrong
     }
     result.push_back(dim);
   }
@@ -1497,7 +1495,7 @@ void oneHotSelect(OnnxConverter &converter, const onnx::NodeProto &,
     throw Unsupported{"OneHot's depth must be one value"};
   double depthReal = depthValue.at(0);
   if (!(depthReal >= 1) || depthReal != std::floor(depthReal) ||
-      depthReal > 1e9)
+      depthReal > (1 << 24))
     throw Unsupported{"OneHot's depth must be a positive integer, not " +
                       std::to_string(depthReal)};
   const int64_t depth = static_cast<int64_t>(depthReal);
@@ -1567,8 +1565,8 @@ void localResponseNorm(OnnxConverter &converter, const onnx::NodeProto &,
   if (sizeAttr == node.attrs.end())
     throw Unsupported{"LRN needs its size"};
   int64_t size = std::get<int64_t>(sizeAttr->second);
-  if (size < 1)
-    throw Unsupported{"LRN's size must be positive"};
+  if (size < 1 || size > 4096)
+    throw Unsupported{"LRN's size must be in [1, 4096]"};
   const double alpha = attr("alpha", 1e-4f), beta = attr("beta", 0.75f),
                bias = attr("bias", 1.0f);
   const int64_t before = (size - 1) / 2, after = size - 1 - before;
@@ -1640,6 +1638,20 @@ void poolBySlices(OnnxConverter &converter, const onnx::NodeProto &proto,
   std::vector<int64_t> strides = ints("strides", 1, spatial);
   std::vector<int64_t> dilations = ints("dilations", 1, spatial);
   std::vector<int64_t> pads = ints("pads", 0, 2 * spatial);
+  // Bounds that keep the taps, windows and pads countable: far past any
+  // real model, and every product below stays in int64.
+  constexpr int64_t kLargest = int64_t(1) << 20;
+  int64_t taps = 1;
+  for (int64_t i = 0; i < spatial; ++i) {
+    if (kernel[i] > kLargest || strides[i] > kLargest ||
+        dilations[i] > kLargest || pads[i] < 0 || pads[i] > kLargest ||
+        pads[i + spatial] < 0 || pads[i + spatial] > kLargest)
+      throw Unsupported{"kernel_shape, strides, dilations and pads must be in "
+                        "[1, 2^20] (pads [0, 2^20])"};
+    taps *= std::max<int64_t>(kernel[i], 1);
+    if (taps > 65536)
+      throw Unsupported{"the kernel has more than 65536 taps"};
+  }
   auto flag = [&](const char *name) {
     auto it = node.attrs.find(name);
     return it != node.attrs.end() && std::get<int64_t>(it->second) != 0;
@@ -1704,14 +1716,11 @@ void poolBySlices(OnnxConverter &converter, const onnx::NodeProto &proto,
   std::string padded =
       converter.addStep(node, "pad", {x}, "pool_padded",
                         {{"pads", padTensor}, {"constant_value", fill}});
-  int64_t offsets = 1;
-  for (int64_t k : kernel)
-    offsets *= k;
   std::string combined;
   std::vector<int64_t> axes(spatial);
   for (int64_t i = 0; i < spatial; ++i)
     axes[i] = i + 2;
-  for (int64_t o = 0; o < offsets; ++o) {
+  for (int64_t o = 0; o < taps; ++o) {
     std::vector<int64_t> starts(spatial), ends(spatial);
     int64_t rest = o;
     for (int64_t i = spatial; i-- > 0;) {
