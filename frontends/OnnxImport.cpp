@@ -24,6 +24,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -274,6 +275,12 @@ public:
   Graph convert(const onnx::ModelProto &model);
 
   int64_t opset = 0;
+
+  /// The constant value of `name`, or null when it is computed at run time.
+  const Tensor *constantOrNull(const std::string &name) const {
+    auto it = constants.find(name);
+    return it == constants.end() ? nullptr : &it->second;
+  }
 
   /// The constant value of `name`, or an Unsupported naming what needed it.
   const Tensor &constantValue(const std::string &name,
@@ -1604,12 +1611,97 @@ void localResponseNorm(OnnxConverter &converter, const onnx::NodeProto &,
   node.attrs.clear();
 }
 
+/// `count` integers of attribute `name`, `fallback` each when it is absent.
+std::vector<int64_t> spatialInts(const GraphNode &node, const char *name,
+                                 int64_t fallback, int64_t count) {
+  std::vector<int64_t> values(count, fallback);
+  if (auto it = node.attrs.find(name); it != node.attrs.end())
+    values = std::get<std::vector<int64_t>>(it->second);
+  if (static_cast<int64_t>(values.size()) != count)
+    throw Unsupported{std::string(name) + " must have " +
+                      std::to_string(count) + " values"};
+  return values;
+}
+
+std::string autoPadOf(const GraphNode &node) {
+  auto it = node.attrs.find("auto_pad");
+  return it == node.attrs.end() ? "NOTSET" : std::get<std::string>(it->second);
+}
+
+/// The sliding windows of a pooling or a convolution over [N, C, d1, ...]:
+/// per spatial dim the kernel, strides, dilations, the pads before and
+/// after (the explicit ones or auto_pad's) and the output's size.
+struct SlidingWindows {
+  std::vector<int64_t> kernel, strides, dilations, padBefore, padAfter;
+  Shape out;
+  /// Kernel positions: the product of `kernel`.
+  int64_t taps = 1;
+};
+
+/// The windows of `node` over an input of `shape` with `kernel`; auto_pad
+/// SAME_UPPER, SAME_LOWER and VALID place the pads as the spec says.
+SlidingWindows slidingWindows(const GraphNode &node, const Shape &shape,
+                              std::vector<int64_t> kernel, bool ceilMode) {
+  const int64_t spatial = static_cast<int64_t>(shape.size()) - 2;
+  SlidingWindows w;
+  w.kernel = std::move(kernel);
+  w.strides = spatialInts(node, "strides", 1, spatial);
+  w.dilations = spatialInts(node, "dilations", 1, spatial);
+  std::vector<int64_t> pads = spatialInts(node, "pads", 0, 2 * spatial);
+  // Bounds that keep the taps, windows and pads countable: far past any
+  // real model, and every product below stays in int64.
+  constexpr int64_t kLargest = int64_t(1) << 20;
+  for (int64_t i = 0; i < spatial; ++i) {
+    if (w.kernel[i] > kLargest || w.strides[i] > kLargest ||
+        w.dilations[i] > kLargest || pads[i] < 0 || pads[i] > kLargest ||
+        pads[i + spatial] < 0 || pads[i + spatial] > kLargest)
+      throw Unsupported{"kernel_shape, strides, dilations and pads must be in "
+                        "[1, 2^20] (pads [0, 2^20])"};
+    if (w.kernel[i] < 1 || w.strides[i] < 1 || w.dilations[i] < 1)
+      throw Unsupported{"kernel_shape, strides and dilations must be positive"};
+    w.taps *= w.kernel[i];
+    if (w.taps > 65536)
+      throw Unsupported{"the kernel has more than 65536 taps"};
+  }
+  const std::string autoPad = autoPadOf(node);
+  w.out.resize(spatial);
+  w.padBefore.resize(spatial);
+  w.padAfter.resize(spatial);
+  for (int64_t i = 0; i < spatial; ++i) {
+    const int64_t in = shape[i + 2], s = w.strides[i],
+                  window = (w.kernel[i] - 1) * w.dilations[i] + 1;
+    if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+      w.out[i] = (in - 1) / s + 1;
+      int64_t total = std::max<int64_t>((w.out[i] - 1) * s + window - in, 0);
+      w.padBefore[i] = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      w.padAfter[i] = total - w.padBefore[i];
+    } else if (autoPad == "VALID") {
+      w.out[i] = in >= window ? (in - window) / s + 1 : 0;
+      w.padBefore[i] = w.padAfter[i] = 0;
+    } else if (autoPad == "NOTSET") {
+      w.padBefore[i] = pads[i];
+      w.padAfter[i] = pads[i + spatial];
+      int64_t span = in + w.padBefore[i] + w.padAfter[i] - window;
+      if (span < 0)
+        throw Unsupported{"the kernel is larger than the padded input"};
+      w.out[i] = (ceilMode ? (span + s - 1) / s : span / s) + 1;
+      // A last window that would start in the end padding is dropped.
+      if (ceilMode && (w.out[i] - 1) * s >= in + w.padBefore[i])
+        --w.out[i];
+    } else {
+      throw Unsupported{"auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or "
+                        "VALID, not " +
+                        autoPad};
+    }
+  }
+  return w;
+}
+
 /// MaxPool and AveragePool: the input padded (with the dtype's lowest
 /// value for max, 0 for average; at the end also as far as ceil_mode's last
 /// window reaches), one strided slice per kernel offset, combined by max or
 /// by a sum divided by each window's count (the positions inside the input,
-/// or inside the explicit pads with count_include_pad). auto_pad SAME_UPPER,
-/// SAME_LOWER and VALID place the pads as the spec says.
+/// or inside the explicit pads with count_include_pad).
 void poolBySlices(OnnxConverter &converter, const onnx::NodeProto &proto,
                   GraphNode &node) {
   const bool isMax = proto.op_type() == "MaxPool";
@@ -1623,75 +1715,23 @@ void poolBySlices(OnnxConverter &converter, const onnx::NodeProto &proto,
   const int64_t rank = shape.size(), spatial = rank - 2;
   if (spatial < 1)
     throw Unsupported{proto.op_type() + "'s input must be [N, C, d1, ...]"};
-  auto ints = [&](const char *name, int64_t fallback, int64_t count) {
-    std::vector<int64_t> values(count, fallback);
-    if (auto it = node.attrs.find(name); it != node.attrs.end())
-      values = std::get<std::vector<int64_t>>(it->second);
-    if (static_cast<int64_t>(values.size()) != count)
-      throw Unsupported{std::string(name) + " must have " +
-                        std::to_string(count) + " values"};
-    return values;
-  };
   if (!node.attrs.count("kernel_shape"))
     throw Unsupported{proto.op_type() + " needs its kernel_shape"};
-  std::vector<int64_t> kernel = ints("kernel_shape", 1, spatial);
-  std::vector<int64_t> strides = ints("strides", 1, spatial);
-  std::vector<int64_t> dilations = ints("dilations", 1, spatial);
-  std::vector<int64_t> pads = ints("pads", 0, 2 * spatial);
-  // Bounds that keep the taps, windows and pads countable: far past any
-  // real model, and every product below stays in int64.
-  constexpr int64_t kLargest = int64_t(1) << 20;
-  int64_t taps = 1;
-  for (int64_t i = 0; i < spatial; ++i) {
-    if (kernel[i] > kLargest || strides[i] > kLargest ||
-        dilations[i] > kLargest || pads[i] < 0 || pads[i] > kLargest ||
-        pads[i + spatial] < 0 || pads[i + spatial] > kLargest)
-      throw Unsupported{"kernel_shape, strides, dilations and pads must be in "
-                        "[1, 2^20] (pads [0, 2^20])"};
-    taps *= std::max<int64_t>(kernel[i], 1);
-    if (taps > 65536)
-      throw Unsupported{"the kernel has more than 65536 taps"};
-  }
   auto flag = [&](const char *name) {
     auto it = node.attrs.find(name);
     return it != node.attrs.end() && std::get<int64_t>(it->second) != 0;
   };
-  const bool ceilMode = flag("ceil_mode"),
-             countPads = flag("count_include_pad");
-  std::string autoPad = "NOTSET";
-  if (auto it = node.attrs.find("auto_pad"); it != node.attrs.end())
-    autoPad = std::get<std::string>(it->second);
-  Shape out(spatial);
-  std::vector<int64_t> padBefore(spatial), padAfter(spatial);
-  for (int64_t i = 0; i < spatial; ++i) {
-    const int64_t in = shape[i + 2], k = kernel[i], s = strides[i],
-                  d = dilations[i], window = (k - 1) * d + 1;
-    if (k < 1 || s < 1 || d < 1)
-      throw Unsupported{"kernel_shape, strides and dilations must be positive"};
-    if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-      out[i] = (in - 1) / s + 1;
-      int64_t total = std::max<int64_t>((out[i] - 1) * s + window - in, 0);
-      padBefore[i] = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      padAfter[i] = total - padBefore[i];
-    } else if (autoPad == "VALID") {
-      out[i] = in >= window ? (in - window) / s + 1 : 0;
-      padBefore[i] = padAfter[i] = 0;
-    } else if (autoPad == "NOTSET") {
-      padBefore[i] = pads[i];
-      padAfter[i] = pads[i + spatial];
-      int64_t span = in + padBefore[i] + padAfter[i] - window;
-      if (span < 0)
-        throw Unsupported{"the kernel is larger than the padded input"};
-      out[i] = (ceilMode ? (span + s - 1) / s : span / s) + 1;
-      // A last window that would start in the end padding is dropped.
-      if (ceilMode && (out[i] - 1) * s >= in + padBefore[i])
-        --out[i];
-    } else {
-      throw Unsupported{"auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or "
-                        "VALID, not " +
-                        autoPad};
-    }
-  }
+  const bool countPads = flag("count_include_pad");
+  const SlidingWindows windows =
+      slidingWindows(node, shape, spatialInts(node, "kernel_shape", 1, spatial),
+                     flag("ceil_mode"));
+  const std::vector<int64_t> &kernel = windows.kernel,
+                             &strides = windows.strides,
+                             &dilations = windows.dilations,
+                             &padBefore = windows.padBefore,
+                             &padAfter = windows.padAfter;
+  const Shape &out = windows.out;
+  const int64_t taps = windows.taps;
   // Padding: the declared pads, and at the end whatever the last window
   // needs beyond them.
   std::vector<int64_t> padTensor(2 * rank, 0);
@@ -1775,6 +1815,413 @@ void poolBySlices(OnnxConverter &converter, const onnx::NodeProto &proto,
   node.inputs = {combined,
                  converter.addStepConstant(node, "pool_counts", counts)};
   node.attrs.clear();
+}
+
+/// GlobalAveragePool and GlobalMaxPool: a mean or max over every spatial
+/// dim, kept as 1s.
+void globalPool(OnnxConverter &converter, const onnx::NodeProto &proto,
+                GraphNode &node) {
+  Shape shape = converter.requireShape(node.inputs.at(0), proto.op_type());
+  if (shape.size() < 3)
+    throw Unsupported{proto.op_type() +
+                      "'s input must be [N, C, d1, ...], "
+                      "not [" +
+                      formatShape(shape) + "]"};
+  std::vector<int64_t> spatialAxes(shape.size() - 2);
+  std::iota(spatialAxes.begin(), spatialAxes.end(), int64_t(2));
+  node.attrs = {{"axes", spatialAxes}, {"keepdims", int64_t(1)}};
+}
+
+/// InstanceNormalization: each (image, channel) normalized over its
+/// spatial dims (a layer norm from axis 2 with a unit scale), then scaled
+/// and shifted per channel.
+void instanceNormalization(OnnxConverter &converter,
+                           const onnx::NodeProto &proto, GraphNode &node) {
+  if (node.inputs.size() != 3)
+    throw Unsupported{"InstanceNormalization takes input, scale and B"};
+  const std::string x = node.inputs[0], scale = node.inputs[1],
+                    shift = node.inputs[2];
+  Shape shape = converter.requireShape(x, proto.op_type());
+  DType dtype = converter.requireDType(x, proto.op_type());
+  if (shape.size() < 3)
+    throw Unsupported{"InstanceNormalization's input must be [N, C, d1, "
+                      "...], not [" +
+                      formatShape(shape) + "]"};
+  for (const std::string &perChannel : {scale, shift})
+    if (converter.requireShape(perChannel, proto.op_type()) != Shape{shape[1]})
+      throw Unsupported{"scale and B must be [" + std::to_string(shape[1]) +
+                        "]"};
+  double epsilon = 1e-5f;
+  if (auto it = node.attrs.find("epsilon"); it != node.attrs.end())
+    epsilon = std::get<double>(it->second);
+  Tensor ones(dtype, Shape(shape.begin() + 2, shape.end()));
+  for (int64_t i = 0; i < ones.numElements(); ++i)
+    ones.set(i, 1.0);
+  std::string normalized = converter.addStep(
+      node, "layer_norm",
+      {x, converter.addStepConstant(node, "unit_scale", ones)}, "normalized",
+      {{"axis", int64_t(2)}, {"epsilon", epsilon}});
+  Shape channelShape(shape.size(), 1);
+  channelShape[1] = shape[1];
+  std::string scaled =
+      converter.addStep(node, "mul",
+                        {normalized, viewStep(converter, node, scale,
+                                              channelShape, "scale_column")},
+                        "scaled");
+  node.op = "add";
+  node.inputs = {scaled,
+                 viewStep(converter, node, shift, channelShape, "B_column")};
+  node.attrs.clear();
+}
+
+/// The convolution of `padded` ([N, C, spatial...], padded already) with
+/// `weights` ([M, C / group, kernel...]) by `windows` (whose pads are
+/// already in `padded`) as one matmul: the weights, as [group, M / group,
+/// C / group * taps], times every window's elements side by side (im2col:
+/// [N, group, C / group * taps, positions], one gather from the padded
+/// input by a table of [taps, positions] offsets; a 1x1 kernel at stride 1
+/// takes the input as it is). `node` becomes the result, plus `bias` ([M])
+/// if given.
+void convolveByWindows(OnnxConverter &converter, GraphNode &node,
+                       const std::string &padded, const Shape &paddedShape,
+                       const std::string &weights, const Shape &weightShape,
+                       int64_t group, const SlidingWindows &windows,
+                       const std::string &bias) {
+  const int64_t spatial = static_cast<int64_t>(paddedShape.size()) - 2;
+  const int64_t batch = paddedShape[0], channels = paddedShape[1],
+                outChannels = weightShape[0];
+  int64_t positions = 1, area = 1;
+  bool pointwise = true;
+  for (int64_t i = 0; i < spatial; ++i) {
+    positions *= windows.out[i];
+    area *= paddedShape[2 + i];
+    pointwise &= windows.kernel[i] == 1 && windows.strides[i] == 1 &&
+                 windows.out[i] == paddedShape[2 + i];
+  }
+  std::string columns =
+      viewStep(converter, node, padded, {batch, channels, area}, "flat_input");
+  if (!pointwise) {
+    if (windows.taps * positions > (int64_t(1) << 26))
+      throw Unsupported{std::to_string(windows.taps) + " taps over " +
+                        std::to_string(positions) +
+                        " output positions are more window elements than "
+                        "fusec takes (2^26)"};
+    // offset[tap][position]: the tap's element of the position's window in
+    // the flattened padded input (int32 where that suffices).
+    Tensor offsets(area <= INT32_MAX ? DType::I32 : DType::I64,
+                   {windows.taps, positions});
+    std::vector<int64_t> tap(spatial), at(spatial);
+    for (int64_t t = 0; t < windows.taps; ++t) {
+      for (int64_t i = spatial, rest = t; i-- > 0; rest /= windows.kernel[i])
+        tap[i] = rest % windows.kernel[i];
+      for (int64_t p = 0; p < positions; ++p) {
+        int64_t offset = 0;
+        for (int64_t i = spatial, rest = p; i-- > 0; rest /= windows.out[i])
+          at[i] = rest % windows.out[i];
+        for (int64_t i = 0; i < spatial; ++i)
+          offset = offset * paddedShape[2 + i] + at[i] * windows.strides[i] +
+                   tap[i] * windows.dilations[i];
+        offsets.set(t * positions + p, static_cast<double>(offset));
+      }
+    }
+    columns = converter.addStep(
+        node, "gather",
+        {columns, converter.addStepConstant(node, "window_offsets", offsets)},
+        "windows", {{"axis", int64_t(2)}});
+  }
+  // A 2-D lhs is one matmul for the whole batch; a grouped one is a batch
+  // of group matmuls per image (its lhs broadcast over the images).
+  const int64_t depth = channels / group * windows.taps;
+  Shape columnShape = {batch, group, depth, positions},
+        weightRows = {group, outChannels / group, depth};
+  if (group == 1) {
+    columnShape.erase(columnShape.begin() + 1);
+    weightRows.erase(weightRows.begin());
+  } else if (batch == 1) {
+    columnShape.erase(columnShape.begin());
+  }
+  std::string product = converter.addStep(
+      node, "matmul",
+      {viewStep(converter, node, weights, weightRows, "weight_rows"),
+       viewStep(converter, node, columns, columnShape, "columns")},
+      "product");
+  Shape result = {batch, outChannels};
+  result.insert(result.end(), windows.out.begin(), windows.out.end());
+  if (bias.empty()) {
+    becomeView(node, product, result);
+    return;
+  }
+  Shape biasShape(paddedShape.size(), 1);
+  biasShape[1] = outChannels;
+  node.op = "add";
+  node.inputs = {viewStep(converter, node, product, result, "unbiased"),
+                 viewStep(converter, node, bias, biasShape, "bias_column")};
+  node.attrs.clear();
+}
+
+/// The operands of Conv and ConvTranspose, checked: X [N, C, d1, ...], W,
+/// an optional B [M], and the group.
+struct ConvOperands {
+  std::string x, w, bias;
+  Shape xShape, wShape;
+  int64_t group = 1, spatial = 0;
+};
+
+ConvOperands convOperands(OnnxConverter &converter,
+                          const onnx::NodeProto &proto, const GraphNode &node) {
+  ConvOperands c;
+  const std::string &op = proto.op_type();
+  c.x = node.inputs.at(0);
+  c.w = node.inputs.size() > 1 ? node.inputs[1] : "";
+  if (c.w.empty())
+    throw Unsupported{op + " needs its weights (input 1)"};
+  if (node.inputs.size() > 2)
+    c.bias = node.inputs[2];
+  c.xShape = converter.requireShape(c.x, op);
+  c.wShape = converter.requireShape(c.w, op);
+  DType dtype = converter.requireDType(c.x, op);
+  if (!isFloat(dtype))
+    throw Unsupported{op + " takes floats, not " + dtypeName(dtype)};
+  c.spatial = static_cast<int64_t>(c.xShape.size()) - 2;
+  if (c.spatial < 1)
+    throw Unsupported{op + "'s input must be [N, C, d1, ...], not [" +
+                      formatShape(c.xShape) + "]"};
+  if (c.wShape.size() != c.xShape.size())
+    throw Unsupported{op + "'s weights [" + formatShape(c.wShape) +
+                      "] must have the input's rank (" +
+                      std::to_string(c.xShape.size()) + ")"};
+  if (auto it = node.attrs.find("group"); it != node.attrs.end())
+    c.group = std::get<int64_t>(it->second);
+  const int64_t channels = c.xShape[1];
+  if (c.group < 1 || channels % c.group != 0)
+    throw Unsupported{"group " + std::to_string(c.group) +
+                      " must be positive and divide the input's " +
+                      std::to_string(channels) + " channels"};
+  if (auto it = node.attrs.find("kernel_shape"); it != node.attrs.end()) {
+    auto kernel = std::get<std::vector<int64_t>>(it->second);
+    if (kernel != std::vector<int64_t>(c.wShape.begin() + 2, c.wShape.end()))
+      throw Unsupported{"kernel_shape disagrees with the weights [" +
+                        formatShape(c.wShape) + "]"};
+  }
+  return c;
+}
+
+std::vector<int64_t> kernelOf(const Shape &weightShape) {
+  return std::vector<int64_t>(weightShape.begin() + 2, weightShape.end());
+}
+
+void checkBias(OnnxConverter &converter, const ConvOperands &c,
+               int64_t outChannels) {
+  if (c.bias.empty())
+    return;
+  Shape shape = converter.requireShape(c.bias, "the bias");
+  if (shape != Shape{outChannels})
+    throw Unsupported{"the bias must be [" + std::to_string(outChannels) +
+                      "], not [" + formatShape(shape) + "]"};
+}
+
+/// Conv: the input padded with zeros, then convolveByWindows.
+void convolution(OnnxConverter &converter, const onnx::NodeProto &proto,
+                 GraphNode &node) {
+  ConvOperands c = convOperands(converter, proto, node);
+  const int64_t outChannels = c.wShape[0];
+  if (c.wShape[1] * c.group != c.xShape[1] || outChannels % c.group != 0)
+    throw Unsupported{"weights [" + formatShape(c.wShape) + "] do not fit " +
+                      std::to_string(c.xShape[1]) + " input channels in " +
+                      std::to_string(c.group) + " group(s)"};
+  checkBias(converter, c, outChannels);
+  SlidingWindows windows =
+      slidingWindows(node, c.xShape, kernelOf(c.wShape), false);
+  const int64_t rank = c.xShape.size();
+  std::vector<int64_t> pads(2 * rank, 0);
+  Shape paddedShape = c.xShape;
+  bool padding = false;
+  for (int64_t i = 0; i < c.spatial; ++i) {
+    pads[2 + i] = windows.padBefore[i];
+    pads[rank + 2 + i] = windows.padAfter[i];
+    paddedShape[2 + i] += windows.padBefore[i] + windows.padAfter[i];
+    padding |= windows.padBefore[i] != 0 || windows.padAfter[i] != 0;
+  }
+  std::string padded =
+      padding ? converter.addStep(node, "pad", {c.x}, "padded",
+                                  {{"pads", pads}, {"constant_value", 0.0}})
+              : c.x;
+  convolveByWindows(converter, node, padded, paddedShape, c.w, c.wShape,
+                    c.group, windows, c.bias);
+}
+
+/// Python's floor division, for pads that may be negative.
+int64_t floorDiv(int64_t a, int64_t b) {
+  return a / b - (a % b != 0 && (a < 0) != (b < 0));
+}
+
+/// ConvTranspose as the convolution it is the transpose of: the input with
+/// stride - 1 zeros between its elements, padded by (kernel - 1) *
+/// dilation less the pads (negative pads crop), convolved at stride 1 with
+/// the weights flipped in every spatial dim and their channel dims swapped
+/// within each group. output_shape, when given, sets the pads (auto_pad
+/// SAME_UPPER puts the extra one at the end, otherwise at the start).
+void transposedConvolution(OnnxConverter &converter,
+                           const onnx::NodeProto &proto, GraphNode &node) {
+  ConvOperands c = convOperands(converter, proto, node);
+  const int64_t spatial = c.spatial, rank = c.xShape.size(), group = c.group;
+  const int64_t channels = c.xShape[1], outChannels = c.wShape[1] * group;
+  if (c.wShape[0] != channels)
+    throw Unsupported{"weights [" + formatShape(c.wShape) +
+                      "] must have the input's " + std::to_string(channels) +
+                      " channels first"};
+  checkBias(converter, c, outChannels);
+  const std::vector<int64_t> kernel = kernelOf(c.wShape);
+  std::vector<int64_t> strides = spatialInts(node, "strides", 1, spatial),
+                       dilations = spatialInts(node, "dilations", 1, spatial),
+                       extra = spatialInts(node, "output_padding", 0, spatial),
+                       pads = spatialInts(node, "pads", 0, 2 * spatial);
+  constexpr int64_t kLargest = int64_t(1) << 20;
+  int64_t taps = 1;
+  for (int64_t i = 0; i < spatial; ++i) {
+    for (int64_t v : {kernel[i], strides[i], dilations[i]})
+      if (v < 1 || v > kLargest)
+        throw Unsupported{"kernel_shape, strides and dilations must be in "
+                          "[1, 2^20]"};
+    for (int64_t p : {pads[i], pads[i + spatial], extra[i]})
+      if (p < 0 || p > kLargest)
+        throw Unsupported{"pads and output_padding must be in [0, 2^20]"};
+    taps *= kernel[i];
+    if (taps > 65536)
+      throw Unsupported{"the kernel has more than 65536 taps"};
+  }
+  const std::string autoPad = autoPadOf(node);
+  if (autoPad != "NOTSET" && autoPad != "SAME_UPPER" &&
+      autoPad != "SAME_LOWER" && autoPad != "VALID")
+    throw Unsupported{"auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or "
+                      "VALID, not " +
+                      autoPad};
+  std::vector<int64_t> outputShape;
+  if (auto it = node.attrs.find("output_shape"); it != node.attrs.end()) {
+    outputShape = std::get<std::vector<int64_t>>(it->second);
+    // The full N, C, d1, ... form is accepted too.
+    if (static_cast<int64_t>(outputShape.size()) == rank)
+      outputShape.erase(outputShape.begin(), outputShape.begin() + 2);
+    if (static_cast<int64_t>(outputShape.size()) != spatial)
+      throw Unsupported{"output_shape must have " + std::to_string(spatial) +
+                        " values"};
+    for (int64_t d : outputShape)
+      if (d < 0 || d > kLargest * kLargest)
+        throw Unsupported{"output_shape values must be in [0, 2^40]"};
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    for (int64_t i = 0; i < spatial; ++i)
+      outputShape.push_back(c.xShape[2 + i] * strides[i]);
+  }
+  if (autoPad == "VALID")
+    std::fill(pads.begin(), pads.end(), 0);
+  const bool upperExtra = autoPad == "SAME_UPPER";
+  // The zero-stuffed input, padded: pad begin (kernel - 1) * dilation -
+  // pads_begin; its end as far as the output reaches.
+  Shape stuffedShape = c.xShape;
+  std::vector<int64_t> convPads(2 * rank, 0);
+  SlidingWindows windows;
+  windows.kernel = kernel;
+  windows.dilations = dilations;
+  windows.strides.assign(spatial, 1);
+  windows.taps = taps;
+  windows.padBefore.assign(spatial, 0);
+  windows.padAfter.assign(spatial, 0);
+  Shape paddedShape = c.xShape;
+  for (int64_t i = 0; i < spatial; ++i) {
+    const int64_t in = c.xShape[2 + i], window = (kernel[i] - 1) * dilations[i];
+    const int64_t full = strides[i] * (in - 1) + extra[i] + window + 1;
+    int64_t begin = pads[i], end = pads[i + spatial];
+    if (!outputShape.empty()) {
+      int64_t total = full - outputShape[i];
+      begin = upperExtra ? floorDiv(total, 2) : total - floorDiv(total, 2);
+      end = total - begin;
+    }
+    int64_t out = full - begin - end;
+    if (out < 0)
+      throw Unsupported{"the pads remove more than the whole output"};
+    windows.out.push_back(out);
+    stuffedShape[2 + i] = in > 0 ? (in - 1) * strides[i] + 1 : 0;
+    convPads[2 + i] = window - begin;
+    convPads[rank + 2 + i] =
+        out + window - convPads[2 + i] - stuffedShape[2 + i];
+    paddedShape[2 + i] = out + window;
+  }
+  // Zero stuffing: [N, C, d1, 1, d2, 1, ...] padded to stride at each unit
+  // dim's end, viewed as [N, C, d1 * s1, ...], the last s - 1 zeros cut.
+  std::string input = c.x;
+  bool stuffing = false;
+  for (int64_t s : strides)
+    stuffing |= s > 1;
+  if (stuffing) {
+    Shape interleaved = {c.xShape[0], channels};
+    std::vector<int64_t> stuffPads(2 * (2 + 2 * spatial), 0);
+    Shape widened = {c.xShape[0], channels};
+    for (int64_t i = 0; i < spatial; ++i) {
+      interleaved.push_back(c.xShape[2 + i]);
+      interleaved.push_back(1);
+      stuffPads[(2 + 2 * spatial) + 3 + 2 * i] = strides[i] - 1;
+      widened.push_back(c.xShape[2 + i] * strides[i]);
+    }
+    std::string spread = converter.addStep(
+        node, "pad",
+        {viewStep(converter, node, c.x, interleaved, "interleaved")},
+        "stuffed_wide", {{"pads", stuffPads}, {"constant_value", 0.0}});
+    input = viewStep(converter, node, spread, widened, "stuffed_rows");
+    // The s - 1 zeros after the last element are cut by the end pad.
+    for (int64_t i = 0; i < spatial; ++i)
+      if (c.xShape[2 + i] > 0)
+        convPads[rank + 2 + i] -= strides[i] - 1;
+  }
+  bool padding = false;
+  for (int64_t p : convPads)
+    padding |= p != 0;
+  std::string padded =
+      padding ? converter.addStep(node, "pad", {input}, "padded",
+                                  {{"pads", convPads}, {"constant_value", 0.0}})
+              : input;
+  // The convolution's weights: [C, M/g, k...] as [g, C/g, M/g, k...],
+  // swapped to [g, M/g, C/g, k...] = [M, C/g, k...] and flipped in every
+  // spatial dim. Constant weights are rearranged here, once.
+  const int64_t inPerGroup = channels / group, outPerGroup = c.wShape[1];
+  Shape convWeightShape = {outChannels, inPerGroup};
+  convWeightShape.insert(convWeightShape.end(), kernel.begin(), kernel.end());
+  std::string weights;
+  if (const Tensor *given = converter.constantOrNull(c.w)) {
+    Tensor rearranged(given->dtype, convWeightShape);
+    const size_t bytes = dtypeBytes(given->dtype);
+    for (int64_t from = 0; from < given->numElements(); ++from) {
+      // from = ((g * C/g + ci) * M/g + mo) * taps + tap
+      int64_t tap = from % taps, rest = from / taps;
+      int64_t mo = rest % outPerGroup, ci = (rest / outPerGroup) % inPerGroup,
+              g = rest / outPerGroup / inPerGroup;
+      int64_t to = ((g * outPerGroup + mo) * inPerGroup + ci) * taps +
+                   (taps - 1 - tap); // flipping every dim reverses the taps
+      std::memcpy(rearranged.bytes.data() + to * bytes,
+                  given->bytes.data() + from * bytes, bytes);
+    }
+    weights = converter.addStepConstant(node, "conv_weights", rearranged);
+  } else {
+    Shape grouped = {group, inPerGroup, outPerGroup};
+    grouped.insert(grouped.end(), kernel.begin(), kernel.end());
+    std::vector<int64_t> swap = {0, 2, 1};
+    for (int64_t i = 0; i < spatial; ++i)
+      swap.push_back(3 + i);
+    std::string swapped = converter.addStep(
+        node, "transpose",
+        {viewStep(converter, node, c.w, grouped, "weights_grouped")},
+        "weights_swapped", {{"perm", swap}});
+    std::vector<int64_t> starts(spatial, -1), ends(spatial, INT64_MIN),
+        axes(spatial), steps(spatial, -1);
+    std::iota(axes.begin(), axes.end(), int64_t(2));
+    weights = converter.addStep(
+        node, "slice",
+        {viewStep(converter, node, swapped, convWeightShape,
+                  "weights_as_conv")},
+        "conv_weights",
+        {{"starts", starts}, {"ends", ends}, {"axes", axes}, {"steps", steps}});
+  }
+  convolveByWindows(converter, node, padded, paddedShape, weights,
+                    convWeightShape, group, windows, c.bias);
 }
 
 const std::vector<OnnxOp> &onnxOps() {
@@ -1905,6 +2352,25 @@ const std::vector<OnnxOp> &onnxOps() {
                       "auto_pad", "count_include_pad"},
                      {},
                      poolBySlices});
+    table.push_back({"GlobalAveragePool", "reduce_mean", {}, {}, globalPool});
+    table.push_back({"GlobalMaxPool", "reduce_max", {}, {}, globalPool});
+    table.push_back({"InstanceNormalization",
+                     "add",
+                     {"epsilon"},
+                     {},
+                     instanceNormalization});
+    table.push_back(
+        {"Conv",
+         "add",
+         {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"},
+         {},
+         convolution});
+    table.push_back({"ConvTranspose",
+                     "add",
+                     {"auto_pad", "dilations", "group", "kernel_shape",
+                      "output_padding", "output_shape", "pads", "strides"},
+                     {},
+                     transposedConvolution});
     table.push_back({"LRN",
                      "div",
                      {"alpha", "beta", "bias", "size"},
@@ -2106,9 +2572,56 @@ void OnnxConverter::inferShapes(const onnx::ModelProto &model) {
     defined.insert(initializer.name());
     declaredRank[initializer.name()] = initializer.dims_size();
   }
+  // ONNX 1.12's Conv and ConvTranspose inference takes the kernel's rank
+  // from the weights and reads the input's dilations and strides that far,
+  // out of bounds when the ranks differ (fuzz-onnx); given kernel_shape, it
+  // checks that rank against the input's instead. The copy gets the
+  // weights' kernel_shape where they are an initializer or a graph input of
+  // known shape; a node whose weights' shape is not known here is left out
+  // of inference.
+  std::unordered_map<std::string, std::vector<int64_t>> knownDims;
+  for (const onnx::TensorProto &initializer : graph.initializer())
+    knownDims[initializer.name()] = {initializer.dims().begin(),
+                                     initializer.dims().end()};
+  for (const onnx::ValueInfoProto &input : graph.input()) {
+    const auto &type = input.type().tensor_type();
+    if (!type.has_shape() || knownDims.count(input.name()))
+      continue;
+    std::vector<int64_t> dims;
+    for (const auto &dim : type.shape().dim())
+      if (dim.has_dim_value())
+        dims.push_back(dim.dim_value());
+    if (static_cast<int>(dims.size()) == type.shape().dim_size())
+      knownDims[input.name()] = dims;
+  }
+  std::unordered_set<std::string> uninferredConvolutions;
+  for (onnx::NodeProto &node : *graph.mutable_node()) {
+    if ((node.op_type() != "Conv" && node.op_type() != "ConvTranspose") ||
+        !(node.domain().empty() || node.domain() == "ai.onnx") ||
+        std::any_of(node.attribute().begin(), node.attribute().end(),
+                    [](const onnx::AttributeProto &attr) {
+                      return attr.name() == "kernel_shape";
+                    }))
+      continue;
+    auto weights =
+        node.input_size() > 1 ? knownDims.find(node.input(1)) : knownDims.end();
+    if (weights == knownDims.end() || weights->second.size() < 2) {
+      for (const std::string &output : node.output())
+        uninferredConvolutions.insert(output);
+      continue;
+    }
+    onnx::AttributeProto *kernel = node.add_attribute();
+    kernel->set_name("kernel_shape");
+    kernel->set_type(onnx::AttributeProto::INTS);
+    for (size_t d = 2; d < weights->second.size(); ++d)
+      kernel->add_ints(weights->second[d]);
+  }
   auto keep = [&](const onnx::NodeProto &node) {
     if (!inferable(node))
       return false;
+    for (const std::string &output : node.output())
+      if (uninferredConvolutions.count(output))
+        return false;
     for (const std::string &input : node.input())
       if (!defined.count(input))
         return false;

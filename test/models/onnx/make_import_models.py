@@ -57,7 +57,19 @@ over the batch dim instead of the channels).
 
 pooling.onnx: MaxPool and AveragePool with pads, strides, dilations,
 ceil_mode, count_include_pad, auto_pad SAME_UPPER and VALID, in 1-D and
-2-D, against onnx.reference."""
+2-D, against onnx.reference.
+
+convolution.onnx: Conv with pads, strides, dilations, a bias, groups
+(depthwise too), auto_pad SAME_LOWER, 1-D and 3-D, weights as an
+initializer and as a graph input; ConvTranspose with strides, pads,
+output_padding, dilations, groups, output_shape and auto_pad SAME_UPPER;
+against onnx.reference (f64 for the f64 case).
+
+cnn_block.onnx: a small ResNet-style network, each Conv feeding the next
+(their shapes come from ONNX's inference): Conv + BatchNormalization +
+Relu, MaxPool, a residual block, a strided 1x1 Conv, InstanceNormalization,
+GlobalAveragePool, Flatten and Gemm; GlobalMaxPool and a ConvTranspose
+upsampling as further outputs; against onnx.reference."""
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -394,3 +406,177 @@ save("pooling", nodes, [value("x", F, [1, 2, 7, 7]), value("v", F, [2, 3, 10])],
          [1, 2, 4, 4], [1, 2, 3, 3], [1, 2, 5, 5], [1, 2, 4, 4], [1, 2, 4, 4],
          [1, 2, 3, 3], [1, 2, 6, 5], [2, 3, 5], [2, 3, 4]])], 17)
 write_tensors("pooling", [x, v], reference("pooling", feeds))
+
+# convolution
+rng = np.random.default_rng(31)
+x = rng.uniform(-2, 2, [2, 4, 9, 8]).astype(np.float32)
+v = rng.uniform(-2, 2, [2, 4, 11]).astype(np.float32)
+u = rng.uniform(-2, 2, [1, 2, 4, 5, 3]).astype(np.float64)
+w_in = rng.uniform(-1, 1, [6, 2, 3, 3]).astype(np.float32)
+weights = {
+    "w_plain": rng.uniform(-1, 1, [5, 4, 3, 3]).astype(np.float32),
+    "b_plain": rng.uniform(-1, 1, [5]).astype(np.float32),
+    "w_depthwise": rng.uniform(-1, 1, [8, 1, 3, 2]).astype(np.float32),
+    "w_1d": rng.uniform(-1, 1, [3, 4, 4]).astype(np.float32),
+    "w_3d": rng.uniform(-1, 1, [3, 2, 2, 3, 2]).astype(np.float64),
+    "b_3d": rng.uniform(-1, 1, [3]).astype(np.float64),
+    "wt_plain": rng.uniform(-1, 1, [4, 3, 3, 3]).astype(np.float32),
+    "bt_plain": rng.uniform(-1, 1, [3]).astype(np.float32),
+    "wt_group": rng.uniform(-1, 1, [4, 3, 2, 3]).astype(np.float32),
+    "wt_1d": rng.uniform(-1, 1, [4, 2, 3]).astype(np.float32),
+}
+convs = [
+    ("Conv", ["x", "w_plain", "b_plain"], "conv_plain",
+     dict(pads=[1, 0, 2, 1], strides=[2, 1])),
+    ("Conv", ["x", "w_plain"], "conv_dilated",
+     dict(dilations=[2, 3], strides=[1, 2])),
+    ("Conv", ["x", "w_input"], "conv_grouped_input_weights",
+     dict(group=2, auto_pad="SAME_LOWER", strides=[2, 2])),
+    ("Conv", ["x", "w_depthwise"], "conv_depthwise",
+     dict(group=4, pads=[1, 1, 1, 1])),
+    ("Conv", ["v", "w_1d"], "conv_1d",
+     dict(strides=[3], auto_pad="SAME_UPPER")),
+    ("Conv", ["u", "w_3d", "b_3d"], "conv_3d",
+     dict(pads=[1, 0, 1, 0, 1, 1])),
+    ("ConvTranspose", ["x", "wt_plain", "bt_plain"], "convt_plain",
+     dict(strides=[2, 3], pads=[1, 2, 0, 1], output_padding=[1, 0])),
+    ("ConvTranspose", ["x", "wt_group"], "convt_grouped_dilated",
+     dict(group=2, dilations=[2, 1], strides=[1, 2])),
+    ("ConvTranspose", ["x", "wt_plain"], "convt_output_shape",
+     dict(strides=[2, 2], output_shape=[20, 15])),
+    ("ConvTranspose", ["v", "wt_1d"], "convt_1d_same_upper",
+     dict(strides=[2], auto_pad="SAME_UPPER")),
+]
+nodes = [helper.make_node(op, inputs, [name], **attrs)
+         for op, inputs, name, attrs in convs]
+feeds = {"x": x, "v": v, "u": u, "w_input": w_in}
+inputs = [value("x", F, list(x.shape)), value("v", F, list(v.shape)),
+          value("u", D, list(u.shape)), value("w_input", F, list(w_in.shape))]
+initializers = [numpy_helper.from_array(array, name)
+                for name, array in weights.items()]
+# The outputs' shapes from ONNX's own inference.
+probe = helper.make_model(
+    helper.make_graph(nodes, "probe", inputs, [], initializers),
+    opset_imports=[helper.make_opsetid("", 17)])
+inferred = {info.name: info for info in
+            onnx.shape_inference.infer_shapes(probe).graph.value_info}
+save("convolution", nodes, inputs, [inferred[name] for _, _, name, _ in convs],
+     17, initializers)
+
+
+def conv_transpose(x, w, group, strides, dilations, pads_begin, out_shape,
+                   bias=None):
+    """The spec's definition, scattering every product: input position i
+    and kernel position k add to output position i * stride + k *
+    dilation - pads_begin (onnx.reference 1.23 slices grouped weights by
+    output channels and fails on them)."""
+    n, c = x.shape[:2]
+    per_group_in, per_group_out = c // group, w.shape[1]
+    y = np.zeros([n, per_group_out * group, *out_shape], np.float64)
+    for i in np.ndindex(*x.shape[2:]):
+        for k in np.ndindex(*w.shape[2:]):
+            o = [i[d] * strides[d] + k[d] * dilations[d] - pads_begin[d]
+                 for d in range(len(i))]
+            if not all(0 <= o[d] < out_shape[d] for d in range(len(o))):
+                continue
+            for g in range(group):
+                xs = x[(slice(None), slice(g * per_group_in,
+                                           (g + 1) * per_group_in), *i)]
+                ws = w[(slice(g * per_group_in, (g + 1) * per_group_in),
+                        slice(None), *k)]
+                y[(slice(None), slice(g * per_group_out,
+                                      (g + 1) * per_group_out), *o)] += xs @ ws
+    if bias is not None:
+        y += bias.reshape([1, -1] + [1] * len(out_shape))
+    return y.astype(x.dtype)
+
+
+# Conv against onnx.reference; ConvTranspose against the spec's definition
+# above, which agrees with onnx.reference where that one runs: it slices
+# grouped weights by output channels, and with output_shape but no pads
+# it takes pads of 0 (the spec generates them from output_shape).
+names = [name for _, _, name, _ in convs]
+convolutions = helper.make_model(
+    helper.make_graph([n for n in nodes if n.op_type == "Conv"], "conv",
+                      inputs, [inferred[n.output[0]] for n in nodes
+                               if n.op_type == "Conv"], initializers),
+    opset_imports=[helper.make_opsetid("", 17)])
+expected = list(ReferenceEvaluator(convolutions).run(None, feeds))
+transposed = {  # input, weights, group, strides, dilations, pads_begin, shape
+    "convt_plain": (x, "wt_plain", 1, [2, 3], [1, 1], [1, 2], [19, 21]),
+    "convt_grouped_dilated": (x, "wt_group", 2, [1, 2], [2, 1], [0, 0],
+                              [11, 17]),
+    "convt_output_shape": (x, "wt_plain", 1, [2, 2], [1, 1], [0, 1],
+                           [20, 15]),
+    "convt_1d_same_upper": (v, "wt_1d", 1, [2], [1], [0], [22]),
+}
+for name, (data, w, group, strides, dilations, begin, shape) in \
+        transposed.items():
+    y = conv_transpose(data, weights[w], group, strides, dilations, begin,
+                       shape, weights["bt_plain"] if name == "convt_plain"
+                       else None)
+    if name in ("convt_plain", "convt_1d_same_upper"):
+        node = next(n for n in nodes if n.output[0] == name)
+        single = helper.make_model(
+            helper.make_graph([node], name, inputs, [inferred[name]],
+                              initializers),
+            opset_imports=[helper.make_opsetid("", 17)])
+        check = ReferenceEvaluator(single).run(None, feeds)[0]
+        assert np.allclose(y, check, rtol=1e-5, atol=1e-5), name
+    expected.append(y)
+write_tensors("convolution", [x, v, u, w_in], expected)
+
+# cnn_block
+rng = np.random.default_rng(37)
+
+
+def tensor(name, *shape, low=-0.5, high=0.5):
+    return numpy_helper.from_array(
+        rng.uniform(low, high, shape).astype(np.float32), name)
+
+
+initializers = [tensor("stem_w", 8, 3, 3, 3), tensor("stem_b", 8),
+                tensor("res1_w", 8, 8, 3, 3), tensor("res2_w", 8, 8, 3, 3),
+                tensor("down_w", 16, 8, 1, 1), tensor("in_scale", 16),
+                tensor("in_b", 16), tensor("fc_w", 10, 16),
+                tensor("fc_b", 10), tensor("up_w", 8, 4, 2, 2)]
+for prefix in ("bn0", "bn1", "bn2"):
+    initializers += [tensor(prefix + "_scale", 8, low=0.5, high=1.5),
+                     tensor(prefix + "_b", 8),
+                     tensor(prefix + "_mean", 8),
+                     tensor(prefix + "_var", 8, low=0.5, high=1.5)]
+
+
+def bn(x, prefix, y):
+    return helper.make_node("BatchNormalization",
+                            [x, prefix + "_scale", prefix + "_b",
+                             prefix + "_mean", prefix + "_var"], [y])
+
+
+node = helper.make_node
+nodes = [node("Conv", ["x", "stem_w", "stem_b"], ["stem"], strides=[2, 2],
+              pads=[1, 1, 1, 1]),
+         bn("stem", "bn0", "stem_bn"), node("Relu", ["stem_bn"], ["stem_act"]),
+         node("MaxPool", ["stem_act"], ["pooled"], kernel_shape=[3, 3],
+              strides=[2, 2], pads=[1, 1, 1, 1]),
+         node("Conv", ["pooled", "res1_w"], ["res1"], pads=[1, 1, 1, 1]),
+         bn("res1", "bn1", "res1_bn"), node("Relu", ["res1_bn"], ["res1_act"]),
+         node("Conv", ["res1_act", "res2_w"], ["res2"], pads=[1, 1, 1, 1]),
+         bn("res2", "bn2", "res2_bn"),
+         node("Add", ["res2_bn", "pooled"], ["residual"]),
+         node("Relu", ["residual"], ["block"]),
+         node("Conv", ["block", "down_w"], ["down"], strides=[2, 2]),
+         node("InstanceNormalization", ["down", "in_scale", "in_b"],
+              ["down_norm"], epsilon=1e-3),
+         node("Relu", ["down_norm"], ["down_act"]),
+         node("GlobalAveragePool", ["down_act"], ["gap"]),
+         node("Flatten", ["gap"], ["features"]),
+         node("Gemm", ["features", "fc_w", "fc_b"], ["logits"], transB=1),
+         node("GlobalMaxPool", ["block"], ["block_max"]),
+         node("ConvTranspose", ["block", "up_w"], ["upsampled"],
+              strides=[2, 2])]
+x = rng.uniform(-2, 2, [2, 3, 16, 16]).astype(np.float32)
+save("cnn_block", nodes, [value("x", F, [2, 3, 16, 16])],
+     [value("logits", F, [2, 10]), value("block_max", F, [2, 8, 1, 1]),
+      value("upsampled", F, [2, 4, 8, 8])], 17, initializers)
+write_tensors("cnn_block", [x], reference("cnn_block", {"x": x}))

@@ -39,14 +39,13 @@ save(helper.make_graph(
 
 # Two unsupported nodes and an unsupported attribute: all reported at once.
 save(helper.make_graph(
-    [helper.make_node("Conv", ["x", "k"], ["c"], name="conv"),
+    [helper.make_node("Unique", ["x"], ["c"], name="unique"),
      helper.make_node("NonZero", ["c"], ["t"], name="mask"),
      helper.make_node("Transpose", ["t"], ["u"], name="odd", perm=[1, 0],
                       foo=3),
      helper.make_node("Relu", ["u"], ["y"], name="relu")],
     "unsupported",
-    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4]),
-     helper.make_tensor_value_info("k", TensorProto.FLOAT, [1, 1, 3, 3])],
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])]),
     "unsupported.onnx")
 
