@@ -36,8 +36,10 @@ namespace fusec {
 namespace {
 
 /// The default-domain opsets read: the semantics of every row below hold
-/// for them.
-constexpr int64_t kMinOpset = 11, kMaxOpset = 17;
+/// for kMinOpset to kMaxOpset. Models of older opsets (from kOldestOpset)
+/// are read op by op: opsetVersionRead says which older versions of an op
+/// compute the same.
+constexpr int64_t kOldestOpset = 1, kMinOpset = 11, kMaxOpset = 17;
 
 /// Why a node cannot be converted; collected, not thrown out of the model.
 struct Unsupported {
@@ -259,9 +261,46 @@ struct OnnxOp {
   std::vector<ConstantInput> constantInputs;
   /// Op-specific checks and rewrites after the generic conversion.
   Convert convert = nullptr;
-  /// The first default-domain opset that defines the op.
-  int64_t sinceOpset = kMinOpset;
+  /// The first default-domain opset fusec reads the op from, where later
+  /// than opsetVersionRead allows.
+  int64_t sinceOpset = kOldestOpset;
 };
+
+/// Checks that the version of `opType` in default-domain `opset` is one
+/// fusec reads. An op's versions before opset 11 are read where they
+/// compute what the newer ones do on the attributes and inputs fusec takes:
+/// legacy attributes (consumed_inputs, broadcast, axis, is_test, ...) are
+/// refused by each op's list of attributes. The ops below changed meaning
+/// without such an attribute, so only their later versions are read.
+void checkOpsetVersion(const std::string &opType, int64_t opset) {
+  if (opset >= kMinOpset)
+    return;
+  const onnx::OpSchema *schema =
+      onnx::OpSchemaRegistry::Schema(opType, static_cast<int>(opset), "");
+  if (!schema)
+    throw Unsupported{opType + " is not defined in opset " +
+                      std::to_string(opset)};
+  static const std::map<std::string, std::pair<int, const char *>>
+      kOldestVersionRead = {
+          {"BatchNormalization", {6, "it requires consumed_inputs"}},
+          {"Cast", {6, "its 'to' is a string"}},
+          {"Clip", {11, "min and max are attributes"}},
+          {"Concat", {4, "its axis is optional"}},
+          {"Pad", {11, "pads and value are attributes"}},
+          {"Pow", {7, "it broadcasts by its broadcast and axis attributes"}},
+          {"Reshape", {5, "the shape is an attribute"}},
+          {"Slice", {10, "starts, ends and axes are attributes"}},
+          {"Split", {2, "split is an input"}},
+          {"Tile", {6, "it takes tiles and axis inputs"}}};
+  auto oldest = kOldestVersionRead.find(opType);
+  if (oldest != kOldestVersionRead.end() &&
+      schema->since_version() < oldest->second.first)
+    throw Unsupported{opType + " of opset " + std::to_string(opset) +
+                      " (version " + std::to_string(schema->since_version()) +
+                      ") is not supported: " + oldest->second.second +
+                      "; fusec reads version " +
+                      std::to_string(oldest->second.first) + " on"};
+}
 
 class OnnxConverter {
 public:
@@ -700,8 +739,20 @@ void preluSelect(OnnxConverter &converter, const onnx::NodeProto &,
                  GraphNode &node) {
   if (node.inputs.size() != 2 || node.inputs[1].empty())
     throw Unsupported{"PRelu takes an input and a slope"};
-  const std::string x = node.inputs[0], slope = node.inputs[1];
+  const std::string x = node.inputs[0];
+  std::string slope = node.inputs[1];
   DType dtype = converter.requireDType(x, "PRelu");
+  // Before opset 7 PRelu did not broadcast as NumPy does: its producers
+  // (Caffe2, PyTorch) give a slope of [C] per channel, dim 1 of the input.
+  if (converter.opset < 7) {
+    Shape shape = converter.requireShape(x, "PRelu");
+    Shape slopeShape = converter.requireShape(slope, "PRelu");
+    if (shape.size() > 2 && slopeShape == Shape{shape[1]}) {
+      Shape perChannel(shape.size() - 1, 1);
+      perChannel[0] = shape[1];
+      slope = viewStep(converter, node, slope, perChannel, "slope_column");
+    }
+  }
   std::string zero =
       converter.addStepConstant(node, "zero", scalarTensor(dtype, 0));
   std::string negative = converter.addStep(node, "lt", {x, zero}, "negative");
@@ -914,6 +965,25 @@ void batchNormInference(OnnxConverter &converter, const onnx::NodeProto &,
       it != node.attrs.end() && std::get<int64_t>(it->second) != 0)
     throw Unsupported{"training_mode is 1: BatchNormalization then uses the "
                       "batch's statistics, and fusec compiles inference only"};
+  // Before opset 7, is_test (default 0) chose the batch's statistics;
+  // before opset 9, spatial 0 asked for statistics per activation.
+  auto flag = [&](const char *name, int64_t fallback) {
+    auto it = node.attrs.find(name);
+    return it == node.attrs.end() ? fallback : std::get<int64_t>(it->second);
+  };
+  if ((node.attrs.count("is_test") && converter.opset >= 7) ||
+      (node.attrs.count("spatial") && converter.opset >= 9))
+    throw Unsupported{"BatchNormalization of opset " +
+                      std::to_string(converter.opset) +
+                      " has no attribute is_test or spatial"};
+  if (converter.opset < 7 && flag("is_test", 0) == 0)
+    throw Unsupported{"is_test is 0: BatchNormalization then uses the "
+                      "batch's statistics, and fusec compiles inference only"};
+  if (flag("spatial", 1) != 1)
+    throw Unsupported{"spatial 0 (statistics per activation) is not "
+                      "supported"};
+  node.attrs.erase("is_test");
+  node.attrs.erase("spatial");
   size_t outputs =
       std::count_if(node.outputs.begin(), node.outputs.end(),
                     [](const std::string &o) { return !o.empty(); });
@@ -2228,12 +2298,13 @@ const std::vector<OnnxOp> &onnxOps() {
   static const std::vector<OnnxOp> ops = [] {
     std::vector<OnnxOp> table;
     // Elementwise ops with the same meaning and no attributes; the first
-    // opset that defines each, where later than 11. Mish and the Bitwise
+    // opset that defines each, where later than 11 (ONNX's registry says
+    // which older opsets define the others). Mish and the Bitwise
     // ops come with opset 18, past what fusec reads: a model fusec accepts
     // cannot use them (the JSON and MLIR inputs can).
     struct Elementwise {
       const char *onnxName, *graphOp;
-      int64_t sinceOpset = kMinOpset;
+      int64_t sinceOpset = kOldestOpset;
     };
     const Elementwise elementwise[] = {
         {"Add", "add"},
@@ -2445,11 +2516,12 @@ const std::vector<OnnxOp> &onnxOps() {
         {"DepthToSpace", "reshape", {"blocksize", "mode"}, {}, depthToSpace});
     table.push_back(
         {"SpaceToDepth", "reshape", {"blocksize"}, {}, depthToSpace});
-    table.push_back({"BatchNormalization",
-                     "add",
-                     {"epsilon", "momentum", "training_mode"},
-                     {},
-                     batchNormInference});
+    table.push_back(
+        {"BatchNormalization",
+         "add",
+         {"epsilon", "momentum", "training_mode", "is_test", "spatial"},
+         {},
+         batchNormInference});
     table.push_back({"MeanVarianceNormalization",
                      "div",
                      {"axes"},
@@ -3224,10 +3296,11 @@ void OnnxConverter::convertVariadic(const onnx::NodeProto &node,
 
 Graph OnnxConverter::convert(const onnx::ModelProto &model) {
   opset = defaultOpset(model);
-  if (opset < kMinOpset || opset > kMaxOpset)
+  if (opset < kOldestOpset || opset > kMaxOpset)
     throw Error(path + ": error: the model uses opset " +
                 std::to_string(opset) + " of the default domain; fusec reads " +
-                std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset));
+                std::to_string(kOldestOpset) + " to " +
+                std::to_string(kMaxOpset));
   const onnx::GraphProto &proto = model.graph();
   graph.name = proto.name().empty() ? "main" : proto.name();
   graph.sourcePath = path;
@@ -3334,6 +3407,7 @@ void OnnxConverter::convertNode(const onnx::NodeProto &node) {
     throw Unsupported{node.op_type() + " has " +
                       std::to_string(node.input_size()) + " inputs and " +
                       std::to_string(node.output_size()) + " outputs: too few"};
+  checkOpsetVersion(node.op_type(), opset);
   for (const auto &[opType, convert] : specialOps())
     if (node.op_type() == opType) {
       (this->*convert)(node);
@@ -3355,7 +3429,20 @@ void OnnxConverter::convertNode(const onnx::NodeProto &node) {
     convertVariadic(node, graphNode);
     return;
   }
+  // Before opset 7 the binary ops and Gemm broadcast only with broadcast =
+  // 1: the second operand (Gemm's C) matched to the first's trailing dims,
+  // which NumPy's broadcasting does too, or to the dims from `axis` on,
+  // which it does not.
+  const onnx::OpSchema *legacy =
+      opset < 7 ? onnx::OpSchemaRegistry::Schema(node.op_type(), opset, "")
+                : nullptr;
+  bool legacyBroadcast = legacy && legacy->attributes().count("broadcast");
   for (const onnx::AttributeProto &attr : node.attribute()) {
+    if (legacyBroadcast && attr.name() == "axis")
+      throw Unsupported{"broadcasting from an axis (opset " +
+                        std::to_string(opset) + ") is not supported"};
+    if (legacyBroadcast && attr.name() == "broadcast")
+      continue;
     if (std::find(row->attrs.begin(), row->attrs.end(), attr.name()) ==
         row->attrs.end())
       throw Unsupported{"attribute '" + attr.name() + "' is not supported"};
@@ -3439,7 +3526,7 @@ OnnxModelSummary summarizeOnnxModel(const std::string &path) {
   summary.opset = defaultOpset(model);
   summary.nodeCount = model.graph().node_size();
   summary.opsetSupported =
-      summary.opset >= kMinOpset && summary.opset <= kMaxOpset;
+      summary.opset >= kOldestOpset && summary.opset <= kMaxOpset;
   auto dtypeOfValue = [](const onnx::ValueInfoProto &value) {
     return value.type().has_tensor_type()
                ? dtypeOfOnnx(value.type().tensor_type().elem_type())
@@ -3482,15 +3569,30 @@ Tensor readTensorProtoFile(const std::string &path,
 }
 
 std::vector<std::string> supportedOnnxOps() {
+  // The first opset fusec reads an op in: the first that defines it in a
+  // version fusec reads, and not before the op's row says.
+  auto oldestRead = [](const std::string &opType, int64_t since) {
+    for (int64_t opset = std::max(since, kOldestOpset); opset <= kMaxOpset;
+         ++opset) {
+      try {
+        checkOpsetVersion(opType, opset);
+        return opset;
+      } catch (const Unsupported &) {
+      }
+    }
+    return kMaxOpset + 1;
+  };
   std::vector<std::string> lines;
-  for (const OnnxOp &op : onnxOps())
-    if (op.sinceOpset <= kMaxOpset)
-      lines.push_back(std::string(op.onnxName) + " " +
-                      std::to_string(op.sinceOpset) + "-" +
+  auto list = [&](const std::string &opType, int64_t since) {
+    int64_t oldest = oldestRead(opType, since);
+    if (oldest <= kMaxOpset)
+      lines.push_back(opType + " " + std::to_string(oldest) + "-" +
                       std::to_string(kMaxOpset));
+  };
+  for (const OnnxOp &op : onnxOps())
+    list(op.onnxName, op.sinceOpset);
   for (const auto &[opType, convert] : OnnxConverter::specialOps())
-    lines.push_back(std::string(opType) + " " + std::to_string(kMinOpset) +
-                    "-" + std::to_string(kMaxOpset));
+    list(opType, kOldestOpset);
   std::sort(lines.begin(), lines.end());
   return lines;
 }

@@ -309,7 +309,8 @@ void writeMarkdown(const std::string &path,
       << "| cases | pass | fail | unsupported |\n|---|---|---|---|\n"
       << "| " << results.size() << " | " << counts[0] << " | " << counts[1]
       << " | " << counts[2] << " |\n\n"
-      << "Cases of opsets 11-17 whose ops are all in `fusec --list-ops`: "
+      << "Cases of an opset fusec reads whose ops are all in `fusec "
+         "--list-ops`: "
       << covered << ", of which " << coveredPass << " pass ("
       << (covered ? 100.0 * coveredPass / covered : 0.0) << "%). Of the "
       << covered - coveredPass << " that do not pass, " << unheld

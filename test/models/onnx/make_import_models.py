@@ -69,7 +69,18 @@ cnn_block.onnx: a small ResNet-style network, each Conv feeding the next
 (their shapes come from ONNX's inference): Conv + BatchNormalization +
 Relu, MaxPool, a residual block, a strided 1x1 Conv, InstanceNormalization,
 GlobalAveragePool, Flatten and Gemm; GlobalMaxPool and a ConvTranspose
-upsampling as further outputs; against onnx.reference."""
+upsampling as further outputs; against onnx.reference.
+
+old_opsets.onnx: a model of opset 6, whose ops fusec reads in their
+versions of then: Add with the legacy broadcast = 1 (the second operand
+matched to the first's trailing dims), Gemm with broadcast = 1, PRelu with
+a slope per channel, BatchNormalization with is_test = 1, Softmax over
+every dim from axis 1; expected outputs computed here from those
+definitions.
+
+old_opset_errors.onnx: the opset-6 forms fusec refuses, each reported:
+broadcasting from an axis, Pad's attributes, BatchNormalization with
+is_test = 0 (the batch's statistics)."""
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -580,3 +591,59 @@ save("cnn_block", nodes, [value("x", F, [2, 3, 16, 16])],
      [value("logits", F, [2, 10]), value("block_max", F, [2, 8, 1, 1]),
       value("upsampled", F, [2, 4, 8, 8])], 17, initializers)
 write_tensors("cnn_block", [x], reference("cnn_block", {"x": x}))
+
+# old_opsets: opset 6
+rng = np.random.default_rng(41)
+a = rng.uniform(-2, 2, [2, 3, 4]).astype(np.float32)
+b = rng.uniform(-2, 2, [4]).astype(np.float32)
+m = rng.uniform(-2, 2, [2, 5]).astype(np.float32)
+w = rng.uniform(-1, 1, [5, 3]).astype(np.float32)
+c = rng.uniform(-1, 1, [3]).astype(np.float32)
+p = rng.uniform(-2, 2, [2, 3, 4, 5]).astype(np.float32)
+slope = np.array([0.1, -0.5, 2.0], np.float32)
+bn = [rng.uniform(0.5, 1.5, [3]).astype(np.float32) for _ in range(4)]
+nodes = [helper.make_node("Add", ["a", "b"], ["sum"], broadcast=1),
+         helper.make_node("Gemm", ["m", "w", "c"], ["affine"], broadcast=1),
+         helper.make_node("PRelu", ["p", "slope"], ["prelu"]),
+         helper.make_node("BatchNormalization",
+                          ["p", "bn_scale", "bn_b", "bn_mean", "bn_var"],
+                          ["normalized"], is_test=1, epsilon=1e-3),
+         helper.make_node("Softmax", ["a"], ["softmax"])]
+save("old_opsets", nodes,
+     [value("a", F, [2, 3, 4]), value("b", F, [4]), value("m", F, [2, 5]),
+      value("p", F, [2, 3, 4, 5])],
+     [value("sum", F, [2, 3, 4]), value("affine", F, [2, 3]),
+      value("prelu", F, [2, 3, 4, 5]), value("normalized", F, [2, 3, 4, 5]),
+      value("softmax", F, [2, 3, 4])], 6,
+     [numpy_helper.from_array(w, "w"), numpy_helper.from_array(c, "c"),
+      numpy_helper.from_array(slope, "slope")] +
+     [numpy_helper.from_array(t, n) for t, n in
+      zip(bn, ["bn_scale", "bn_b", "bn_mean", "bn_var"])])
+channel = [1, 3, 1, 1]
+scale, shift, mean, var = (t.reshape(channel) for t in bn)
+flat = a.reshape(2, 12).astype(np.float64)
+softmax = np.exp(flat - flat.max(1, keepdims=True))
+softmax /= softmax.sum(1, keepdims=True)
+write_tensors("old_opsets", [a, b, m, p], [
+    a + b,
+    (m.astype(np.float64) @ w + c).astype(np.float32),
+    np.where(p < 0, slope.reshape(channel) * p, p),
+    (scale * (p - mean) / np.sqrt(var + np.float32(1e-3)) + shift).astype(
+        np.float32),
+    softmax.reshape(2, 3, 4).astype(np.float32)])
+
+# old_opset_errors: opset 6
+nodes = [helper.make_node("Add", ["a", "b"], ["axis_sum"], name="axis_add",
+                          broadcast=1, axis=1),
+         helper.make_node("Pad", ["a"], ["padded"], name="old_pad",
+                          pads=[0, 0, 1, 0, 0, 1]),
+         helper.make_node("BatchNormalization",
+                          ["p", "bn_scale", "bn_b", "bn_mean", "bn_var"],
+                          ["trained"], name="training_norm")]
+save("old_opset_errors", nodes,
+     [value("a", F, [2, 3, 4]), value("b", F, [3]),
+      value("p", F, [2, 3, 4, 5])],
+     [value("axis_sum", F, [2, 3, 4]), value("padded", F, [2, 3, 6]),
+      value("trained", F, [2, 3, 4, 5])], 6,
+     [numpy_helper.from_array(t, n) for t, n in
+      zip(bn, ["bn_scale", "bn_b", "bn_mean", "bn_var"])])
