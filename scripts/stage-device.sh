@@ -42,7 +42,15 @@ if [ -f ../shared/peers/torch_peers.py ]; then
   cp ../shared/peers/torch_peers.py stage/
 fi
 cp bench/torch_matmul_peers.py bench/torch_model_peers.py \
-  bench/ort_model_peers.py stage/
+  bench/ort_model_peers.py bench/torch_cnn_peer.py stage/
+# The ResNet-18 models of `fusec-bench --model=` (weights as inputs, a few
+# KB each), where this machine's Python has onnx (FUSEC_STAGE_PYTHON picks
+# another interpreter, e.g. a venv with the PyPI package).
+python=${FUSEC_STAGE_PYTHON:-python3}
+if "$python" -c 'import onnx' 2> /dev/null; then
+  "$python" bench/make_cnn_model.py stage/resnet18.onnx
+  "$python" bench/make_cnn_model.py stage/resnet18_b8.onnx --batch 8
+fi
 cat > stage/run-gpu.sh <<'SCRIPT'
 #!/usr/bin/env bash
 # On the GPU machine: GPU tests, the CLI on the example, benchmarks.
