@@ -19,6 +19,8 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <array>
+#include <cctype>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -273,10 +275,13 @@ struct OnnxOp {
 /// refused by each op's list of attributes. The ops below changed meaning
 /// without such an attribute, so only their later versions are read.
 void checkOpsetVersion(const std::string &opType, int64_t opset) {
-  if (opset >= kMinOpset)
-    return;
   const onnx::OpSchema *schema =
       onnx::OpSchemaRegistry::Schema(opType, static_cast<int>(opset), "");
+  if (schema && schema->Deprecated())
+    throw Unsupported{opType + " is deprecated in opset " +
+                      std::to_string(opset)};
+  if (opset >= kMinOpset)
+    return;
   if (!schema)
     throw Unsupported{opType + " is not defined in opset " +
                       std::to_string(opset)};
@@ -289,6 +294,7 @@ void checkOpsetVersion(const std::string &opType, int64_t opset) {
           {"Pad", {11, "pads and value are attributes"}},
           {"Pow", {7, "it broadcasts by its broadcast and axis attributes"}},
           {"Reshape", {5, "the shape is an attribute"}},
+          {"Resize", {11, "its coordinate transformation is not given"}},
           {"Slice", {10, "starts, ends and axes are attributes"}},
           {"Split", {2, "split is an input"}},
           {"Tile", {6, "it takes tiles and axis inputs"}}};
@@ -594,6 +600,14 @@ Tensor scalarTensor(DType dtype, double value) {
   Tensor tensor(dtype, {});
   tensor.set(0, value);
   return tensor;
+}
+
+/// Refuses a constant a converter would build of more than 2^26 elements
+/// (the dims it derives from may be declared far larger than any data).
+void checkConstantElements(int64_t elements, const std::string &what) {
+  if (elements < 0 || elements > (int64_t(1) << 26))
+    throw Unsupported{what + " would take " + std::to_string(elements) +
+                      " elements, more than fusec builds (2^26)"};
 }
 
 /// An i64 constant counting 0, 1, ... along `axis` of a tensor of `rank`
@@ -1887,6 +1901,926 @@ void poolBySlices(OnnxConverter &converter, const onnx::NodeProto &proto,
   node.attrs.clear();
 }
 
+/// Resize's source position of output position `y` along one axis, in
+/// input coordinates, as ONNX's reference evaluator computes it (in f64;
+/// `outputWidth` is scale x input width, not rounded).
+double resizeSource(const std::string &mode, double y, double scale,
+                    int64_t inputWidth, double outputWidth,
+                    const std::array<double, 2> &roi) {
+  if (mode == "align_corners")
+    return outputWidth == 1 ? 0.0 : y * (inputWidth - 1) / (outputWidth - 1);
+  if (mode == "asymmetric")
+    return y / scale;
+  if (mode == "tf_half_pixel_for_nn")
+    return (y + 0.5) / scale;
+  if (mode == "tf_crop_and_resize")
+    return (outputWidth == 1 ? (roi[1] - roi[0]) * (inputWidth - 1) / 2
+                             : y * (roi[1] - roi[0]) * (inputWidth - 1) /
+                                   (outputWidth - 1)) +
+           roi[0] * (inputWidth - 1);
+  if (mode == "pytorch_half_pixel")
+    return outputWidth == 1 ? -0.5 : (y + 0.5) / scale - 0.5;
+  if (mode == "half_pixel")
+    return (y + 0.5) / scale - 0.5;
+  throw Unsupported{"coordinate_transformation_mode " + mode +
+                    " is not supported"};
+}
+
+/// Resize's interpolation weights for a source position `ratio` of the
+/// way past the input position below it (1 at an input position).
+std::vector<double> resizeCoefficients(const std::string &mode,
+                                       const std::string &nearestMode,
+                                       double ratio, double cubicA) {
+  if (mode == "nearest") {
+    if (ratio == 1.0)
+      return {0, 1};
+    if (nearestMode == "round_prefer_floor")
+      return {double(ratio <= 0.5), double(ratio > 0.5)};
+    if (nearestMode == "round_prefer_ceil")
+      return {double(ratio < 0.5), double(ratio >= 0.5)};
+    if (nearestMode == "floor")
+      return {1, 0};
+    if (nearestMode == "ceil")
+      return {0, 1};
+    throw Unsupported{"nearest_mode " + nearestMode + " is not supported"};
+  }
+  if (mode == "linear")
+    return {1 - ratio, ratio};
+  const double a = cubicA, r = ratio, s = 1 - ratio;
+  return {((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
+          ((a + 2) * r - (a + 3)) * r * r + 1,
+          ((a + 2) * s - (a + 3)) * s * s + 1,
+          ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a};
+}
+
+/// Resize (opset 11 on; no antialias or axes before opset 18): one axis at
+/// a time, as ONNX's reference evaluator does it. Per output position a
+/// table gives the input positions it reads (clamped to the input, as edge
+/// padding would) and their weights: nearest is one gather; linear and
+/// cubic gather 2 or 4 positions, weight them in f64 and sum, and the
+/// result is rounded back to the input's dtype (integers half to even,
+/// saturated). tf_crop_and_resize's positions outside the input take
+/// extrapolation_value. scales, sizes and roi must be constants.
+void resizeBySeparableTables(OnnxConverter &converter,
+                             const onnx::NodeProto &proto, GraphNode &node) {
+  const std::string x = node.inputs.at(0);
+  Shape shape = converter.requireShape(x, proto.op_type());
+  DType dtype = converter.requireDType(x, proto.op_type());
+  const int64_t rank = shape.size();
+  auto text = [&](const char *name, const char *fallback) {
+    auto it = node.attrs.find(name);
+    return it == node.attrs.end() ? std::string(fallback)
+                                  : std::get<std::string>(it->second);
+  };
+  auto number = [&](const char *name, double fallback) {
+    auto it = node.attrs.find(name);
+    if (it == node.attrs.end())
+      return fallback;
+    if (const int64_t *integer = std::get_if<int64_t>(&it->second))
+      return static_cast<double>(*integer);
+    return std::get<double>(it->second);
+  };
+  const std::string mode = text("mode", "nearest"),
+                    coordinates =
+                        text("coordinate_transformation_mode", "half_pixel"),
+                    nearestMode = text("nearest_mode", "round_prefer_floor");
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    throw Unsupported{"mode must be nearest, linear or cubic, not " + mode};
+  const double cubicA = number("cubic_coeff_a", -0.75f),
+               extrapolation = number("extrapolation_value", 0.0);
+  const bool excludeOutside = number("exclude_outside", 0) != 0;
+  auto input = [&](size_t index) -> const Tensor * {
+    if (node.inputs.size() <= index || node.inputs[index].empty())
+      return nullptr;
+    const Tensor &value = converter.constantValue(
+        node.inputs[index], "Resize's input " + std::to_string(index));
+    return value.numElements() == 0 ? nullptr : &value;
+  };
+  const Tensor *roiTensor = input(1), *scalesTensor = input(2),
+               *sizesTensor = input(3);
+  if (!scalesTensor == !sizesTensor)
+    throw Unsupported{"Resize takes scales or sizes, one of them"};
+  const Tensor &given = scalesTensor ? *scalesTensor : *sizesTensor;
+  if (given.numElements() != rank)
+    throw Unsupported{std::string(scalesTensor ? "scales" : "sizes") +
+                      " must have one value per dim (" + std::to_string(rank) +
+                      ")"};
+  std::vector<double> roi;
+  if (coordinates == "tf_crop_and_resize") {
+    if (!roiTensor || roiTensor->numElements() != 2 * rank)
+      throw Unsupported{"tf_crop_and_resize needs a roi of " +
+                        std::to_string(2 * rank) + " values"};
+    for (int64_t i = 0; i < 2 * rank; ++i)
+      roi.push_back(roiTensor->at(i));
+  }
+  std::vector<double> scales(rank);
+  Shape out(rank);
+  for (int64_t d = 0; d < rank; ++d) {
+    double value = given.at(d);
+    if (sizesTensor) {
+      if (!(value >= 0 && value <= double(int64_t(1) << 40)))
+        throw Unsupported{"sizes must be in [0, 2^40]"};
+      out[d] = static_cast<int64_t>(value);
+      scales[d] = shape[d] ? static_cast<double>(out[d]) / shape[d] : 1.0;
+    } else {
+      scales[d] = value;
+      if (!(value > 0) || value * shape[d] > double(int64_t(1) << 40))
+        throw Unsupported{"scales must be positive and keep each dim under "
+                          "2^40"};
+      out[d] = static_cast<int64_t>(value * shape[d]);
+    }
+    if (out[d] < 0 || out[d] > (int64_t(1) << 40) || (shape[d] == 0 && out[d]))
+      throw Unsupported{"output dim " + std::to_string(d) + " (" +
+                        std::to_string(out[d]) + ") is out of range"};
+  }
+  const bool nearest = mode == "nearest";
+  const bool integer = !isFloat(dtype);
+  std::string value = x;
+  if (!nearest && dtype != DType::F64)
+    value = converter.addStep(node, "cast", {x}, "in_f64",
+                              {{"dtype", std::string("f64")}});
+  const DType computeType = nearest ? dtype : DType::F64;
+  Shape current = shape;
+  auto isClose = [](double a, double b) {
+    return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
+  };
+  for (int64_t axis = 0; axis < rank; ++axis) {
+    std::array<double, 2> axisRoi = {0.0, 1.0};
+    if (!roi.empty())
+      axisRoi = {roi[axis], roi[axis + rank]};
+    if (isClose(scales[axis], 1.0) && out[axis] == shape[axis] &&
+        (roi.empty() ||
+         (std::abs(axisRoi[0]) <= 0.0 && isClose(axisRoi[1], 1.0))))
+      continue;
+    const int64_t inWidth = shape[axis], outWidth = out[axis];
+    const double scaledWidth = scales[axis] * inWidth;
+    const int64_t taps = nearest ? 1 : mode == "linear" ? 2 : 4;
+    if (outWidth * taps > (int64_t(1) << 26))
+      throw Unsupported{"an output dim of " + std::to_string(outWidth) +
+                        " is more than fusec's tables take (2^26 taps)"};
+    Tensor indices(DType::I64, {outWidth, taps});
+    Tensor weights(DType::F64, {outWidth, taps});
+    Tensor outside(DType::I1, {outWidth});
+    bool extrapolates = false;
+    for (int64_t y = 0; y < outWidth; ++y) {
+      double source = resizeSource(coordinates, static_cast<double>(y),
+                                   scales[axis], inWidth, scaledWidth, axisRoi);
+      bool beyond = coordinates == "tf_crop_and_resize" &&
+                    (source < 0 || source > inWidth - 1);
+      outside.set(y, beyond);
+      extrapolates |= beyond;
+      double below = std::floor(source);
+      double ratio = source == below ? 1.0 : source - below;
+      std::vector<double> coefficients =
+          resizeCoefficients(mode, nearestMode, ratio, cubicA);
+      const int64_t n = coefficients.size(), pad = (n + 1) / 2;
+      double padded = source + pad, floorPadded = std::floor(padded);
+      double fraction = padded - floorPadded;
+      int64_t offset = n % 2 == 0 ? (fraction == 0 ? -(n / 2) : -(n / 2) + 1)
+                       : fraction <= 0.5 ? -((n - 1) / 2)
+                                         : -((n - 1) / 2) + 1;
+      int64_t start = static_cast<int64_t>(floorPadded) + offset - pad;
+      if (excludeOutside) {
+        double sum = 0;
+        for (int64_t k = 0; k < n; ++k) {
+          if (start + k < 0 || start + k >= inWidth)
+            coefficients[k] = 0;
+          sum += coefficients[k];
+        }
+        for (double &c : coefficients)
+          c /= sum == 0 ? 1.0 : sum;
+      }
+      auto clamped = [&](int64_t i) {
+        return std::clamp<int64_t>(i, 0, inWidth - 1);
+      };
+      if (nearest) {
+        indices.set(y, static_cast<double>(
+                           clamped(start + (coefficients[0] != 0 ? 0 : 1))));
+        continue;
+      }
+      for (int64_t k = 0; k < n; ++k) {
+        indices.set(y * n + k, static_cast<double>(clamped(start + k)));
+        weights.set(y * n + k, coefficients[k]);
+      }
+    }
+    const std::string name = std::to_string(axis);
+    current[axis] = outWidth;
+    Shape trailing(rank - axis - 1, 1);
+    if (nearest) {
+      indices.shape = {outWidth};
+      value = converter.addStep(
+          node, "gather",
+          {value,
+           converter.addStepConstant(node, "resize_index_" + name, indices)},
+          "resized_" + name, {{"axis", axis}});
+    } else {
+      std::string gathered = converter.addStep(
+          node, "gather",
+          {value,
+           converter.addStepConstant(node, "resize_index_" + name, indices)},
+          "taps_" + name, {{"axis", axis}});
+      weights.shape = {outWidth, taps};
+      weights.shape.insert(weights.shape.end(), trailing.begin(),
+                           trailing.end());
+      std::string weighted = converter.addStep(
+          node, "mul",
+          {gathered,
+           converter.addStepConstant(node, "resize_weight_" + name, weights)},
+          "weighted_" + name);
+      value = converter.addStep(
+          node, "reduce_sum", {weighted}, "resized_" + name,
+          {{"axes", std::vector<int64_t>{axis + 1}}, {"keepdims", int64_t(0)}});
+    }
+    if (extrapolates) {
+      outside.shape = {outWidth};
+      outside.shape.insert(outside.shape.end(), trailing.begin(),
+                           trailing.end());
+      value = converter.addStep(
+          node, "select",
+          {converter.addStepConstant(node, "outside_" + name, outside),
+           converter.addStepConstant(node, "extrapolation_" + name,
+                                     scalarTensor(computeType, extrapolation)),
+           value},
+          "cropped_" + name);
+    }
+  }
+  if (value == x) { // every axis kept: the input itself
+    becomeView(node, x, shape);
+    return;
+  }
+  if (!nearest && dtype != DType::F64) {
+    if (integer)
+      value = converter.addStep(node, "round", {value}, "rounded");
+    node.op = "cast";
+    node.inputs = {value};
+    node.attrs = {{"dtype", std::string(dtypeName(dtype))}};
+    return;
+  }
+  becomeView(node, value, current);
+}
+
+/// ThresholdedRelu: x where x > alpha (default 1), else 0.
+void thresholdedRelu(OnnxConverter &converter, const onnx::NodeProto &proto,
+                     GraphNode &node) {
+  const std::string x = node.inputs.at(0);
+  DType dtype = converter.requireDType(x, proto.op_type());
+  double alpha = 1.0;
+  if (auto it = node.attrs.find("alpha"); it != node.attrs.end())
+    alpha = std::get<double>(it->second);
+  std::string above = converter.addStep(
+      node, "gt",
+      {x, converter.addStepConstant(node, "alpha", scalarTensor(dtype, alpha))},
+      "above");
+  node.op = "select";
+  node.inputs = {
+      above, x,
+      converter.addStepConstant(node, "zero", scalarTensor(dtype, 0.0))};
+  node.attrs.clear();
+}
+
+/// EyeLike: a constant of the input's 2-D shape (only its shape is read)
+/// with ones on diagonal k, in `dtype` (default the input's).
+void eyeLike(OnnxConverter &converter, const onnx::NodeProto &proto,
+             GraphNode &node) {
+  const std::string x = node.inputs.at(0);
+  Shape shape = converter.requireShape(x, proto.op_type());
+  if (shape.size() != 2)
+    throw Unsupported{"EyeLike's input must be 2-D, not [" +
+                      formatShape(shape) + "]"};
+  DType dtype = converter.requireDType(x, proto.op_type());
+  if (auto it = node.attrs.find("dtype"); it != node.attrs.end()) {
+    int64_t onnxType = std::get<int64_t>(it->second);
+    std::optional<DType> chosen = dtypeOfOnnx(static_cast<int32_t>(onnxType));
+    if (!chosen)
+      throw Unsupported{"EyeLike's dtype " + std::to_string(onnxType) +
+                        " is not a dtype fusec has"};
+    dtype = *chosen;
+  }
+  int64_t k = 0;
+  if (auto it = node.attrs.find("k"); it != node.attrs.end())
+    k = std::get<int64_t>(it->second);
+  checkConstantElements(numElements(shape), "EyeLike's output");
+  Tensor eye(dtype, shape);
+  for (int64_t row = 0; row < shape[0]; ++row)
+    if (row + k >= 0 && row + k < shape[1])
+      eye.set(row * shape[1] + row + k, 1.0);
+  becomeView(node, converter.addStepConstant(node, "eye", eye), shape);
+}
+
+/// GatherND: each index tuple (the last dim of indices, m values) names a
+/// slice data[b..., i0, ..., i(m-1), :...] within its batch (the first
+/// batch_dims dims, shared by data and indices): a gather from data viewed
+/// as [batches x prod(the m indexed dims), rest...] at each tuple's linear
+/// position. A negative index counts from the end; a tuple out of range
+/// selects 0, as Gather's do.
+void gatherNDFlat(OnnxConverter &converter, const onnx::NodeProto &proto,
+                  GraphNode &node) {
+  if (node.inputs.size() != 2 || node.inputs[0].empty() ||
+      node.inputs[1].empty())
+    throw Unsupported{"GatherND takes data and indices"};
+  const std::string data = node.inputs[0], indices = node.inputs[1];
+  Shape shape = converter.requireShape(data, proto.op_type());
+  Shape indexShape = converter.requireShape(indices, proto.op_type());
+  int64_t batchDims = 0;
+  if (auto it = node.attrs.find("batch_dims"); it != node.attrs.end())
+    batchDims = std::get<int64_t>(it->second);
+  const int64_t rank = shape.size(), indexRank = indexShape.size();
+  if (indexRank < 1 || batchDims < 0 || batchDims >= std::min(rank, indexRank))
+    throw Unsupported{"batch_dims must be in [0, min(data rank, indices "
+                      "rank)) and indices must have rank >= 1"};
+  const int64_t m = indexShape.back();
+  if (m < 1 || m > rank - batchDims)
+    throw Unsupported{"the indices' last dim (" + std::to_string(m) +
+                      ") must be in [1, data rank - batch_dims]"};
+  int64_t batches = 1, positions = 1;
+  for (int64_t d = 0; d < batchDims; ++d) {
+    if (shape[d] != indexShape[d])
+      throw Unsupported{"batch dim " + std::to_string(d) +
+                        " differs between data and indices"};
+    batches *= shape[d];
+  }
+  std::vector<int64_t> strides(m, 1);
+  for (int64_t j = m; j-- > 0;) {
+    positions *= shape[batchDims + j];
+    if (j > 0)
+      strides[j - 1] = strides[j] * shape[batchDims + j];
+  }
+  auto constant = [&](const std::string &suffix, Tensor value) {
+    return converter.addStepConstant(node, suffix, std::move(value));
+  };
+  auto along = [&](const std::vector<int64_t> &values) {
+    Tensor tensor(DType::I64, {m});
+    for (int64_t j = 0; j < m; ++j)
+      tensor.set(j, static_cast<double>(values[j]));
+    return tensor;
+  };
+  std::vector<int64_t> dims(shape.begin() + batchDims,
+                            shape.begin() + batchDims + m);
+  std::string index = indices;
+  if (converter.requireDType(indices, proto.op_type()) != DType::I64)
+    index = converter.addStep(node, "cast", {indices}, "index",
+                              {{"dtype", std::string("i64")}});
+  std::string zero = constant("zero", scalarTensor(DType::I64, 0));
+  std::string wrapped = converter.addStep(
+      node, "select",
+      {converter.addStep(node, "lt", {index, zero}, "negative"),
+       converter.addStep(node, "add", {index, constant("dims", along(dims))},
+                         "from_end"),
+       index},
+      "wrapped");
+  std::string outside = converter.addStep(
+      node, "or",
+      {converter.addStep(node, "lt", {wrapped, zero}, "below"),
+       converter.addStep(node, "ge", {wrapped, constant("ends", along(dims))},
+                         "beyond")},
+      "outside");
+  std::map<std::string, AttrValue> lastAxis = {
+      {"axes", std::vector<int64_t>{indexRank - 1}}, {"keepdims", int64_t(0)}};
+  std::string anyOutside = converter.addStep(
+      node, "reduce_max",
+      {converter.addStep(node, "cast", {outside}, "outside_count",
+                         {{"dtype", std::string("i64")}})},
+      "any_outside", lastAxis);
+  std::string linear = converter.addStep(
+      node, "reduce_sum",
+      {converter.addStep(node, "mul",
+                         {wrapped, constant("strides", along(strides))},
+                         "terms")},
+      "linear", lastAxis);
+  if (batches > 1) { // each batch's offset: its flat number x positions
+    Shape offsetShape(indexShape.begin(), indexShape.end() - 1);
+    for (int64_t d = batchDims; d < indexRank - 1; ++d)
+      offsetShape[d] = 1;
+    checkConstantElements(batches, "GatherND's batch offsets");
+    Tensor offsets(DType::I64, offsetShape);
+    for (int64_t b = 0; b < batches; ++b)
+      offsets.set(b, static_cast<double>(b * positions));
+    linear = converter.addStep(node, "add",
+                               {linear, constant("batch_offsets", offsets)},
+                               "batch_linear");
+  }
+  std::string safe = converter.addStep(
+      node, "select",
+      {converter.addStep(node, "gt", {anyOutside, zero}, "invalid"),
+       constant("past_end", scalarTensor(DType::I64, batches * positions)),
+       linear},
+      "safe");
+  Shape flat = {batches * positions};
+  flat.insert(flat.end(), shape.begin() + batchDims + m, shape.end());
+  node.op = "gather";
+  node.inputs = {viewStep(converter, node, data, flat, "flat"), safe};
+  node.attrs = {{"axis", int64_t(0)}};
+}
+
+/// HannWindow, HammingWindow and BlackmanWindow: constants of `size` (a
+/// constant) points in output_datatype, computed in f64 from the spec's
+/// formulas (periodic: over size points, else size - 1).
+void windowFunction(OnnxConverter &converter, const onnx::NodeProto &proto,
+                    GraphNode &node) {
+  const std::string &op = proto.op_type();
+  const Tensor &sizeValue =
+      converter.constantValue(node.inputs.at(0), op + "'s size");
+  if (sizeValue.numElements() != 1 || isFloat(sizeValue.dtype))
+    throw Unsupported{op + "'s size must be one integer"};
+  if (!(sizeValue.at(0) >= 0 && sizeValue.at(0) <= (1 << 24)))
+    throw Unsupported{op + "'s size must be in [0, 2^24]"};
+  const int64_t size = static_cast<int64_t>(sizeValue.at(0));
+  DType dtype = DType::F32;
+  if (auto it = node.attrs.find("output_datatype"); it != node.attrs.end()) {
+    std::optional<DType> chosen =
+        dtypeOfOnnx(static_cast<int32_t>(std::get<int64_t>(it->second)));
+    if (!chosen)
+      throw Unsupported{op + "'s output_datatype is not a dtype fusec has"};
+    dtype = *chosen;
+  }
+  bool periodic = true;
+  if (auto it = node.attrs.find("periodic"); it != node.attrs.end())
+    periodic = std::get<int64_t>(it->second) != 0;
+  const double span = static_cast<double>(periodic ? size : size - 1);
+  const double pi = 3.14159265358979323846;
+  Tensor window(dtype, {size});
+  for (int64_t n = 0; n < size; ++n) {
+    double x = static_cast<double>(n);
+    double value =
+        op == "HannWindow" ? std::pow(std::sin(x * pi / span), 2)
+        : op == "HammingWindow"
+            ? 25.0 / 46.0 - std::cos(x * pi * 2 / span) * (21.0 / 46.0)
+            : 0.42 - 0.5 * std::cos(x * pi * 2 / span) +
+                  0.08 * std::cos(x * pi * 4 / span);
+    window.set(n, value);
+  }
+  becomeView(node, converter.addStepConstant(node, "window", window),
+             Shape{size});
+}
+
+/// Einsum: each operand's labels laid along one label order (the output's,
+/// then the summed ones), its repeated labels first reduced to their
+/// diagonal (a gather), its missing ones as dims of 1; the operands are
+/// multiplied (broadcast) and the summed labels reduced: one fused
+/// reduction kernel, never the library's matmul. "..." stands for the
+/// broadcast dims, right-aligned; without "->" the output is the ellipsis
+/// dims, then the labels used once, alphabetically.
+void einsumByProducts(OnnxConverter &converter, const onnx::NodeProto &proto,
+                      GraphNode &node) {
+  auto equationIt = node.attrs.find("equation");
+  if (equationIt == node.attrs.end())
+    throw Unsupported{"Einsum needs its equation"};
+  std::string equation;
+  for (char c : std::get<std::string>(equationIt->second))
+    if (c != ' ')
+      equation += c;
+  std::string lhs = equation, output;
+  const size_t arrow = equation.find("->");
+  const bool explicitOutput = arrow != std::string::npos;
+  if (explicitOutput) {
+    lhs = equation.substr(0, arrow);
+    output = equation.substr(arrow + 2);
+  }
+  std::vector<std::string> terms;
+  for (size_t start = 0;;) {
+    size_t comma = lhs.find(',', start);
+    terms.push_back(lhs.substr(start, comma - start));
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  if (terms.size() != node.inputs.size())
+    throw Unsupported{"the equation has " + std::to_string(terms.size()) +
+                      " operands but Einsum has " +
+                      std::to_string(node.inputs.size()) + " inputs"};
+  // Labels as ints: letters as themselves, ellipsis dims as 256 + k (k
+  // counting from the last ellipsis dim).
+  auto labelsOf = [&](const std::string &term, int64_t rank,
+                      const std::string &what) {
+    std::vector<int> labels;
+    size_t dots = term.find("...");
+    std::string letters = term;
+    if (dots != std::string::npos)
+      letters.erase(dots, 3);
+    for (char c : letters)
+      if (!std::isalpha(static_cast<unsigned char>(c)))
+        throw Unsupported{"the equation's " + what + " has '" +
+                          std::string(1, c) + "', not a letter"};
+    int64_t ellipsis = rank - static_cast<int64_t>(letters.size());
+    if (dots == std::string::npos ? ellipsis != 0 : ellipsis < 0)
+      throw Unsupported{"the equation's " + what + " '" + term +
+                        "' does not fit rank " + std::to_string(rank)};
+    for (size_t i = 0; i < term.size();) {
+      if (term.compare(i, 3, "...") == 0) {
+        for (int64_t k = ellipsis; k-- > 0;)
+          labels.push_back(256 + static_cast<int>(k));
+        i += 3;
+      } else {
+        labels.push_back(static_cast<unsigned char>(term[i++]));
+      }
+    }
+    return labels;
+  };
+  std::vector<std::vector<int>> operandLabels;
+  std::vector<Shape> shapes;
+  std::map<int, int64_t> sizes, uses;
+  int64_t ellipsisDims = 0;
+  for (size_t t = 0; t < terms.size(); ++t) {
+    Shape shape = converter.requireShape(node.inputs[t], "Einsum");
+    std::vector<int> labels =
+        labelsOf(terms[t], shape.size(), "operand " + std::to_string(t));
+    for (size_t d = 0; d < labels.size(); ++d) {
+      int label = labels[d];
+      if (label >= 256)
+        ellipsisDims = std::max<int64_t>(ellipsisDims, label - 255);
+      auto [it, fresh] = sizes.emplace(label, shape[d]);
+      if (!fresh && it->second != shape[d]) {
+        if (label >= 256 && (it->second == 1 || shape[d] == 1))
+          it->second = std::max(it->second, shape[d]); // broadcast
+        else
+          throw Unsupported{"label dims disagree (" +
+                            std::to_string(it->second) + " and " +
+                            std::to_string(shape[d]) + ")"};
+      }
+      ++uses[label];
+    }
+    operandLabels.push_back(labels);
+    shapes.push_back(shape);
+  }
+  std::vector<int> outputLabels;
+  if (explicitOutput) {
+    outputLabels =
+        labelsOf(output,
+                 ellipsisDims + static_cast<int64_t>(output.size()) -
+                     (output.find("...") != std::string::npos ? 3 : 0),
+                 "output");
+    std::set<int> seen;
+    for (int label : outputLabels)
+      if (!sizes.count(label) || !seen.insert(label).second)
+        throw Unsupported{"the output's labels must each appear once, in "
+                          "an operand"};
+  } else {
+    for (int64_t k = ellipsisDims; k-- > 0;)
+      outputLabels.push_back(256 + static_cast<int>(k));
+    for (auto [label, count] : uses)
+      if (label < 256 && count == 1)
+        outputLabels.push_back(label);
+  }
+  std::vector<int> order = outputLabels;
+  for (auto [label, size] : sizes)
+    if (std::find(order.begin(), order.end(), label) == order.end())
+      order.push_back(label);
+  std::string product;
+  for (size_t t = 0; t < terms.size(); ++t) {
+    std::string value = node.inputs[t];
+    std::vector<int> labels = operandLabels[t];
+    Shape shape = shapes[t];
+    const std::string tag = std::to_string(t);
+    // A label repeated within the operand: its diagonal, by a gather of
+    // the two dims side by side, flattened.
+    for (size_t p = 0; p < labels.size(); ++p)
+      for (size_t q = p + 1; q < labels.size(); ++q) {
+        if (labels[p] != labels[q])
+          continue;
+        std::vector<int64_t> perm;
+        for (size_t d = 0; d < labels.size(); ++d)
+          if (d != q)
+            perm.push_back(d);
+        perm.insert(perm.begin() + p + 1, static_cast<int64_t>(q));
+        Shape moved, flat;
+        for (int64_t d : perm)
+          moved.push_back(shape[d]);
+        const int64_t n = shape[p];
+        for (size_t d = 0; d < moved.size(); ++d)
+          if (d == p + 1)
+            flat.back() *= moved[d];
+          else
+            flat.push_back(moved[d]);
+        checkConstantElements(n, "Einsum's diagonal");
+        Tensor diagonal(DType::I64, {n});
+        for (int64_t i = 0; i < n; ++i)
+          diagonal.set(i, static_cast<double>(i * (n + 1)));
+        std::string suffix = tag + "_" + std::to_string(p);
+        value = converter.addStep(
+            node, "gather",
+            {viewStep(converter, node,
+                      converter.addStep(node, "transpose", {value},
+                                        "paired_" + suffix, {{"perm", perm}}),
+                      flat, "pair_flat_" + suffix),
+             converter.addStepConstant(node, "diagonal_index_" + suffix,
+                                       diagonal)},
+            "diagonal_" + suffix, {{"axis", static_cast<int64_t>(p)}});
+        labels.erase(labels.begin() + q);
+        shape.erase(shape.begin() + q);
+        --q;
+      }
+    // Laid along `order`: a transpose into it, then dims of 1 where the
+    // operand lacks a label.
+    std::vector<int64_t> perm;
+    Shape laid;
+    for (int label : order) {
+      auto at = std::find(labels.begin(), labels.end(), label);
+      if (at != labels.end()) {
+        perm.push_back(at - labels.begin());
+        laid.push_back(shape[at - labels.begin()]);
+      } else {
+        laid.push_back(1);
+      }
+    }
+    bool identity = true;
+    for (size_t i = 0; i < perm.size(); ++i)
+      identity &= perm[i] == static_cast<int64_t>(i);
+    if (!identity)
+      value = converter.addStep(node, "transpose", {value}, "ordered_" + tag,
+                                {{"perm", perm}});
+    if (laid.size() != shape.size())
+      value = viewStep(converter, node, value, laid, "laid_" + tag);
+    product = product.empty() ? value
+                              : converter.addStep(node, "mul", {product, value},
+                                                  "product_" + tag);
+  }
+  Shape result;
+  for (int label : outputLabels)
+    result.push_back(sizes[label]);
+  std::vector<int64_t> summed;
+  for (size_t i = outputLabels.size(); i < order.size(); ++i)
+    summed.push_back(static_cast<int64_t>(i));
+  if (summed.empty()) {
+    // Broadcasting may still widen a dim of 1: expand to the result.
+    node.op = "expand";
+    node.inputs = {product};
+    node.attrs = {
+        {"shape", std::vector<int64_t>(result.begin(), result.end())}};
+    return;
+  }
+  node.op = "reduce_sum";
+  node.inputs = {product};
+  node.attrs = {{"axes", summed}, {"keepdims", int64_t(0)}};
+}
+
+/// The identity of a scatter's `reduction` in `dtype` ("none" and "add":
+/// -0.0 for floats, which leaves every float as it is, 0 for integers;
+/// "mul": 1).
+Tensor scatterIdentity(DType dtype, const std::string &reduction) {
+  if (reduction == "mul")
+    return scalarTensor(dtype, 1.0);
+  return scalarTensor(dtype, isFloat(dtype) ? -0.0 : 0.0);
+}
+
+std::string scatterReduction(const GraphNode &node) {
+  auto it = node.attrs.find("reduction");
+  std::string reduction =
+      it == node.attrs.end() ? "none" : std::get<std::string>(it->second);
+  if (reduction != "none" && reduction != "add" && reduction != "mul")
+    throw Unsupported{"reduction must be none, add or mul, not " + reduction};
+  return reduction;
+}
+
+/// `index` (any integer dtype) as i64 with negative values counted from
+/// `dims` (broadcast).
+std::string wrappedIndices(OnnxConverter &converter, GraphNode &node,
+                           const std::string &index, DType indexType,
+                           const std::string &dims) {
+  std::string wide = index;
+  if (indexType != DType::I64)
+    wide = converter.addStep(node, "cast", {index}, "index_i64",
+                             {{"dtype", std::string("i64")}});
+  std::string zero = converter.addStepConstant(node, "index_zero",
+                                               scalarTensor(DType::I64, 0));
+  return converter.addStep(
+      node, "select",
+      {converter.addStep(node, "lt", {wide, zero}, "index_negative"),
+       converter.addStep(node, "add", {wide, dims}, "index_from_end"), wide},
+      "index_wrapped");
+}
+
+/// ScatterElements (and Scatter, its name before opset 11): each output
+/// position searches the updates along `axis` at its own other coordinates
+/// for those whose index names it (work: output size x the updates' extent
+/// along the axis). "none" takes the last such update (duplicates are
+/// undefined in ONNX), "add" and "mul" combine them all with the data.
+void scatterElements(OnnxConverter &converter, const onnx::NodeProto &proto,
+                     GraphNode &node) {
+  if (node.inputs.size() != 3)
+    throw Unsupported{proto.op_type() + " takes data, indices and updates"};
+  const std::string data = node.inputs[0], indices = node.inputs[1],
+                    updates = node.inputs[2];
+  Shape shape = converter.requireShape(data, proto.op_type());
+  Shape indexShape = converter.requireShape(indices, proto.op_type());
+  DType dtype = converter.requireDType(data, proto.op_type());
+  if (converter.requireShape(updates, proto.op_type()) != indexShape)
+    throw Unsupported{"updates must have the indices' shape"};
+  const int64_t rank = shape.size();
+  if (rank == 0 || static_cast<int64_t>(indexShape.size()) != rank)
+    throw Unsupported{"indices must have the data's rank (" +
+                      std::to_string(rank) + ")"};
+  int64_t axis = 0;
+  if (auto it = node.attrs.find("axis"); it != node.attrs.end())
+    axis = std::get<int64_t>(it->second);
+  axis = resolvedAxis(axis, rank);
+  const std::string reduction = scatterReduction(node);
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis && indexShape[d] > shape[d])
+      throw Unsupported{"indices dim " + std::to_string(d) +
+                        " exceeds the data's"};
+  const int64_t extent = indexShape[axis];
+  // Indices and updates with the axis moved last and a 1 in its place,
+  // padded (index -1, matching nothing) to the data's other dims.
+  std::vector<int64_t> perm;
+  Shape laid;
+  std::vector<int64_t> pads(2 * (rank + 1), 0);
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis)
+      perm.push_back(d);
+  perm.push_back(axis);
+  for (int64_t d = 0; d < rank; ++d) {
+    laid.push_back(d == axis ? 1 : indexShape[d]);
+    if (d != axis)
+      pads[rank + 1 + d] = shape[d] - indexShape[d];
+  }
+  laid.push_back(extent);
+  auto layAlongLast = [&](const std::string &value, double fill,
+                          const std::string &suffix) {
+    std::string moved = converter.addStep(node, "transpose", {value},
+                                          suffix + "_moved", {{"perm", perm}});
+    return converter.addStep(
+        node, "pad", {viewStep(converter, node, moved, laid, suffix + "_laid")},
+        suffix + "_padded", {{"pads", pads}, {"constant_value", fill}});
+  };
+  checkConstantElements(shape[axis], "the positions along the axis");
+  checkConstantElements(extent, "the updates along the axis");
+  std::string position = converter.addStepConstant(
+      node, "positions", indicesAlong(rank + 1, axis, shape[axis]));
+  std::string index = layAlongLast(
+      wrappedIndices(
+          converter, node, indices,
+          converter.requireDType(indices, proto.op_type()),
+          converter.addStepConstant(node, "axis_dim",
+                                    scalarTensor(DType::I64, shape[axis]))),
+      -1.0, "index");
+  std::string update = layAlongLast(updates, 0.0, "update");
+  std::string match = converter.addStep(node, "eq", {index, position}, "match");
+  std::string identity = converter.addStepConstant(
+      node, "identity", scatterIdentity(dtype, reduction));
+  std::map<std::string, AttrValue> overUpdates = {
+      {"axes", std::vector<int64_t>{rank}}, {"keepdims", int64_t(0)}};
+  if (reduction != "none") {
+    std::string combined = converter.addStep(
+        node, reduction == "add" ? "reduce_sum" : "reduce_prod",
+        {converter.addStep(node, "select", {match, update, identity},
+                           "contributions")},
+        "combined", overUpdates);
+    node.op = reduction;
+    node.inputs = {data, combined};
+    node.attrs.clear();
+    return;
+  }
+  std::string counter = converter.addStepConstant(
+      node, "update_numbers", indicesAlong(rank + 1, rank, extent));
+  std::string chosen = converter.addStep(
+      node, "reduce_max",
+      {converter.addStep(node, "select",
+                         {match, counter,
+                          converter.addStepConstant(
+                              node, "no_update", scalarTensor(DType::I64, -1))},
+                         "candidates")},
+      "chosen",
+      {{"axes", std::vector<int64_t>{rank}}, {"keepdims", int64_t(1)}});
+  std::string picked = converter.addStep(
+      node, "reduce_sum",
+      {converter.addStep(
+          node, "select",
+          {converter.addStep(node, "eq", {counter, chosen}, "is_chosen"),
+           update, identity},
+          "chosen_only")},
+      "picked", overUpdates);
+  std::string updated = converter.addStep(
+      node, "ge",
+      {viewStep(converter, node, chosen, shape, "chosen_flat"),
+       converter.addStepConstant(node, "zero", scalarTensor(DType::I64, 0))},
+      "updated");
+  node.op = "select";
+  node.inputs = {updated, picked, data};
+  node.attrs.clear();
+}
+
+/// ScatterND: each index tuple names a slice data[i0, ..., i(m-1), :...].
+/// Each of the data's prod(first m dims) slices finds the last tuple naming
+/// it (work: slices x tuples) and takes that update, gathered ("none";
+/// duplicates are undefined in ONNX), or combines every update naming it
+/// with the data ("add", "mul"; work: output size x tuples).
+void scatterND(OnnxConverter &converter, const onnx::NodeProto &proto,
+               GraphNode &node) {
+  if (node.inputs.size() != 3)
+    throw Unsupported{"ScatterND takes data, indices and updates"};
+  const std::string data = node.inputs[0], indices = node.inputs[1],
+                    updates = node.inputs[2];
+  Shape shape = converter.requireShape(data, proto.op_type());
+  Shape indexShape = converter.requireShape(indices, proto.op_type());
+  DType dtype = converter.requireDType(data, proto.op_type());
+  const int64_t rank = shape.size(), indexRank = indexShape.size();
+  if (indexRank < 1 || indexShape.back() < 1 || indexShape.back() > rank)
+    throw Unsupported{"the indices' last dim must be in [1, data rank]"};
+  const int64_t m = indexShape.back();
+  Shape updateShape(indexShape.begin(), indexShape.end() - 1);
+  updateShape.insert(updateShape.end(), shape.begin() + m, shape.end());
+  if (converter.requireShape(updates, proto.op_type()) != updateShape)
+    throw Unsupported{"updates must be [" + formatShape(updateShape) + "]"};
+  const std::string reduction = scatterReduction(node);
+  int64_t slices = 1, tuples = 1;
+  std::vector<int64_t> strides(m, 1);
+  for (int64_t j = m; j-- > 0;) {
+    slices *= shape[j];
+    if (j > 0)
+      strides[j - 1] = strides[j] * shape[j];
+  }
+  for (int64_t d = 0; d + 1 < indexRank; ++d)
+    tuples *= indexShape[d];
+  Shape rest(shape.begin() + m, shape.end());
+  auto along = [&](const std::vector<int64_t> &values) {
+    Tensor tensor(DType::I64, {m});
+    for (int64_t j = 0; j < m; ++j)
+      tensor.set(j, static_cast<double>(values[j]));
+    return tensor;
+  };
+  std::string index = wrappedIndices(
+      converter, node, indices, converter.requireDType(indices, "ScatterND"),
+      converter.addStepConstant(
+          node, "dims",
+          along(std::vector<int64_t>(shape.begin(), shape.begin() + m))));
+  std::string linear = converter.addStep(
+      node, "reduce_sum",
+      {converter.addStep(
+          node, "mul",
+          {index, converter.addStepConstant(node, "strides", along(strides))},
+          "terms")},
+      "linear",
+      {{"axes", std::vector<int64_t>{indexRank - 1}},
+       {"keepdims", int64_t(0)}});
+  checkConstantElements(slices, "ScatterND's slices");
+  checkConstantElements(tuples, "ScatterND's index tuples");
+  Tensor sliceNumbers(DType::I64, {slices, 1});
+  for (int64_t q = 0; q < slices; ++q)
+    sliceNumbers.set(q, static_cast<double>(q));
+  std::string match = converter.addStep(
+      node, "eq",
+      {converter.addStepConstant(node, "slice_numbers", sliceNumbers),
+       viewStep(converter, node, linear, {1, tuples}, "linear_row")},
+      "match");
+  Shape flatData = {slices};
+  flatData.insert(flatData.end(), rest.begin(), rest.end());
+  Shape flatUpdates = {tuples};
+  flatUpdates.insert(flatUpdates.end(), rest.begin(), rest.end());
+  std::string slicesOfData =
+      viewStep(converter, node, data, flatData, "slices");
+  std::string result;
+  if (reduction != "none") {
+    Shape matchShape = {slices, tuples}, updateRows = {1, tuples};
+    matchShape.insert(matchShape.end(), rest.size(), 1);
+    updateRows.insert(updateRows.end(), rest.begin(), rest.end());
+    std::string combined = converter.addStep(
+        node, reduction == "add" ? "reduce_sum" : "reduce_prod",
+        {converter.addStep(
+            node, "select",
+            {viewStep(converter, node, match, matchShape, "match_laid"),
+             viewStep(converter, node, updates, updateRows, "update_rows"),
+             converter.addStepConstant(node, "identity",
+                                       scatterIdentity(dtype, reduction))},
+            "contributions")},
+        "combined",
+        {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t(0)}});
+    result = converter.addStep(node, reduction, {slicesOfData, combined},
+                               "scattered");
+  } else {
+    Tensor tupleNumbers(DType::I64, {1, tuples});
+    for (int64_t u = 0; u < tuples; ++u)
+      tupleNumbers.set(u, static_cast<double>(u));
+    std::string chosen = converter.addStep(
+        node, "reduce_max",
+        {converter.addStep(
+            node, "select",
+            {match,
+             converter.addStepConstant(node, "tuple_numbers", tupleNumbers),
+             converter.addStepConstant(node, "no_tuple",
+                                       scalarTensor(DType::I64, -1))},
+            "candidates")},
+        "chosen",
+        {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t(0)}});
+    std::string zero =
+        converter.addStepConstant(node, "zero", scalarTensor(DType::I64, 0));
+    std::string picked = converter.addStep(
+        node, "gather",
+        {viewStep(converter, node, updates, flatUpdates, "update_slices"),
+         converter.addStep(node, "max", {chosen, zero}, "chosen_or_first")},
+        "picked", {{"axis", int64_t(0)}});
+    Shape column = {slices};
+    column.insert(column.end(), rest.size(), 1);
+    result = converter.addStep(
+        node, "select",
+        {viewStep(converter, node,
+                  converter.addStep(node, "ge", {chosen, zero}, "updated"),
+                  column, "updated_column"),
+         picked, slicesOfData},
+        "scattered");
+  }
+  becomeView(node, result, shape);
+}
+
 /// GlobalAveragePool and GlobalMaxPool: a mean or max over every spatial
 /// dim, kept as 1s.
 void globalPool(OnnxConverter &converter, const onnx::NodeProto &proto,
@@ -1924,6 +2858,8 @@ void instanceNormalization(OnnxConverter &converter,
   double epsilon = 1e-5f;
   if (auto it = node.attrs.find("epsilon"); it != node.attrs.end())
     epsilon = std::get<double>(it->second);
+  checkConstantElements(numElements(Shape(shape.begin() + 2, shape.end())),
+                        "InstanceNormalization's unit scale");
   Tensor ones(dtype, Shape(shape.begin() + 2, shape.end()));
   for (int64_t i = 0; i < ones.numElements(); ++i)
     ones.set(i, 1.0);
@@ -2050,7 +2986,9 @@ ConvOperands convOperands(OnnxConverter &converter,
   c.xShape = converter.requireShape(c.x, op);
   c.wShape = converter.requireShape(c.w, op);
   DType dtype = converter.requireDType(c.x, op);
-  if (!isFloat(dtype))
+  // ConvInteger and QLinearConv convolve their operands shifted to i32.
+  const bool shifted = op == "ConvInteger" || op == "QLinearConv";
+  if (shifted ? dtype != DType::I32 : !isFloat(dtype))
     throw Unsupported{op + " takes floats, not " + dtypeName(dtype)};
   c.spatial = static_cast<int64_t>(c.xShape.size()) - 2;
   if (c.spatial < 1)
@@ -2118,6 +3056,162 @@ void convolution(OnnxConverter &converter, const onnx::NodeProto &proto,
               : c.x;
   convolveByWindows(converter, node, padded, paddedShape, c.w, c.wShape,
                     c.group, windows, c.bias);
+}
+
+/// The integer ops' operand minus its zero point, in i32 (recorded for the
+/// converters after it). A zero point of one value per row (`perRow`: dim
+/// rank - 2 of a matmul's lhs) or per output channel (dim 0 of a Conv's
+/// weights) is laid along that dim.
+std::string shiftedToInt32(OnnxConverter &converter, GraphNode &node,
+                           const std::string &value,
+                           const std::string &zeroPoint, int64_t alongDim,
+                           const std::string &suffix) {
+  Shape shape = converter.requireShape(value, "a quantized operand");
+  DType dtype = converter.requireDType(value, "a quantized operand");
+  if (dtype != DType::I8 && dtype != DType::U8)
+    throw Unsupported{"quantized operands must be i8 or u8, not " +
+                      std::string(dtypeName(dtype))};
+  auto asInt32 = [&](const std::string &name, const std::string &step) {
+    return converter.addStep(node, "cast", {name}, step,
+                             {{"dtype", std::string("i32")}});
+  };
+  std::string shifted = asInt32(value, suffix + "_i32");
+  if (!zeroPoint.empty()) {
+    Shape zeroShape = converter.requireShape(zeroPoint, "a zero point");
+    std::string zero = asInt32(zeroPoint, suffix + "_zero_i32");
+    int64_t count = numElements(zeroShape);
+    // A 1-D zero point of several values is laid along its dim; one of
+    // higher rank ([..., M, 1] per row) broadcasts as it is.
+    if (count > 1 && zeroShape.size() == 1) {
+      if (alongDim < 0 || alongDim >= static_cast<int64_t>(shape.size()) ||
+          count != shape[alongDim])
+        throw Unsupported{"a 1-D zero point of " + std::to_string(count) +
+                          " values must have one per row or channel"};
+      Shape laid(shape.size() - alongDim, 1);
+      laid[0] = count;
+      zero = viewStep(converter, node, zero, laid, suffix + "_zero_laid");
+    }
+    shifted =
+        converter.addStep(node, "sub", {shifted, zero}, suffix + "_shifted");
+  }
+  converter.recordValue(shifted, shape, DType::I32);
+  return shifted;
+}
+
+/// The requantization of QLinearMatMul and QLinearConv, as ONNX's reference
+/// computes it: the i32 product times the multiplier x_scale * w_scale /
+/// y_scale (rounded in f32, op by op), plus y's zero point, in f64,
+/// rounded half to even and saturated to y's dtype. `scaleShape` lays a
+/// per-channel w_scale along the product's channel dim.
+void requantize(OnnxConverter &converter, GraphNode &node,
+                const std::string &product, const std::string &inputScale,
+                const std::string &weightScale, const Shape &weightScaleShape,
+                const std::string &outputScale,
+                const std::string &outputZeroPoint, DType outputType) {
+  std::string scale = weightScale;
+  if (numElements(converter.requireShape(weightScale, "w_scale")) > 1)
+    scale = viewStep(converter, node, weightScale, weightScaleShape,
+                     "w_scale_laid");
+  std::string multiplier = converter.addStep(
+      node, "div",
+      {converter.addStep(node, "mul", {inputScale, scale}, "scales"),
+       outputScale},
+      "multiplier");
+  auto inF64 = [&](const std::string &name, const std::string &step) {
+    return converter.addStep(node, "cast", {name}, step,
+                             {{"dtype", std::string("f64")}});
+  };
+  std::string real = converter.addStep(
+      node, "mul",
+      {inF64(product, "product_f64"), inF64(multiplier, "multiplier_f64")},
+      "real");
+  if (!outputZeroPoint.empty())
+    real = converter.addStep(node, "add",
+                             {real, inF64(outputZeroPoint, "y_zero_f64")},
+                             "real_shifted");
+  node.op = "cast";
+  node.inputs = {converter.addStep(node, "round", {real}, "rounded")};
+  node.attrs = {{"dtype", std::string(dtypeName(outputType))}};
+}
+
+/// MatMulInteger and QLinearMatMul: the operands minus their zero points in
+/// i32 (a's per row, b's per column), multiplied as integers (wrapping, as
+/// NumPy's int32 matmul); QLinearMatMul then requantizes.
+void integerMatmul(OnnxConverter &converter, const onnx::NodeProto &proto,
+                   GraphNode &node) {
+  const bool requantized = proto.op_type() == "QLinearMatMul";
+  std::vector<std::string> in = node.inputs;
+  in.resize(8);
+  // MatMulInteger: a, b, a_zero, b_zero; QLinearMatMul: a, a_scale,
+  // a_zero, b, b_scale, b_zero, y_scale, y_zero.
+  const std::string a = in[0], b = requantized ? in[3] : in[1],
+                    aZero = requantized ? in[2] : in[2],
+                    bZero = requantized ? in[5] : in[3];
+  if (a.empty() || b.empty() ||
+      (requantized && (in[1].empty() || in[4].empty() || in[6].empty())))
+    throw Unsupported{proto.op_type() + " is missing a required input"};
+  Shape aShape = converter.requireShape(a, proto.op_type());
+  Shape bShape = converter.requireShape(b, proto.op_type());
+  std::string lhs = shiftedToInt32(
+      converter, node, a, aZero, static_cast<int64_t>(aShape.size()) - 2, "a");
+  std::string rhs = shiftedToInt32(
+      converter, node, b, bZero, static_cast<int64_t>(bShape.size()) - 1, "b");
+  if (!requantized) {
+    node.op = "matmul";
+    node.inputs = {lhs, rhs};
+    node.attrs.clear();
+    return;
+  }
+  std::string product =
+      converter.addStep(node, "matmul", {lhs, rhs}, "product");
+  DType outputType = in[7].empty() ? converter.requireDType(a, "a")
+                                   : converter.requireDType(in[7], "y_zero");
+  std::string aScale = in[1];
+  if (numElements(converter.requireShape(aScale, "a_scale")) > 1) {
+    Shape rows = {aShape.size() >= 2 ? aShape[aShape.size() - 2] : 1, 1};
+    aScale = viewStep(converter, node, aScale, rows, "a_scale_rows");
+  }
+  // b's scale per column broadcasts along the product's last dim as it is.
+  requantize(converter, node, product, aScale, in[4],
+             converter.requireShape(in[4], "b_scale"), in[6], in[7],
+             outputType);
+}
+
+/// ConvInteger and QLinearConv: x and w minus their zero points in i32 (w's
+/// per output channel), convolved as integers (padding with 0 there is
+/// padding with x's zero point), plus QLinearConv's i32 bias, and
+/// QLinearConv requantizes.
+void integerConvolution(OnnxConverter &converter, const onnx::NodeProto &proto,
+                        GraphNode &node) {
+  const bool requantized = proto.op_type() == "QLinearConv";
+  std::vector<std::string> in = node.inputs;
+  in.resize(9);
+  // ConvInteger: x, w, x_zero, w_zero; QLinearConv: x, x_scale, x_zero, w,
+  // w_scale, w_zero, y_scale, y_zero, B.
+  const std::string x = in[0], w = requantized ? in[3] : in[1], xZero = in[2],
+                    wZero = requantized ? in[5] : in[3];
+  if (x.empty() || w.empty() ||
+      (requantized && (in[1].empty() || in[4].empty() || in[6].empty())))
+    throw Unsupported{proto.op_type() + " is missing a required input"};
+  std::string shiftedX = shiftedToInt32(converter, node, x, xZero, 1, "x");
+  std::string shiftedW = shiftedToInt32(converter, node, w, wZero, 0, "w");
+  node.inputs = {shiftedX, shiftedW};
+  if (requantized && !in[8].empty())
+    node.inputs.push_back(in[8]);
+  const DType outputType = in[7].empty()
+                               ? converter.requireDType(x, proto.op_type())
+                               : converter.requireDType(in[7], proto.op_type());
+  convolution(converter, proto, node);
+  if (!requantized)
+    return;
+  // The convolution's result becomes a step; the node requantizes it.
+  Shape xShape = converter.requireShape(x, "x");
+  Shape channels(xShape.size() - 1, 1);
+  channels[0] = converter.requireShape(w, "w")[0];
+  std::string product =
+      converter.addStep(node, node.op, node.inputs, "accumulated", node.attrs);
+  requantize(converter, node, product, in[1], in[4], channels, in[6], in[7],
+             outputType);
 }
 
 /// Python's floor division, for pads that may be negative.
@@ -2423,6 +3517,34 @@ const std::vector<OnnxOp> &onnxOps() {
                       "auto_pad", "count_include_pad"},
                      {},
                      poolBySlices});
+    table.push_back(
+        {"Resize",
+         "cast",
+         {"coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
+          "extrapolation_value", "mode", "nearest_mode"},
+         {},
+         resizeBySeparableTables});
+    table.push_back(
+        {"ThresholdedRelu", "select", {"alpha"}, {}, thresholdedRelu, 10});
+    table.push_back({"EyeLike", "reshape", {"dtype", "k"}, {}, eyeLike});
+    table.push_back({"GatherND", "gather", {"batch_dims"}, {}, gatherNDFlat});
+    table.push_back(
+        {"Einsum", "reduce_sum", {"equation"}, {}, einsumByProducts, 12});
+    for (const char *window : {"HannWindow", "HammingWindow", "BlackmanWindow"})
+      table.push_back({window,
+                       "reshape",
+                       {"output_datatype", "periodic"},
+                       {},
+                       windowFunction,
+                       17});
+    table.push_back({"ScatterElements",
+                     "select",
+                     {"axis", "reduction"},
+                     {},
+                     scatterElements,
+                     11});
+    table.push_back({"Scatter", "select", {"axis"}, {}, scatterElements, 9});
+    table.push_back({"ScatterND", "reshape", {"reduction"}, {}, scatterND, 11});
     table.push_back({"GlobalAveragePool", "reduce_mean", {}, {}, globalPool});
     table.push_back({"GlobalMaxPool", "reduce_max", {}, {}, globalPool});
     table.push_back({"InstanceNormalization",
@@ -2436,6 +3558,16 @@ const std::vector<OnnxOp> &onnxOps() {
          {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"},
          {},
          convolution});
+    table.push_back({"MatMulInteger", "matmul", {}, {}, integerMatmul, 10});
+    table.push_back({"QLinearMatMul", "matmul", {}, {}, integerMatmul, 10});
+    for (const char *op : {"ConvInteger", "QLinearConv"})
+      table.push_back({op,
+                       "add",
+                       {"auto_pad", "dilations", "group", "kernel_shape",
+                        "pads", "strides"},
+                       {},
+                       integerConvolution,
+                       10});
     table.push_back({"ConvTranspose",
                      "add",
                      {"auto_pad", "dilations", "group", "kernel_shape",
@@ -2571,10 +3703,17 @@ std::set<std::string> namesUsedAsConstants(const onnx::GraphProto &graph) {
     if ((node.op_type() == "Split" || node.op_type() == "OneHot") &&
         node.input_size() > 1)
       names.insert(node.input(1));
-    // Dropout's ratio and training_mode decide whether it is the identity.
-    if (node.op_type() == "Dropout")
+    // Dropout's ratio and training_mode decide whether it is the identity;
+    // Resize's roi, scales and sizes shape its tables; a window function's
+    // size is its length.
+    const std::string &type = node.op_type();
+    if (type == "Dropout" || type == "Resize")
       for (int i = 1; i < node.input_size(); ++i)
         names.insert(node.input(i));
+    if ((type == "HannWindow" || type == "HammingWindow" ||
+         type == "BlackmanWindow") &&
+        node.input_size() > 0)
+      names.insert(node.input(0));
     for (const OnnxOp &op : onnxOps())
       if (node.op_type() == op.onnxName)
         for (const OnnxOp::ConstantInput &input : op.constantInputs)
@@ -3569,25 +4708,27 @@ Tensor readTensorProtoFile(const std::string &path,
 }
 
 std::vector<std::string> supportedOnnxOps() {
-  // The first opset fusec reads an op in: the first that defines it in a
-  // version fusec reads, and not before the op's row says.
-  auto oldestRead = [](const std::string &opType, int64_t since) {
-    for (int64_t opset = std::max(since, kOldestOpset); opset <= kMaxOpset;
-         ++opset) {
-      try {
-        checkOpsetVersion(opType, opset);
-        return opset;
-      } catch (const Unsupported &) {
-      }
+  // The opsets fusec reads an op in: from the first that defines it in a
+  // version fusec reads (not before the op's row says) to the last that
+  // does not deprecate it.
+  auto readable = [](const std::string &opType, int64_t opset) {
+    try {
+      checkOpsetVersion(opType, opset);
+      return true;
+    } catch (const Unsupported &) {
+      return false;
     }
-    return kMaxOpset + 1;
   };
   std::vector<std::string> lines;
   auto list = [&](const std::string &opType, int64_t since) {
-    int64_t oldest = oldestRead(opType, since);
+    int64_t oldest = std::max(since, kOldestOpset), newest = kMaxOpset;
+    while (oldest <= kMaxOpset && !readable(opType, oldest))
+      ++oldest;
+    while (newest > oldest && !readable(opType, newest))
+      --newest;
     if (oldest <= kMaxOpset)
       lines.push_back(opType + " " + std::to_string(oldest) + "-" +
-                      std::to_string(kMaxOpset));
+                      std::to_string(newest));
   };
   for (const OnnxOp &op : onnxOps())
     list(op.onnxName, op.sinceOpset);

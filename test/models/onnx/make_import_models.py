@@ -80,7 +80,36 @@ definitions.
 
 old_opset_errors.onnx: the opset-6 forms fusec refuses, each reported:
 broadcasting from an axis, Pad's attributes, BatchNormalization with
-is_test = 0 (the batch's statistics)."""
+is_test = 0 (the batch's statistics).
+
+resize.onnx: Resize of a u8 image by cubic interpolation (overshoot
+rounded half to even and saturated) and by linear sizes, f16 linear with
+align_corners, int32 nearest (round_prefer_ceil, asymmetric), f32
+tf_crop_and_resize on two axes with an extrapolation value, and cubic with
+exclude_outside on a 3-D tensor; against onnx.reference.
+
+gather_nd_eye.onnx: GatherND with negative indices, batch_dims 0, 1 and 2
+and whole-element tuples; EyeLike of a non-square shape with k = -1 and
+k = 2 and another dtype; ThresholdedRelu of f64 with a negative alpha;
+against onnx.reference.
+
+quantized.onnx: MatMulInteger with a per-row zero point for a (u8, of
+shape [D, M, 1]) and a per-column one for b (i8), batched; QLinearMatMul (u8) whose results
+saturate at both ends; ConvInteger with pads (padding with x's zero point)
+and per-channel weight zero points; QLinearConv (i8) with a bias, per-
+channel weight scales, strides and groups; against onnx.reference.
+
+einsum_windows.onnx: Einsum with broadcast ellipsis dims, a diagonal, an
+implicit trace, an implicit three-operand chain, an outer product and i32
+operands; HannWindow, HammingWindow and BlackmanWindow, periodic and
+symmetric; against onnx.reference (NumPy's einsum).
+
+scatter.onnx: ScatterElements along axis 1 with indices narrower than the
+data on the other dims, negative and duplicate indices (none: the last
+wins; add and mul), i32 data; ScatterND of slices (m < rank) with a
+negative index, of single elements with duplicates added, f16 data and a
+KV-cache-like update of one position per batch and head; against
+onnx.reference."""
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -647,3 +676,234 @@ save("old_opset_errors", nodes,
       value("trained", F, [2, 3, 4, 5])], 6,
      [numpy_helper.from_array(t, n) for t, n in
       zip(bn, ["bn_scale", "bn_b", "bn_mean", "bn_var"])])
+
+# resize
+rng = np.random.default_rng(43)
+image = rng.integers(0, 256, [1, 3, 5, 7]).astype(np.uint8)
+image[0, 0, 2, :] = 255  # a bright row next to dark ones: cubic overshoots
+image[0, 0, 3, :] = 0
+half = rng.uniform(-4, 4, [2, 3, 4]).astype(np.float16)
+ints = rng.integers(-1000, 1000, [2, 3, 5]).astype(np.int32)
+crop = rng.uniform(-2, 2, [1, 2, 6, 6]).astype(np.float32)
+cube = rng.uniform(-2, 2, [3, 4, 5]).astype(np.float32)
+
+
+def const(name, array):
+    return helper.make_node("Constant", [], [name],
+                            value=numpy_helper.from_array(array, name))
+
+
+f32 = np.float32
+nodes = [
+    const("scales_image", np.array([1, 1, 2.5, 1.5], f32)),
+    helper.make_node("Resize", ["image", "", "scales_image"], ["image_cubic"],
+                     mode="cubic"),
+    const("sizes_image", np.array([1, 3, 3, 10], np.int64)),
+    helper.make_node("Resize", ["image", "", "", "sizes_image"],
+                     ["image_linear"], mode="linear"),
+    const("scales_half", np.array([1, 2, 0.5], f32)),
+    helper.make_node("Resize", ["half", "", "scales_half"], ["half_linear"],
+                     mode="linear",
+                     coordinate_transformation_mode="align_corners"),
+    const("sizes_ints", np.array([3, 3, 8], np.int64)),
+    helper.make_node("Resize", ["ints", "", "", "sizes_ints"],
+                     ["ints_nearest"], mode="nearest",
+                     nearest_mode="round_prefer_ceil",
+                     coordinate_transformation_mode="asymmetric"),
+    const("roi_crop", np.array([0, 0, 0.1, -0.2, 1, 1, 0.8, 1.3], f32)),
+    const("sizes_crop", np.array([1, 2, 4, 7], np.int64)),
+    helper.make_node("Resize", ["crop", "roi_crop", "", "sizes_crop"],
+                     ["crop_resized"], mode="linear",
+                     coordinate_transformation_mode="tf_crop_and_resize",
+                     extrapolation_value=-7.5),
+    const("scales_cube", np.array([1, 1.75, 0.6], f32)),
+    helper.make_node("Resize", ["cube", "", "scales_cube"], ["cube_cubic"],
+                     mode="cubic", exclude_outside=1, cubic_coeff_a=-0.5),
+]
+outputs = ["image_cubic", "image_linear", "half_linear", "ints_nearest",
+           "crop_resized", "cube_cubic"]
+feeds = {"image": image, "half": half, "ints": ints, "crop": crop,
+         "cube": cube}
+inputs = [value(name, elem, list(array.shape)) for (name, array), elem in
+          zip(feeds.items(), [TensorProto.UINT8, H, I32, F, F])]
+probe = helper.make_model(helper.make_graph(nodes, "probe", inputs, []),
+                          opset_imports=[helper.make_opsetid("", 13)])
+inferred = {info.name: info for info in
+            onnx.shape_inference.infer_shapes(probe).graph.value_info}
+save("resize", nodes, inputs, [inferred[name] for name in outputs], 13)
+write_tensors("resize", list(feeds.values()), reference("resize", feeds))
+
+# gather_nd_eye
+rng = np.random.default_rng(47)
+data = rng.uniform(-5, 5, [2, 3, 4, 5]).astype(np.float32)
+index0 = np.array([[1, -1], [0, 2], [-2, 0]], np.int64)          # m = 2
+index1 = np.array([[[2, -1, 4]], [[0, 3, -5]]], np.int64)        # b = 1, m = 3
+index2 = rng.integers(-4, 4, [2, 3, 6, 1]).astype(np.int32)      # b = 2, m = 1
+shape_of = rng.uniform(-1, 1, [3, 5]).astype(np.float32)
+t = rng.uniform(-3, 3, [4, 6]).astype(np.float64)
+nodes = [helper.make_node("GatherND", ["data", "index0"], ["nd_plain"]),
+         helper.make_node("GatherND", ["data", "index1"], ["nd_batch1"],
+                          batch_dims=1),
+         helper.make_node("GatherND", ["data", "index2"], ["nd_batch2"],
+                          batch_dims=2),
+         helper.make_node("EyeLike", ["shape_of"], ["eye_below"], k=-1),
+         helper.make_node("EyeLike", ["shape_of"], ["eye_int"], k=2,
+                          dtype=TensorProto.INT32),
+         helper.make_node("ThresholdedRelu", ["t"], ["thresholded"],
+                          alpha=-0.5)]
+feeds = {"data": data, "index0": index0, "index1": index1, "index2": index2,
+         "shape_of": shape_of, "t": t}
+inputs = [value(name, elem, list(array.shape)) for (name, array), elem in
+          zip(feeds.items(), [F, I64, I64, I32, F, D])]
+save("gather_nd_eye", nodes, inputs,
+     [value("nd_plain", F, [3, 4, 5]), value("nd_batch1", F, [2, 1]),
+      value("nd_batch2", F, [2, 3, 6]), value("eye_below", F, [3, 5]),
+      value("eye_int", I32, [3, 5]), value("thresholded", D, [4, 6])], 13)
+write_tensors("gather_nd_eye", list(feeds.values()),
+              reference("gather_nd_eye", feeds))
+
+# quantized
+rng = np.random.default_rng(53)
+U8, I8_ = TensorProto.UINT8, TensorProto.INT8
+qa = rng.integers(0, 256, [2, 3, 5]).astype(np.uint8)
+qb = rng.integers(-128, 128, [5, 4]).astype(np.int8)
+qx = rng.integers(0, 256, [1, 4, 5, 5]).astype(np.uint8)
+sx = rng.integers(-128, 128, [2, 4, 6, 6]).astype(np.int8)
+initializers = [
+    numpy_helper.from_array(
+        rng.integers(0, 256, [2, 3, 1]).astype(np.uint8), "a_zero"),
+    numpy_helper.from_array(np.array([-5, 0, 7, 127], np.int8), "b_zero"),
+    numpy_helper.from_array(np.float32(0.05), "a_scale"),
+    numpy_helper.from_array(np.uint8(100), "a_zero_scalar"),
+    numpy_helper.from_array(
+        rng.integers(0, 256, [5, 6]).astype(np.uint8), "qm_b"),
+    numpy_helper.from_array(np.float32(0.02), "qm_b_scale"),
+    numpy_helper.from_array(np.uint8(128), "qm_b_zero"),
+    numpy_helper.from_array(np.float32(0.01), "qm_y_scale"),
+    numpy_helper.from_array(np.uint8(120), "qm_y_zero"),
+    numpy_helper.from_array(
+        rng.integers(0, 256, [3, 4, 3, 3]).astype(np.uint8), "ci_w"),
+    numpy_helper.from_array(np.uint8(17), "ci_x_zero"),
+    numpy_helper.from_array(np.array([0, 128, 255], np.uint8), "ci_w_zero"),
+    numpy_helper.from_array(np.float32(0.1), "qc_x_scale"),
+    numpy_helper.from_array(np.int8(-3), "qc_x_zero"),
+    numpy_helper.from_array(
+        rng.integers(-128, 128, [6, 2, 3, 3]).astype(np.int8), "qc_w"),
+    numpy_helper.from_array(
+        rng.uniform(0.001, 0.01, [6]).astype(np.float32), "qc_w_scale"),
+    numpy_helper.from_array(np.zeros([6], np.int8), "qc_w_zero"),
+    numpy_helper.from_array(np.float32(0.05), "qc_y_scale"),
+    numpy_helper.from_array(np.int8(4), "qc_y_zero"),
+    numpy_helper.from_array(
+        rng.integers(-2000, 2000, [6]).astype(np.int32), "qc_bias")]
+nodes = [helper.make_node("MatMulInteger", ["qa", "qb", "a_zero", "b_zero"],
+                          ["mm_integer"]),
+         helper.make_node("QLinearMatMul",
+                          ["qa", "a_scale", "a_zero_scalar", "qm_b",
+                           "qm_b_scale", "qm_b_zero", "qm_y_scale",
+                           "qm_y_zero"], ["qlinear_mm"]),
+         helper.make_node("ConvInteger", ["qx", "ci_w", "ci_x_zero",
+                                          "ci_w_zero"], ["conv_integer"],
+                          pads=[1, 1, 1, 1]),
+         helper.make_node("QLinearConv",
+                          ["sx", "qc_x_scale", "qc_x_zero", "qc_w",
+                           "qc_w_scale", "qc_w_zero", "qc_y_scale",
+                           "qc_y_zero", "qc_bias"], ["qlinear_conv"],
+                          group=2, strides=[2, 1], pads=[0, 1, 1, 0])]
+feeds = {"qa": qa, "qb": qb, "qx": qx, "sx": sx}
+inputs = [value("qa", U8, [2, 3, 5]), value("qb", I8_, [5, 4]),
+          value("qx", U8, [1, 4, 5, 5]), value("sx", I8_, [2, 4, 6, 6])]
+probe = helper.make_model(
+    helper.make_graph(nodes, "probe", inputs, [], initializers),
+    opset_imports=[helper.make_opsetid("", 13)])
+inferred = {info.name: info for info in
+            onnx.shape_inference.infer_shapes(probe).graph.value_info}
+outputs = ["mm_integer", "qlinear_mm", "conv_integer", "qlinear_conv"]
+save("quantized", nodes, inputs, [inferred[name] for name in outputs], 13,
+     initializers)
+expected = reference("quantized", feeds)
+# Both ends saturate somewhere in the requantized outputs.
+assert (expected[1] == 0).any() and (expected[1] == 255).any()
+write_tensors("quantized", list(feeds.values()), expected)
+
+# einsum_windows
+rng = np.random.default_rng(59)
+feeds = {"e0": rng.uniform(-1, 1, [2, 1, 3, 4]).astype(np.float32),
+         "e1": rng.uniform(-1, 1, [5, 4, 2]).astype(np.float32),
+         "sq": rng.integers(-50, 50, [4, 4]).astype(np.int32),
+         "m": rng.uniform(-1, 1, [3, 3]).astype(np.float32),
+         "c0": rng.uniform(-1, 1, [2, 3]).astype(np.float64),
+         "c1": rng.uniform(-1, 1, [3, 4]).astype(np.float64),
+         "c2": rng.uniform(-1, 1, [4, 2]).astype(np.float64),
+         "u": rng.uniform(-1, 1, [3]).astype(np.float32),
+         "w": rng.uniform(-1, 1, [4]).astype(np.float32)}
+nodes = [helper.make_node("Einsum", ["e0", "e1"], ["batched"],
+                          equation="...ij,...jk->...ik"),
+         helper.make_node("Einsum", ["sq"], ["diagonal"], equation="ii->i"),
+         helper.make_node("Einsum", ["m"], ["trace"], equation="ii"),
+         helper.make_node("Einsum", ["c0", "c1", "c2"], ["chain"],
+                          equation="ij,jk,kl"),
+         helper.make_node("Einsum", ["u", "w"], ["outer"],
+                          equation="i, j -> ij"),
+         const("window_size", np.array(10, np.int64)),
+         helper.make_node("HannWindow", ["window_size"], ["hann"]),
+         helper.make_node("HammingWindow", ["window_size"], ["hamming"],
+                          periodic=0, output_datatype=TensorProto.DOUBLE),
+         helper.make_node("BlackmanWindow", ["window_size"], ["blackman"],
+                          periodic=0)]
+inputs = [value(name, {np.float32: F, np.float64: D, np.int32: I32}[
+    array.dtype.type], list(array.shape)) for name, array in feeds.items()]
+outputs = ["batched", "diagonal", "trace", "chain", "outer", "hann",
+           "hamming", "blackman"]
+probe = helper.make_model(helper.make_graph(nodes, "probe", inputs, []),
+                          opset_imports=[helper.make_opsetid("", 17)])
+inferred = {info.name: info for info in
+            onnx.shape_inference.infer_shapes(probe).graph.value_info}
+# ONNX's inference leaves the broadcast ellipsis result's shape open.
+save("einsum_windows", nodes, inputs,
+     [inferred.get(name) or value(name, F, [2, 5, 3, 2])
+      for name in outputs], 17)
+write_tensors("einsum_windows", list(feeds.values()),
+              reference("einsum_windows", feeds))
+
+# scatter
+rng = np.random.default_rng(61)
+feeds = {
+    "se_data": rng.integers(-100, 100, [3, 5, 2]).astype(np.int32),
+    "se_index": np.array([[[1, -1], [4, 0]], [[-5, 2], [2, 2]]], np.int64),
+    "se_update": rng.integers(-100, 100, [2, 2, 2]).astype(np.int32),
+    "nd_data": rng.uniform(-2, 2, [4, 3, 2]).astype(np.float16),
+    "nd_index": np.array([[-1], [1]], np.int64),
+    "nd_update": rng.uniform(-2, 2, [2, 3, 2]).astype(np.float16),
+    "nd_point_index": np.array([[0, 1, 1], [0, 1, 1], [3, 2, 0]], np.int32),
+    "nd_point_update": rng.uniform(-2, 2, [3]).astype(np.float16),
+    "cache": rng.uniform(-1, 1, [2, 3, 6, 4]).astype(np.float32),
+    "cache_index": np.array([[[[0, 0, 5]], [[0, 1, 5]], [[0, 2, 5]]],
+                             [[[1, 0, 2]], [[1, 1, 2]], [[1, 2, 2]]]],
+                            np.int64),
+    "cache_update": rng.uniform(-1, 1, [2, 3, 1, 4]).astype(np.float32)}
+nodes = [
+    helper.make_node("ScatterElements", ["se_data", "se_index", "se_update"],
+                     ["se_none"], axis=1),
+    helper.make_node("ScatterElements", ["se_data", "se_index", "se_update"],
+                     ["se_add"], axis=1, reduction="add"),
+    helper.make_node("ScatterElements", ["se_data", "se_index", "se_update"],
+                     ["se_mul"], axis=1, reduction="mul"),
+    helper.make_node("ScatterND", ["nd_data", "nd_index", "nd_update"],
+                     ["nd_slices"]),
+    helper.make_node("ScatterND", ["nd_data", "nd_point_index",
+                                   "nd_point_update"], ["nd_points_added"],
+                     reduction="add"),
+    helper.make_node("ScatterND", ["cache", "cache_index", "cache_update"],
+                     ["cache_updated"])]
+types = {np.int32: I32, np.int64: I64, np.float16: H, np.float32: F}
+inputs = [value(name, types[array.dtype.type], list(array.shape))
+          for name, array in feeds.items()]
+shapes = {"se_none": [3, 5, 2], "se_add": [3, 5, 2], "se_mul": [3, 5, 2],
+          "nd_slices": [4, 3, 2], "nd_points_added": [4, 3, 2],
+          "cache_updated": [2, 3, 6, 4]}
+save("scatter", nodes, inputs,
+     [value(name, I32 if name.startswith("se") else
+            H if name.startswith("nd") else F, dims)
+      for name, dims in shapes.items()], 16)
+write_tensors("scatter", list(feeds.values()), reference("scatter", feeds))
