@@ -4513,6 +4513,12 @@ Graph OnnxConverter::convert(const onnx::ModelProto &model) {
       errors.push_back(path + ": node '" + node.name() + "' (" +
                        node.op_type() + ", opset " + std::to_string(opset) +
                        "): error: an attribute has the wrong type");
+    } catch (const std::out_of_range &) {
+      // A converter reading an input, output or dim the node lacks.
+      errors.push_back(path + ": node '" + node.name() + "' (" +
+                       node.op_type() + ", opset " + std::to_string(opset) +
+                       "): error: the node lacks an input or output its op "
+                       "needs");
     }
   }
   if (!errors.empty()) {
@@ -4558,6 +4564,9 @@ void OnnxConverter::convertNode(const onnx::NodeProto &node) {
   });
   if (row == table.end())
     throw Unsupported{"op " + node.op_type() + " is not supported"};
+  // Every op of the table reads its first input.
+  if (node.input_size() < 1 || node.input(0).empty())
+    throw Unsupported{node.op_type() + "'s input 0 is missing"};
   if (opset < row->sinceOpset)
     throw Unsupported{node.op_type() + " is defined from opset " +
                       std::to_string(row->sinceOpset) + " on"};
