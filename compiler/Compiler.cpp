@@ -387,16 +387,28 @@ CompiledModel load(Program program, const CompileOptions &options) {
 }
 
 CompiledModel compile(const Graph &graph, const CompileOptions &options) {
-  if (resolveTarget(options) == Target::Cuda)
-    cuda::startInitializingInBackground(); // beside the passes
-  return load(lowerGraph(graph, options).program, options);
+  if (resolveTarget(options) != Target::Cuda)
+    return load(lowerGraph(graph, options).program, options);
+  cuda::startInitializingInBackground(); // beside the passes
+  try {
+    return load(lowerGraph(graph, options).program, options);
+  } catch (...) {
+    cuda::waitForBackgroundInitialization(); // the caller may exit next
+    throw;
+  }
 }
 
 CompiledModel compileFile(const std::string &path,
                           const CompileOptions &options) {
-  if (resolveTarget(options) == Target::Cuda)
-    cuda::startInitializingInBackground(); // beside the import and passes
-  return load(lowerFile(path, options).program, options);
+  if (resolveTarget(options) != Target::Cuda)
+    return load(lowerFile(path, options).program, options);
+  cuda::startInitializingInBackground(); // beside the import and passes
+  try {
+    return load(lowerFile(path, options).program, options);
+  } catch (...) {
+    cuda::waitForBackgroundInitialization(); // the caller may exit next
+    throw;
+  }
 }
 
 } // namespace fusec

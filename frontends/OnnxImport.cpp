@@ -605,7 +605,10 @@ Tensor scalarTensor(DType dtype, double value) {
 /// Refuses a constant a converter would build of more than 2^26 elements
 /// (the dims it derives from may be declared far larger than any data).
 void checkConstantElements(int64_t elements, const std::string &what) {
-  if (elements < 0 || elements > (int64_t(1) << 26))
+  if (elements < 0)
+    throw Unsupported{what + " would have a negative size (" +
+                      std::to_string(elements) + ")"};
+  if (elements > (int64_t(1) << 26))
     throw Unsupported{what + " would take " + std::to_string(elements) +
                       " elements, more than fusec builds (2^26)"};
 }
@@ -613,6 +616,7 @@ void checkConstantElements(int64_t elements, const std::string &what) {
 /// An i64 constant counting 0, 1, ... along `axis` of a tensor of `rank`
 /// (dims of 1 elsewhere, broadcast where it is used).
 Tensor indicesAlong(int64_t rank, int64_t axis, int64_t count) {
+  checkConstantElements(count, "the positions along an axis");
   Shape shape(rank, 1);
   shape[axis] = count;
   Tensor tensor(DType::I64, shape);
@@ -4513,6 +4517,11 @@ Graph OnnxConverter::convert(const onnx::ModelProto &model) {
       errors.push_back(path + ": node '" + node.name() + "' (" +
                        node.op_type() + ", opset " + std::to_string(opset) +
                        "): error: an attribute has the wrong type");
+    } catch (const std::length_error &) {
+      // A constant sized by dims declared far past any data (fuzz-onnx).
+      errors.push_back(path + ": node '" + node.name() + "' (" +
+                       node.op_type() + ", opset " + std::to_string(opset) +
+                       "): error: a constant it needs would be too large");
     } catch (const std::out_of_range &) {
       // A converter reading an input, output or dim the node lacks.
       errors.push_back(path + ": node '" + node.name() + "' (" +

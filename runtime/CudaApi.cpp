@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
@@ -314,6 +315,29 @@ std::string unavailableReason() {
   return identifiedDevice().error;
 }
 
+namespace {
+
+/// The background initializers still running.
+std::mutex backgroundMutex;
+std::condition_variable backgroundDone;
+int backgroundRunning = 0;
+
+/// Marks one background initializer done, whatever way it ends.
+struct BackgroundInitializerDone {
+  ~BackgroundInitializerDone() {
+    std::lock_guard<std::mutex> lock(backgroundMutex);
+    --backgroundRunning;
+    backgroundDone.notify_all();
+  }
+};
+
+} // namespace
+
+void waitForBackgroundInitialization() {
+  std::unique_lock<std::mutex> lock(backgroundMutex);
+  backgroundDone.wait(lock, [] { return backgroundRunning == 0; });
+}
+
 void startInitializingInBackground() {
   // Three threads, as none waits for another. Joined at exit: the process
   // never ends inside a library's initialization. What they build is never
@@ -321,7 +345,12 @@ void startInitializingInBackground() {
   // kept), as statics whose construction a thread completes after this
   // one are destroyed before it joins.
   struct Initializer {
+    Initializer() {
+      std::lock_guard<std::mutex> lock(backgroundMutex);
+      backgroundRunning += 3;
+    }
     std::thread device{[] {
+      BackgroundInitializerDone done;
       trace::nameThisThread("cuda init");
       {
         trace::Scope scope("initialize the CUDA driver", "load");
@@ -331,6 +360,7 @@ void startInitializingInBackground() {
       loadedDevice();
     }};
     std::thread compiler{[] {
+      BackgroundInitializerDone done;
       trace::nameThisThread("nvrtc init");
       trace::Scope scope("load and warm up NVRTC", "load");
       // NVRTC's first compile in a process pays for its own start-up
@@ -346,6 +376,7 @@ void startInitializingInBackground() {
       }
     }};
     std::thread library{[] {
+      BackgroundInitializerDone done;
       trace::nameThisThread("cublaslt init");
       trace::Scope scope("load cuBLASLt, create its handle", "load");
       try {

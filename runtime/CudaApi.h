@@ -201,6 +201,12 @@ std::string unavailableReason();
 /// start), so that a model's import and passes run beside them; whatever
 /// needs one waits for it. Does nothing after the first call.
 void startInitializingInBackground();
+/// Waits until the background initializers have finished. A process must
+/// not begin to exit while one runs: the libraries' own exit handlers
+/// (registered as they load, so run before the initializers are joined)
+/// would tear NVRTC down under its warm-up compile. Called where an error
+/// leaves fusec's entry points (compile, compileFile, the CLI's main).
+void waitForBackgroundInitialization();
 
 /// Why NVRTC cannot be used here, or "" when it can.
 std::string nvrtcUnavailableReason();

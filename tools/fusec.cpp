@@ -619,6 +619,13 @@ int runCli(const CliOptions &options) {
 } // namespace
 
 int main(int argc, char **argv) {
+  // However main ends, the process exits only after the CUDA libraries'
+  // background initialization (cuda::waitForBackgroundInitialization).
+  struct WaitForBackgroundInitialization {
+    ~WaitForBackgroundInitialization() {
+      cuda::waitForBackgroundInitialization();
+    }
+  } waitBeforeExit;
   try {
     CliOptions options = parseArguments(argc, argv);
     std::string command = "fusec";
