@@ -345,10 +345,12 @@ void startInitializingInBackground() {
   // kept), as statics whose construction a thread completes after this
   // one are destroyed before it joins.
   struct Initializer {
-    Initializer() {
+    /// Counted before the threads start (members start in this order).
+    bool counted = [] {
       std::lock_guard<std::mutex> lock(backgroundMutex);
       backgroundRunning += 3;
-    }
+      return true;
+    }();
     std::thread device{[] {
       BackgroundInitializerDone done;
       trace::nameThisThread("cuda init");
