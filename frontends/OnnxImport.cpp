@@ -3787,7 +3787,7 @@ void OnnxConverter::inferShapes(const onnx::ModelProto &model) {
     defined.insert(initializer.name());
     declaredRank[initializer.name()] = initializer.dims_size();
   }
-  // ONNX 1.12's Conv and ConvTranspose inference takes the kernel's rank
+  // ONNX 1.12's convolutions' inference takes the kernel's rank
   // from the weights and reads the input's dilations and strides that far,
   // out of bounds when the ranks differ (fuzz-onnx); given kernel_shape, it
   // checks that rank against the input's instead. The copy gets the
@@ -3810,16 +3810,23 @@ void OnnxConverter::inferShapes(const onnx::ModelProto &model) {
       knownDims[input.name()] = dims;
   }
   std::unordered_set<std::string> uninferredConvolutions;
+  // The input holding each convolution's weights.
+  static const std::map<std::string, int> kWeightInput = {{"Conv", 1},
+                                                          {"ConvTranspose", 1},
+                                                          {"ConvInteger", 1},
+                                                          {"QLinearConv", 3}};
   for (onnx::NodeProto &node : *graph.mutable_node()) {
-    if ((node.op_type() != "Conv" && node.op_type() != "ConvTranspose") ||
+    auto weightInput = kWeightInput.find(node.op_type());
+    if (weightInput == kWeightInput.end() ||
         !(node.domain().empty() || node.domain() == "ai.onnx") ||
         std::any_of(node.attribute().begin(), node.attribute().end(),
                     [](const onnx::AttributeProto &attr) {
                       return attr.name() == "kernel_shape";
                     }))
       continue;
-    auto weights =
-        node.input_size() > 1 ? knownDims.find(node.input(1)) : knownDims.end();
+    auto weights = node.input_size() > weightInput->second
+                       ? knownDims.find(node.input(weightInput->second))
+                       : knownDims.end();
     if (weights == knownDims.end() || weights->second.size() < 2) {
       for (const std::string &output : node.output())
         uninferredConvolutions.insert(output);
