@@ -13,6 +13,8 @@ import time
 import torch
 from torch import nn
 
+from torch_matmul_peers import bench  # CUDA events around each call, median
+
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 
@@ -48,23 +50,6 @@ def resnet18(width=64):
     return nn.Sequential(*layers)
 
 
-def median_us(fn, x, reps):
-    for _ in range(10):
-        fn(x)
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start = torch.cuda.Event(enable_timing=True)
-        stop = torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn(x)
-        stop.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(stop) * 1000.0)
-    times.sort()
-    return times[len(times) // 2]
-
-
 parser = argparse.ArgumentParser()
 parser.add_argument("--reps", type=int, default=100)
 parser.add_argument("--batch", type=int, action="append")
@@ -73,7 +58,7 @@ model = resnet18().cuda().eval()
 with torch.no_grad():
     for batch in args.batch or [1, 8]:
         x = torch.randn(batch, 3, 224, 224, device="cuda")
-        eager = median_us(model, x, args.reps)
+        eager = bench(model, x, reps=args.reps)
         start = time.time()
         compiled = torch.compile(model)
         compiled(x)
@@ -81,6 +66,6 @@ with torch.no_grad():
         result = {"case": "model:resnet18" + ("" if batch == 1 else
                                               f"_b{batch}") + ".onnx",
                   "peer": "torch", "eager_us": round(eager, 1),
-                  "compile_us": round(median_us(compiled, x, args.reps), 1),
+                  "compile_us": round(bench(compiled, x, reps=args.reps), 1),
                   "compile_s": round(compile_s, 1)}
         print(json.dumps(result), flush=True)

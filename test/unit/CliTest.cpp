@@ -49,6 +49,16 @@ std::string writeModel(const std::string &dir, const std::string &name,
 const char *kGoodInput =
     R"("inputs": [{"name": "x", "dtype": "f32", "shape": [2, 3]}])";
 
+/// DIR/NAME: a valid model of one `op` on kGoodInput's x.
+std::string writeUnaryModel(const std::string &dir, const std::string &name,
+                            const std::string &op) {
+  return writeModel(dir, name,
+                    std::string(R"({"fusec_graph": 1, )") + kGoodInput +
+                        R"(, "nodes": [{"name": "n", "op": ")" + op +
+                        R"(", "inputs": ["x"], "outputs": ["y"]}], )" +
+                        R"("outputs": ["y"]})");
+}
+
 } // namespace
 
 TEST_CASE("bad models exit 1 naming the file and node", "[cli]") {
@@ -107,11 +117,7 @@ TEST_CASE("bad models exit 1 naming the file and node", "[cli]") {
 
 TEST_CASE("usage errors exit 2 and good runs exit 0", "[cli]") {
   std::string dir = test::freshTempDir("cli-usage");
-  std::string model =
-      writeModel(dir, "neg.json",
-                 std::string(R"({"fusec_graph": 1, )") + kGoodInput +
-                     R"(, "nodes": [{"name": "n", "op": "neg", "inputs": ["x"],
-          "outputs": ["y"]}], "outputs": ["y"]})");
+  std::string model = writeUnaryModel(dir, "neg.json", "neg");
   CliResult unknown = runFusec("'" + model + "' --frobnicate");
   CHECK(unknown.exitCode == 2);
   CHECK_THAT(unknown.output, Contains("unknown option '--frobnicate'"));
@@ -133,11 +139,7 @@ TEST_CASE("a CUDA run without a usable GPU exits 1 with the reason, never "
                     ? std::string("this machine has a usable GPU")
                     : std::string());
   std::string dir = test::freshTempDir("cli-no-gpu");
-  std::string model =
-      writeModel(dir, "sin.json",
-                 std::string(R"({"fusec_graph": 1, )") + kGoodInput +
-                     R"(, "nodes": [{"name": "s", "op": "sin", "inputs": ["x"],
-          "outputs": ["y"]}], "outputs": ["y"]})");
+  std::string model = writeUnaryModel(dir, "sin.json", "sin");
   // The process used to exit while NVRTC's background warm-up compile ran
   // and crash in it (exit 139, about one run in five).
   for (int attempt = 0; attempt < 8; ++attempt) {
