@@ -2139,11 +2139,22 @@ void resizeBySeparableTables(OnnxConverter &converter,
       outside.shape = {outWidth};
       outside.shape.insert(outside.shape.end(), trailing.begin(),
                            trailing.end());
+      // The value in the computation's dtype as the reference's final
+      // cast gives it: rounded half to even and saturated for integers.
+      std::string fill =
+          converter.addStepConstant(node, "extrapolation_" + name,
+                                    scalarTensor(DType::F64, extrapolation));
+      if (computeType != DType::F64) {
+        if (integer)
+          fill = converter.addStep(node, "round", {fill},
+                                   "extrapolation_rounded_" + name);
+        fill = converter.addStep(
+            node, "cast", {fill}, "extrapolation_cast_" + name,
+            {{"dtype", std::string(dtypeName(computeType))}});
+      }
       value = converter.addStep(
           node, "select",
-          {converter.addStepConstant(node, "outside_" + name, outside),
-           converter.addStepConstant(node, "extrapolation_" + name,
-                                     scalarTensor(computeType, extrapolation)),
+          {converter.addStepConstant(node, "outside_" + name, outside), fill,
            value},
           "cropped_" + name);
     }

@@ -719,9 +719,14 @@ nodes = [
     const("scales_cube", np.array([1, 1.75, 0.6], f32)),
     helper.make_node("Resize", ["cube", "", "scales_cube"], ["cube_cubic"],
                      mode="cubic", exclude_outside=1, cubic_coeff_a=-0.5),
+    const("roi_image", np.array([0, 0, -0.3, 0.2, 1, 1, 0.9, 1.4], f32)),
+    helper.make_node("Resize", ["image", "roi_image", "", "sizes_image"],
+                     ["image_crop_nearest"], mode="nearest",
+                     coordinate_transformation_mode="tf_crop_and_resize",
+                     extrapolation_value=-3.0),
 ]
 outputs = ["image_cubic", "image_linear", "half_linear", "ints_nearest",
-           "crop_resized", "cube_cubic"]
+           "crop_resized", "cube_cubic", "image_crop_nearest"]
 feeds = {"image": image, "half": half, "ints": ints, "crop": crop,
          "cube": cube}
 inputs = [value(name, elem, list(array.shape)) for (name, array), elem in
