@@ -7,6 +7,7 @@
 #include "frontends/Onnx.h"
 
 #include <chrono>
+#include <functional>
 
 #include "codegen/Codegen.h"
 #include "frontends/Importer.h"
@@ -386,29 +387,33 @@ CompiledModel load(Program program, const CompileOptions &options) {
                      KernelCache::forDirectory(options.cacheDir), cudaOptions));
 }
 
-CompiledModel compile(const Graph &graph, const CompileOptions &options) {
+namespace {
+
+/// `lower`'s program, loaded. For CUDA the libraries start initializing in
+/// the background beside the lowering, and an error leaves only after they
+/// are done: the caller may exit next (cuda::waitForBackgroundInitialization).
+CompiledModel lowerAndLoad(const CompileOptions &options,
+                           const std::function<Lowering()> &lower) {
   if (resolveTarget(options) != Target::Cuda)
-    return load(lowerGraph(graph, options).program, options);
-  cuda::startInitializingInBackground(); // beside the passes
+    return load(lower().program, options);
+  cuda::startInitializingInBackground();
   try {
-    return load(lowerGraph(graph, options).program, options);
+    return load(lower().program, options);
   } catch (...) {
-    cuda::waitForBackgroundInitialization(); // the caller may exit next
+    cuda::waitForBackgroundInitialization();
     throw;
   }
 }
 
+} // namespace
+
+CompiledModel compile(const Graph &graph, const CompileOptions &options) {
+  return lowerAndLoad(options, [&] { return lowerGraph(graph, options); });
+}
+
 CompiledModel compileFile(const std::string &path,
                           const CompileOptions &options) {
-  if (resolveTarget(options) != Target::Cuda)
-    return load(lowerFile(path, options).program, options);
-  cuda::startInitializingInBackground(); // beside the import and passes
-  try {
-    return load(lowerFile(path, options).program, options);
-  } catch (...) {
-    cuda::waitForBackgroundInitialization(); // the caller may exit next
-    throw;
-  }
+  return lowerAndLoad(options, [&] { return lowerFile(path, options); });
 }
 
 } // namespace fusec

@@ -268,23 +268,21 @@ struct OnnxOp {
   int64_t sinceOpset = kOldestOpset;
 };
 
-/// Checks that the version of `opType` in default-domain `opset` is one
-/// fusec reads. An op's versions before opset 11 are read where they
-/// compute what the newer ones do on the attributes and inputs fusec takes:
-/// legacy attributes (consumed_inputs, broadcast, axis, is_test, ...) are
-/// refused by each op's list of attributes. The ops below changed meaning
+/// Why fusec does not read the version of `opType` in default-domain
+/// `opset` ("" when it does). An op's versions before opset 11 are read where
+/// they compute what the newer ones do on the attributes and inputs fusec
+/// takes: legacy attributes (consumed_inputs, broadcast, axis, is_test, ...)
+/// are refused by each op's list of attributes. The ops below changed meaning
 /// without such an attribute, so only their later versions are read.
-void checkOpsetVersion(const std::string &opType, int64_t opset) {
+std::string opsetVersionProblem(const std::string &opType, int64_t opset) {
   const onnx::OpSchema *schema =
       onnx::OpSchemaRegistry::Schema(opType, static_cast<int>(opset), "");
   if (schema && schema->Deprecated())
-    throw Unsupported{opType + " is deprecated in opset " +
-                      std::to_string(opset)};
+    return opType + " is deprecated in opset " + std::to_string(opset);
   if (opset >= kMinOpset)
-    return;
+    return "";
   if (!schema)
-    throw Unsupported{opType + " is not defined in opset " +
-                      std::to_string(opset)};
+    return opType + " is not defined in opset " + std::to_string(opset);
   static const std::map<std::string, std::pair<int, const char *>>
       kOldestVersionRead = {
           {"BatchNormalization", {6, "it requires consumed_inputs"}},
@@ -299,13 +297,14 @@ void checkOpsetVersion(const std::string &opType, int64_t opset) {
           {"Split", {2, "split is an input"}},
           {"Tile", {6, "it takes tiles and axis inputs"}}};
   auto oldest = kOldestVersionRead.find(opType);
-  if (oldest != kOldestVersionRead.end() &&
-      schema->since_version() < oldest->second.first)
-    throw Unsupported{opType + " of opset " + std::to_string(opset) +
-                      " (version " + std::to_string(schema->since_version()) +
-                      ") is not supported: " + oldest->second.second +
-                      "; fusec reads version " +
-                      std::to_string(oldest->second.first) + " on"};
+  if (oldest == kOldestVersionRead.end() ||
+      schema->since_version() >= oldest->second.first)
+    return "";
+  return opType + " of opset " + std::to_string(opset) + " (version " +
+         std::to_string(schema->since_version()) +
+         ") is not supported: " + oldest->second.second +
+         "; fusec reads version " + std::to_string(oldest->second.first) +
+         " on";
 }
 
 class OnnxConverter {
@@ -1726,6 +1725,32 @@ struct SlidingWindows {
   int64_t taps = 1;
 };
 
+/// The taps of a kernel, after checking the bounds that keep the taps,
+/// windows and pads countable (far past any real model; every product of
+/// them stays in int64): kernel_shape, strides and dilations in [1, 2^20],
+/// each of `pads` in [0, 2^20], at most 65536 taps.
+int64_t checkedTaps(const std::vector<int64_t> &kernel,
+                    const std::vector<int64_t> &strides,
+                    const std::vector<int64_t> &dilations,
+                    const std::vector<int64_t> &pads) {
+  constexpr int64_t kLargest = int64_t(1) << 20;
+  for (const std::vector<int64_t> *values : {&kernel, &strides, &dilations})
+    for (int64_t v : *values)
+      if (v < 1 || v > kLargest)
+        throw Unsupported{"kernel_shape, strides and dilations must be in "
+                          "[1, 2^20]"};
+  for (int64_t p : pads)
+    if (p < 0 || p > kLargest)
+      throw Unsupported{"pads must be in [0, 2^20]"};
+  int64_t taps = 1;
+  for (int64_t k : kernel) {
+    taps *= k;
+    if (taps > 65536)
+      throw Unsupported{"the kernel has more than 65536 taps"};
+  }
+  return taps;
+}
+
 /// The windows of `node` over an input of `shape` with `kernel`; auto_pad
 /// SAME_UPPER, SAME_LOWER and VALID place the pads as the spec says.
 SlidingWindows slidingWindows(const GraphNode &node, const Shape &shape,
@@ -1736,21 +1761,7 @@ SlidingWindows slidingWindows(const GraphNode &node, const Shape &shape,
   w.strides = spatialInts(node, "strides", 1, spatial);
   w.dilations = spatialInts(node, "dilations", 1, spatial);
   std::vector<int64_t> pads = spatialInts(node, "pads", 0, 2 * spatial);
-  // Bounds that keep the taps, windows and pads countable: far past any
-  // real model, and every product below stays in int64.
-  constexpr int64_t kLargest = int64_t(1) << 20;
-  for (int64_t i = 0; i < spatial; ++i) {
-    if (w.kernel[i] > kLargest || w.strides[i] > kLargest ||
-        w.dilations[i] > kLargest || pads[i] < 0 || pads[i] > kLargest ||
-        pads[i + spatial] < 0 || pads[i + spatial] > kLargest)
-      throw Unsupported{"kernel_shape, strides, dilations and pads must be in "
-                        "[1, 2^20] (pads [0, 2^20])"};
-    if (w.kernel[i] < 1 || w.strides[i] < 1 || w.dilations[i] < 1)
-      throw Unsupported{"kernel_shape, strides and dilations must be positive"};
-    w.taps *= w.kernel[i];
-    if (w.taps > 65536)
-      throw Unsupported{"the kernel has more than 65536 taps"};
-  }
+  w.taps = checkedTaps(w.kernel, w.strides, w.dilations, pads);
   const std::string autoPad = autoPadOf(node);
   w.out.resize(spatial);
   w.padBefore.resize(spatial);
@@ -3159,8 +3170,7 @@ void integerMatmul(OnnxConverter &converter, const onnx::NodeProto &proto,
   in.resize(8);
   // MatMulInteger: a, b, a_zero, b_zero; QLinearMatMul: a, a_scale,
   // a_zero, b, b_scale, b_zero, y_scale, y_zero.
-  const std::string a = in[0], b = requantized ? in[3] : in[1],
-                    aZero = requantized ? in[2] : in[2],
+  const std::string a = in[0], b = requantized ? in[3] : in[1], aZero = in[2],
                     bZero = requantized ? in[5] : in[3];
   if (a.empty() || b.empty() ||
       (requantized && (in[1].empty() || in[4].empty() || in[6].empty())))
@@ -3255,20 +3265,9 @@ void transposedConvolution(OnnxConverter &converter,
                        dilations = spatialInts(node, "dilations", 1, spatial),
                        extra = spatialInts(node, "output_padding", 0, spatial),
                        pads = spatialInts(node, "pads", 0, 2 * spatial);
-  constexpr int64_t kLargest = int64_t(1) << 20;
-  int64_t taps = 1;
-  for (int64_t i = 0; i < spatial; ++i) {
-    for (int64_t v : {kernel[i], strides[i], dilations[i]})
-      if (v < 1 || v > kLargest)
-        throw Unsupported{"kernel_shape, strides and dilations must be in "
-                          "[1, 2^20]"};
-    for (int64_t p : {pads[i], pads[i + spatial], extra[i]})
-      if (p < 0 || p > kLargest)
-        throw Unsupported{"pads and output_padding must be in [0, 2^20]"};
-    taps *= kernel[i];
-    if (taps > 65536)
-      throw Unsupported{"the kernel has more than 65536 taps"};
-  }
+  std::vector<int64_t> padLike = pads;
+  padLike.insert(padLike.end(), extra.begin(), extra.end());
+  const int64_t taps = checkedTaps(kernel, strides, dilations, padLike);
   const std::string autoPad = autoPadOf(node);
   if (autoPad != "NOTSET" && autoPad != "SAME_UPPER" &&
       autoPad != "SAME_LOWER" && autoPad != "VALID")
@@ -3285,7 +3284,7 @@ void transposedConvolution(OnnxConverter &converter,
       throw Unsupported{"output_shape must have " + std::to_string(spatial) +
                         " values"};
     for (int64_t d : outputShape)
-      if (d < 0 || d > kLargest * kLargest)
+      if (d < 0 || d > (int64_t(1) << 40))
         throw Unsupported{"output_shape values must be in [0, 2^40]"};
   } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
     for (int64_t i = 0; i < spatial; ++i)
@@ -4579,7 +4578,9 @@ void OnnxConverter::convertNode(const onnx::NodeProto &node) {
     throw Unsupported{node.op_type() + " has " +
                       std::to_string(node.input_size()) + " inputs and " +
                       std::to_string(node.output_size()) + " outputs: too few"};
-  checkOpsetVersion(node.op_type(), opset);
+  if (std::string problem = opsetVersionProblem(node.op_type(), opset);
+      !problem.empty())
+    throw Unsupported{problem};
   for (const auto &[opType, convert] : specialOps())
     if (node.op_type() == opType) {
       (this->*convert)(node);
@@ -4748,12 +4749,7 @@ std::vector<std::string> supportedOnnxOps() {
   // version fusec reads (not before the op's row says) to the last that
   // does not deprecate it.
   auto readable = [](const std::string &opType, int64_t opset) {
-    try {
-      checkOpsetVersion(opType, opset);
-      return true;
-    } catch (const Unsupported &) {
-      return false;
-    }
+    return opsetVersionProblem(opType, opset).empty();
   };
   std::vector<std::string> lines;
   auto list = [&](const std::string &opType, int64_t since) {
