@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontends/Onnx.h"
+#include "frontends/OnnxInferenceCopy.h"
 #include "frontends/OnnxShapeFolding.h"
 
 #include "runtime/Error.h"
@@ -38,10 +39,67 @@ namespace fusec {
 namespace {
 
 /// The default-domain opsets read: the semantics of every row below hold
-/// for kMinOpset to kMaxOpset. Models of older opsets (from kOldestOpset)
-/// are read op by op: opsetVersionRead says which older versions of an op
-/// compute the same.
-constexpr int64_t kOldestOpset = 1, kMinOpset = 11, kMaxOpset = 17;
+/// for kMinOpset to kMaxOpset (28, the newest of ONNX 1.23; what changed
+/// after 17 is in kAttributeOpsets and the converters). Models of older
+/// opsets (from kOldestOpset) are read op by op: opsetVersionProblem says
+/// which older versions of an op compute the same.
+constexpr int64_t kOldestOpset = 1, kMinOpset = 11, kMaxOpset = 28;
+
+/// Attributes an op has in some of its versions only: {op, attribute,
+/// first opset, last opset}. An attribute outside its opsets is an error,
+/// as it is to ONNX's checker (ONNX 1.12's, which fusec has, knows nothing
+/// after opset 17).
+struct AttributeOpsets {
+  const char *op, *attr;
+  int64_t first, last;
+};
+const std::vector<AttributeOpsets> &attributeOpsets() {
+  static const std::vector<AttributeOpsets> table = [] {
+    std::vector<AttributeOpsets> rows = {
+        {"Split", "split", kOldestOpset, 12},
+        {"Split", "num_outputs", 18, kMaxOpset},
+        {"AveragePool", "dilations", 19, kMaxOpset},
+        {"Resize", "antialias", 18, kMaxOpset},
+        {"Resize", "axes", 18, kMaxOpset},
+        {"Resize", "keep_aspect_ratio_policy", 18, kMaxOpset},
+        {"Cast", "saturate", 19, kMaxOpset},
+        {"Cast", "round_mode", 24, kMaxOpset},
+        {"CastLike", "saturate", 19, kMaxOpset},
+        {"CastLike", "round_mode", 24, kMaxOpset},
+        {"QuantizeLinear", "saturate", 19, kMaxOpset},
+        {"QuantizeLinear", "block_size", 21, kMaxOpset},
+        {"QuantizeLinear", "output_dtype", 21, kMaxOpset},
+        {"QuantizeLinear", "precision", 23, kMaxOpset},
+        {"DequantizeLinear", "block_size", 21, kMaxOpset},
+        {"DequantizeLinear", "output_dtype", 23, kMaxOpset},
+        {"SpaceToDepth", "mode", 28, kMaxOpset},
+        {"Range", "stash_type", 27, kMaxOpset}};
+    // Opset 18 made the reductions' axes an input, as ReduceSum's in 13.
+    for (const char *op : {"ReduceL1", "ReduceL2", "ReduceLogSum",
+                           "ReduceLogSumExp", "ReduceMax", "ReduceMean",
+                           "ReduceMin", "ReduceProd", "ReduceSumSquare"}) {
+      rows.push_back({op, "axes", kOldestOpset, 17});
+      rows.push_back({op, "noop_with_empty_axes", 18, kMaxOpset});
+    }
+    rows.push_back({"ReduceSum", "axes", kOldestOpset, 12});
+    rows.push_back({"ReduceSum", "noop_with_empty_axes", 13, kMaxOpset});
+    return rows;
+  }();
+  return table;
+}
+
+/// Why `attr` of `opType` is not an attribute in `opset` ("" when it is,
+/// or when its opsets are not restricted).
+std::string attributeOpsetProblem(const std::string &opType,
+                                  const std::string &attr, int64_t opset) {
+  for (const AttributeOpsets &row : attributeOpsets())
+    if (opType == row.op && attr == row.attr &&
+        (opset < row.first || opset > row.last))
+      return "attribute '" + attr + "' of " + opType +
+             " is defined in opsets " + std::to_string(row.first) + " to " +
+             std::to_string(row.last) + ", not in " + std::to_string(opset);
+  return "";
+}
 
 /// Why a node cannot be converted; collected, not thrown out of the model.
 struct Unsupported {
@@ -472,7 +530,15 @@ void coerceTo2DBeforeOpset13(OnnxConverter &converter,
   becomeView(node, normalized, shape);
 }
 
+/// Cast's and CastLike's saturate (opset 19) and round_mode (24) apply to
+/// conversions to float8 types only, which fusec does not have.
+void dropFloat8Attributes(GraphNode &node) {
+  node.attrs.erase("saturate");
+  node.attrs.erase("round_mode");
+}
+
 void castTarget(OnnxConverter &, const onnx::NodeProto &, GraphNode &node) {
+  dropFloat8Attributes(node);
   auto it = node.attrs.find("to");
   if (it == node.attrs.end())
     throw Unsupported{"Cast needs attribute 'to'"};
@@ -628,6 +694,7 @@ void castLikeTarget(OnnxConverter &converter, const onnx::NodeProto &,
                     GraphNode &node) {
   if (node.inputs.size() != 2 || node.inputs[1].empty())
     throw Unsupported{"CastLike takes an input and a target_type tensor"};
+  dropFloat8Attributes(node);
   DType dtype = converter.requireDType(node.inputs[1], "CastLike");
   node.inputs.resize(1);
   node.attrs["dtype"] = std::string(dtypeName(dtype));
@@ -3472,7 +3539,8 @@ const std::vector<OnnxOp> &onnxOps() {
     table.push_back({"Max", "max", {}, {}, nullptr});
     table.push_back({"Min", "min", {}, {}, nullptr});
     table.push_back({"Sum", "add", {}, {}, nullptr});
-    table.push_back({"Cast", "cast", {"to"}, {}, castTarget});
+    table.push_back(
+        {"Cast", "cast", {"to", "saturate", "round_mode"}, {}, castTarget});
     // Mod: fmod=0 takes the divisor's sign (mod), fmod=1 the dividend's.
     table.push_back({"Mod", "mod", {"fmod"}, {}, modKind});
     table.push_back(
@@ -3632,21 +3700,33 @@ const std::vector<OnnxOp> &onnxOps() {
         {"ReduceProd", "reduce_prod"},
         {"ReduceL2", "reduce_l2"},
         {"ReduceLogSumExp", "reduce_log_sum_exp"}};
+    // Opset 18 on: axes is input 1 (kAttributeOpsets).
+    const std::vector<std::string> reductionAttrs = {"axes", "keepdims",
+                                                     "noop_with_empty_axes"};
+    const OnnxOp::ConstantInput axesFrom18 = {1, "axes", 18};
     for (auto [onnxName, graphOp] : reductions)
-      table.push_back({onnxName, graphOp, {"axes", "keepdims"}, {}});
+      table.push_back({onnxName, graphOp, reductionAttrs, {axesFrom18}});
     table.push_back(
         {"DequantizeLinear", "dequantize_linear", {"axis"}, {}, nullptr});
     // Reductions ONNX defines by others (axes an attribute up to opset 17).
     table.push_back({"ReduceSumSquare",
                      "reduce_sum",
-                     {"axes", "keepdims"},
-                     {},
+                     reductionAttrs,
+                     {axesFrom18},
                      sumOfSquares});
+    table.push_back({"ReduceL1",
+                     "reduce_sum",
+                     reductionAttrs,
+                     {axesFrom18},
+                     sumOfMagnitudes});
     table.push_back(
-        {"ReduceL1", "reduce_sum", {"axes", "keepdims"}, {}, sumOfMagnitudes});
-    table.push_back(
-        {"ReduceLogSum", "reduce_sum", {"axes", "keepdims"}, {}, logOfSum});
-    table.push_back({"CastLike", "cast", {}, {}, castLikeTarget, 15});
+        {"ReduceLogSum", "reduce_sum", reductionAttrs, {axesFrom18}, logOfSum});
+    table.push_back({"CastLike",
+                     "cast",
+                     {"saturate", "round_mode"},
+                     {},
+                     castLikeTarget,
+                     15});
     table.push_back({"Trilu", "select", {"upper"}, {}, triluMask, 14});
     table.push_back({"Mean", "div", {}, {}, meanOfInputs});
     table.push_back({"PRelu", "select", {}, {}, preluSelect});
@@ -3764,6 +3844,7 @@ void OnnxConverter::inferShapes(const onnx::ModelProto &model) {
     for (int64_t dim : given->second)
       shape->add_dim()->set_dim_value(dim);
   }
+  rewriteForOnnx112Inference(copy, opset);
   // ONNX 1.12's shape inference reads out of bounds on some malformed
   // nodes (a Conv whose input has the wrong rank: fuzz-onnx). A node fusec
   // neither converts nor can fold (its op has no ONNX data propagation)
@@ -4135,15 +4216,26 @@ void OnnxConverter::convertPow(const onnx::NodeProto &node) {
 void OnnxConverter::convertSplit(const onnx::NodeProto &node) {
   int64_t axis = 0;
   // Before opset 13 the sizes are the attribute `split`; from 13, input 1.
+  // From opset 18 num_outputs may say how many parts there are.
   std::optional<std::vector<int64_t>> splitAttribute;
+  std::optional<int64_t> numOutputs;
   for (const onnx::AttributeProto &attr : node.attribute()) {
     if (attr.name() == "axis")
       axis = attr.i();
-    else if (attr.name() == "split" && opset < 13)
+    else if (attr.name() == "split")
       splitAttribute.emplace(attr.ints().begin(), attr.ints().end());
+    else if (attr.name() == "num_outputs")
+      numOutputs = attr.i();
     else
       throw Unsupported{"attribute '" + attr.name() + "' is not supported"};
   }
+  bool splitInput = node.input_size() > 1 && !node.input(1).empty();
+  if (numOutputs && (splitInput || *numOutputs != node.output_size()))
+    throw Unsupported{
+        splitInput ? "Split takes num_outputs or the split input, not both"
+                   : "Split's num_outputs is " + std::to_string(*numOutputs) +
+                         " but it has " + std::to_string(node.output_size()) +
+                         " outputs"};
   std::string input = resolve(node.input(0));
   std::optional<Shape> shape = shapeOf(input);
   if (!shape)
@@ -4153,9 +4245,19 @@ void OnnxConverter::convertSplit(const onnx::NodeProto &node) {
   std::vector<int64_t> sizes;
   if (splitAttribute) {
     sizes = *splitAttribute;
-  } else if (node.input_size() > 1 && !node.input(1).empty()) {
+  } else if (splitInput) {
     sizes = integersOf(constantValue(resolve(node.input(1)), "input 1 (split)"),
                        "input 1 (split)");
+  } else if (numOutputs) {
+    // Parts of ceil(dim / num_outputs), the last one what is left.
+    int64_t parts = *numOutputs, dim = (*shape)[axis];
+    int64_t part = parts > 0 ? (dim + parts - 1) / parts : 0;
+    if (parts < 1 || dim - (parts - 1) * part < 0)
+      throw Unsupported{"Split of a dim of " + std::to_string(dim) + " into " +
+                        std::to_string(parts) + " parts of " +
+                        std::to_string(part) + " leaves too little"};
+    sizes.assign(parts, part);
+    sizes.back() = dim - (parts - 1) * part;
   } else {
     int64_t parts = node.output_size(), dim = (*shape)[axis];
     if (parts == 0 || dim % parts != 0)
@@ -4581,6 +4683,11 @@ void OnnxConverter::convertNode(const onnx::NodeProto &node) {
   if (std::string problem = opsetVersionProblem(node.op_type(), opset);
       !problem.empty())
     throw Unsupported{problem};
+  for (const onnx::AttributeProto &attr : node.attribute())
+    if (std::string problem =
+            attributeOpsetProblem(node.op_type(), attr.name(), opset);
+        !problem.empty())
+      throw Unsupported{problem};
   for (const auto &[opType, convert] : specialOps())
     if (node.op_type() == opType) {
       (this->*convert)(node);
