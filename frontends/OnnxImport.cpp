@@ -550,16 +550,22 @@ void castTarget(OnnxConverter &, const onnx::NodeProto &, GraphNode &node) {
   node.attrs["dtype"] = std::string(dtypeName(*dtype));
 }
 
+/// LayerNormalization's, RMSNormalization's and GroupNormalization's
+/// stash_type: fusec computes their statistics in f32 (f64 for f64 input).
+void dropStashType(GraphNode &node, const std::string &opType) {
+  auto stash = node.attrs.find("stash_type");
+  if (stash == node.attrs.end())
+    return;
+  if (std::get<int64_t>(stash->second) != onnx::TensorProto::FLOAT)
+    throw Unsupported{opType + " stash_type must be 1 (float)"};
+  node.attrs.erase(stash);
+}
+
 void layerNormOutputs(OnnxConverter &converter, const onnx::NodeProto &proto,
                       GraphNode &node) {
   node.outputs.resize(1);
   converter.addLayerNormStatistics(proto, node);
-  auto stash = node.attrs.find("stash_type");
-  if (stash != node.attrs.end()) {
-    if (std::get<int64_t>(stash->second) != onnx::TensorProto::FLOAT)
-      throw Unsupported{"LayerNormalization stash_type must be 1 (float)"};
-    node.attrs.erase(stash);
-  }
+  dropStashType(node, proto.op_type());
 }
 
 /// Pad's pads (its input 1, read as an attribute): two per dim.
@@ -664,6 +670,30 @@ void bitShiftDirection(OnnxConverter &, const onnx::NodeProto &,
 Tensor scalarTensor(DType dtype, double value) {
   Tensor tensor(dtype, {});
   tensor.set(0, value);
+  return tensor;
+}
+
+/// The lowest or highest value of `dtype` (an infinity for floats) as a
+/// scalar, exact for 64-bit integers too (which a double is not).
+Tensor extremeScalar(DType dtype, bool highest) {
+  Tensor tensor(dtype, {});
+  const double infinity = std::numeric_limits<double>::infinity();
+  switch (dtypeInfo(dtype).kind) {
+  case DTypeKind::Float:
+    tensor.set(0, highest ? infinity : -infinity);
+    break;
+  case DTypeKind::Bool:
+    tensor.set(0, highest ? 1.0 : 0.0);
+    break;
+  case DTypeKind::UInt:
+    std::fill(tensor.bytes.begin(), tensor.bytes.end(), highest ? 0xff : 0);
+    break;
+  case DTypeKind::Int:
+    // Little-endian two's complement: 0x7f ff .. ff and 0x80 00 .. 00.
+    std::fill(tensor.bytes.begin(), tensor.bytes.end(), highest ? 0xff : 0);
+    tensor.bytes.back() = highest ? 0x7f : 0x80;
+    break;
+  }
   return tensor;
 }
 
@@ -1008,7 +1038,8 @@ void depthToSpace(OnnxConverter &converter, const onnx::NodeProto &proto,
   if (auto it = node.attrs.find("mode"); it != node.attrs.end())
     mode = std::get<std::string>(it->second);
   if (mode != "DCR" && mode != "CRD")
-    throw Unsupported{"DepthToSpace's mode must be DCR or CRD, not " + mode};
+    throw Unsupported{proto.op_type() + "'s mode must be DCR or CRD, not " +
+                      mode};
   const int64_t n = shape[0], c = shape[1], h = shape[2], w = shape[3];
   if (block < 1)
     throw Unsupported{"blocksize must be positive"};
@@ -1030,7 +1061,8 @@ void depthToSpace(OnnxConverter &converter, const onnx::NodeProto &proto,
                         std::to_string(h) + ", " + std::to_string(w) +
                         ") are not multiples of blocksize"};
     split = {n, c, h / block, block, w / block, block};
-    perm = {0, 3, 5, 1, 2, 4};
+    perm = mode == "DCR" ? std::vector<int64_t>{0, 3, 5, 1, 2, 4}
+                         : std::vector<int64_t>{0, 1, 3, 5, 2, 4};
     result = {n, c * block * block, h / block, w / block};
   }
   std::string blocks = viewStep(converter, node, x, split, "blocks");
@@ -2648,20 +2680,44 @@ void einsumByProducts(OnnxConverter &converter, const onnx::NodeProto &proto,
 
 /// The identity of a scatter's `reduction` in `dtype` ("none" and "add":
 /// -0.0 for floats, which leaves every float as it is, 0 for integers;
-/// "mul": 1).
+/// "mul": 1; "max" and "min": the dtype's lowest and highest values).
 Tensor scatterIdentity(DType dtype, const std::string &reduction) {
   if (reduction == "mul")
     return scalarTensor(dtype, 1.0);
+  if (reduction == "max" || reduction == "min")
+    return extremeScalar(dtype, /*highest=*/reduction == "min");
   return scalarTensor(dtype, isFloat(dtype) ? -0.0 : 0.0);
 }
 
-std::string scatterReduction(const GraphNode &node) {
+/// A scatter's `reduction`: none, add, mul, or (opset 18 on) max and min.
+std::string scatterReduction(const GraphNode &node, int64_t opset) {
   auto it = node.attrs.find("reduction");
   std::string reduction =
       it == node.attrs.end() ? "none" : std::get<std::string>(it->second);
-  if (reduction != "none" && reduction != "add" && reduction != "mul")
-    throw Unsupported{"reduction must be none, add or mul, not " + reduction};
+  bool known = reduction == "none" || reduction == "add" || reduction == "mul";
+  if (opset >= 18)
+    known |= reduction == "max" || reduction == "min";
+  if (!known)
+    throw Unsupported{"reduction must be none, add, mul" +
+                      std::string(opset >= 18 ? ", max or min"
+                                              : " or (opset "
+                                                "18 on) max or "
+                                                "min") +
+                      ", not " + reduction};
   return reduction;
+}
+
+/// The graph op that combines the updates of a scatter's `reduction`, and
+/// the one that combines their result with the data.
+std::pair<const char *, const char *>
+scatterCombiners(const std::string &reduction) {
+  if (reduction == "add")
+    return {"reduce_sum", "add"};
+  if (reduction == "mul")
+    return {"reduce_prod", "mul"};
+  if (reduction == "max")
+    return {"reduce_max", "max"};
+  return {"reduce_min", "min"};
 }
 
 /// `index` (any integer dtype) as i64 with negative values counted from
@@ -2706,7 +2762,7 @@ void scatterElements(OnnxConverter &converter, const onnx::NodeProto &proto,
   if (auto it = node.attrs.find("axis"); it != node.attrs.end())
     axis = std::get<int64_t>(it->second);
   axis = resolvedAxis(axis, rank);
-  const std::string reduction = scatterReduction(node);
+  const std::string reduction = scatterReduction(node, converter.opset);
   for (int64_t d = 0; d < rank; ++d)
     if (d != axis && indexShape[d] > shape[d])
       throw Unsupported{"indices dim " + std::to_string(d) +
@@ -2753,12 +2809,13 @@ void scatterElements(OnnxConverter &converter, const onnx::NodeProto &proto,
   std::map<std::string, AttrValue> overUpdates = {
       {"axes", std::vector<int64_t>{rank}}, {"keepdims", int64_t(0)}};
   if (reduction != "none") {
+    auto [reduce, combine] = scatterCombiners(reduction);
     std::string combined = converter.addStep(
-        node, reduction == "add" ? "reduce_sum" : "reduce_prod",
+        node, reduce,
         {converter.addStep(node, "select", {match, update, identity},
                            "contributions")},
         "combined", overUpdates);
-    node.op = reduction;
+    node.op = combine;
     node.inputs = {data, combined};
     node.attrs.clear();
     return;
@@ -2814,7 +2871,7 @@ void scatterND(OnnxConverter &converter, const onnx::NodeProto &proto,
   updateShape.insert(updateShape.end(), shape.begin() + m, shape.end());
   if (converter.requireShape(updates, proto.op_type()) != updateShape)
     throw Unsupported{"updates must be [" + formatShape(updateShape) + "]"};
-  const std::string reduction = scatterReduction(node);
+  const std::string reduction = scatterReduction(node, converter.opset);
   int64_t slices = 1, tuples = 1;
   std::vector<int64_t> strides(m, 1);
   for (int64_t j = m; j-- > 0;) {
@@ -2866,8 +2923,9 @@ void scatterND(OnnxConverter &converter, const onnx::NodeProto &proto,
     Shape matchShape = {slices, tuples}, updateRows = {1, tuples};
     matchShape.insert(matchShape.end(), rest.size(), 1);
     updateRows.insert(updateRows.end(), rest.begin(), rest.end());
+    auto [reduce, combine] = scatterCombiners(reduction);
     std::string combined = converter.addStep(
-        node, reduction == "add" ? "reduce_sum" : "reduce_prod",
+        node, reduce,
         {converter.addStep(
             node, "select",
             {viewStep(converter, node, match, matchShape, "match_laid"),
@@ -2877,8 +2935,8 @@ void scatterND(OnnxConverter &converter, const onnx::NodeProto &proto,
             "contributions")},
         "combined",
         {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t(0)}});
-    result = converter.addStep(node, reduction, {slicesOfData, combined},
-                               "scattered");
+    result =
+        converter.addStep(node, combine, {slicesOfData, combined}, "scattered");
   } else {
     Tensor tupleNumbers(DType::I64, {1, tuples});
     for (int64_t u = 0; u < tuples; ++u)
@@ -2971,6 +3029,158 @@ void instanceNormalization(OnnxConverter &converter,
   node.inputs = {scaled,
                  viewStep(converter, node, shift, channelShape, "B_column")};
   node.attrs.clear();
+}
+
+/// The float attribute `name` of `node`, or `fallback` (a float's value, as
+/// ONNX's default is).
+double floatAttr(const GraphNode &node, const char *name, float fallback) {
+  auto it = node.attrs.find(name);
+  return it == node.attrs.end() ? fallback : std::get<double>(it->second);
+}
+
+/// x * sigmoid(alpha * x) (Swish; SiLU for alpha = 1), in x's dtype op by
+/// op as ONNX's function computes it.
+std::string swishStep(OnnxConverter &converter, const GraphNode &node,
+                      const std::string &x, double alpha,
+                      const std::string &suffix) {
+  DType dtype = converter.requireDType(x, "Swish");
+  if (!isFloat(dtype))
+    throw Unsupported{std::string("Swish of ") + dtypeName(dtype) +
+                      " is not supported (floats)"};
+  std::string gate = x;
+  if (alpha != 1.0)
+    gate = converter.addStep(
+        node, "mul",
+        {converter.addStepConstant(node, suffix + "_alpha",
+                                   scalarTensor(dtype, alpha)),
+         x},
+        suffix + "_scaled");
+  return converter.addStep(
+      node, "mul",
+      {x, converter.addStep(node, "sigmoid", {gate}, suffix + "_sigmoid")},
+      suffix);
+}
+
+/// Swish (opset 24): x * sigmoid(alpha * x).
+void swish(OnnxConverter &converter, const onnx::NodeProto &, GraphNode &node) {
+  std::string swished = swishStep(converter, node, node.inputs.at(0),
+                                  floatAttr(node, "alpha", 1.0f), "swish");
+  becomeView(node, swished, converter.requireShape(node.inputs.at(0), "Swish"));
+}
+
+/// SwiGLU (opset 28): Swish_alpha(A) * B, A and B of one shape.
+void swiGlu(OnnxConverter &converter, const onnx::NodeProto &,
+            GraphNode &node) {
+  if (node.inputs.size() != 2 || node.inputs[1].empty())
+    throw Unsupported{"SwiGLU takes A and B"};
+  const std::string a = node.inputs[0], b = node.inputs[1];
+  if (converter.requireShape(a, "SwiGLU") !=
+      converter.requireShape(b, "SwiGLU"))
+    throw Unsupported{"SwiGLU's A and B must have one shape (it does not "
+                      "broadcast)"};
+  node.inputs = {
+      swishStep(converter, node, a, floatAttr(node, "alpha", 1.0f), "gate"), b};
+  node.op = "mul";
+  node.attrs.clear();
+}
+
+/// RMSNormalization (opset 23): fusec's rms_norm, its scale required.
+void rmsNormalization(OnnxConverter &, const onnx::NodeProto &proto,
+                      GraphNode &node) {
+  if (node.inputs.size() != 2 || node.inputs[1].empty())
+    throw Unsupported{"RMSNormalization takes X and scale"};
+  dropStashType(node, proto.op_type());
+}
+
+/// GroupNormalization (opset 18; per-channel scale and bias from 21, per
+/// group before): each group of C / num_groups channels normalized over
+/// its channels and spatial dims together (a layer_norm of the [N, G, rest]
+/// view), then scaled and shifted per channel.
+void groupNormalization(OnnxConverter &converter, const onnx::NodeProto &proto,
+                        GraphNode &node) {
+  if (node.inputs.size() != 3 || node.inputs[1].empty() ||
+      node.inputs[2].empty())
+    throw Unsupported{"GroupNormalization takes X, scale and bias"};
+  dropStashType(node, proto.op_type());
+  const std::string x = node.inputs[0], scale = node.inputs[1],
+                    bias = node.inputs[2];
+  Shape shape = converter.requireShape(x, proto.op_type());
+  DType dtype = converter.requireDType(x, proto.op_type());
+  auto groupsAttr = node.attrs.find("num_groups");
+  if (groupsAttr == node.attrs.end())
+    throw Unsupported{"GroupNormalization needs num_groups"};
+  const int64_t groups = std::get<int64_t>(groupsAttr->second);
+  if (shape.size() < 2)
+    throw Unsupported{"GroupNormalization's input must be [N, C, ...], not [" +
+                      formatShape(shape) + "]"};
+  const int64_t channels = shape[1];
+  if (groups < 1 || channels % groups != 0)
+    throw Unsupported{"num_groups " + std::to_string(groups) +
+                      " does not divide the " + std::to_string(channels) +
+                      " channels"};
+  const bool perGroup = converter.opset < 21;
+  const int64_t parameterSize = perGroup ? groups : channels;
+  for (const std::string &parameter : {scale, bias})
+    if (converter.requireShape(parameter, proto.op_type()) !=
+        Shape{parameterSize})
+      throw Unsupported{std::string("scale and bias must be [") +
+                        std::to_string(parameterSize) + "] (" +
+                        (perGroup ? "one per group before opset 21"
+                                  : "one per channel from opset 21") +
+                        ")"};
+  const double epsilon = floatAttr(node, "epsilon", 1e-5f);
+  int64_t rest = numElements(shape) / std::max<int64_t>(shape[0], 1) / groups;
+  if (shape[0] == 0)
+    rest =
+        channels / groups * numElements(Shape(shape.begin() + 2, shape.end()));
+  checkConstantElements(rest, "GroupNormalization's unit scale");
+  Tensor ones(dtype, {rest});
+  for (int64_t i = 0; i < rest; ++i)
+    ones.set(i, 1.0);
+  std::string grouped =
+      viewStep(converter, node, x, {shape[0], groups, rest}, "grouped");
+  std::string normalized = converter.addStep(
+      node, "layer_norm",
+      {grouped, converter.addStepConstant(node, "unit_scale", ones)},
+      "normalized", {{"axis", int64_t(2)}, {"epsilon", epsilon}});
+  Shape parameterShape(shape.size(), 1);
+  parameterShape[1] = channels;
+  auto perChannel = [&](const std::string &parameter,
+                        const std::string &suffix) {
+    if (!perGroup)
+      return viewStep(converter, node, parameter, parameterShape, suffix);
+    // One value per group: repeated over the group's channels.
+    std::string column =
+        viewStep(converter, node, parameter, {groups, 1}, suffix + "_groups");
+    std::string repeated = converter.addStep(
+        node, "expand", {column}, suffix + "_repeated",
+        {{"shape", std::vector<int64_t>{groups, channels / groups}}});
+    return viewStep(converter, node, repeated, parameterShape, suffix);
+  };
+  std::string scaled = converter.addStep(
+      node, "mul",
+      {viewStep(converter, node, normalized, shape, "normalized_view"),
+       perChannel(scale, "scale_column")},
+      "scaled");
+  node.op = "add";
+  node.inputs = {scaled, perChannel(bias, "bias_column")};
+  node.attrs.clear();
+}
+
+/// ReduceMax and ReduceMin of booleans (opset 20): of their u8 values.
+void booleanExtremes(OnnxConverter &converter, const onnx::NodeProto &proto,
+                     GraphNode &node) {
+  if (converter.requireDType(node.inputs.at(0), proto.op_type()) != DType::I1)
+    return;
+  std::string bytes = converter.addStep(node, "cast", {node.inputs[0]}, "bytes",
+                                        {{"dtype", std::string("u8")}});
+  std::vector<std::string> inputs = node.inputs;
+  inputs[0] = bytes;
+  std::string reduced =
+      converter.addStep(node, node.op, inputs, "reduced", node.attrs);
+  node.op = "cast";
+  node.inputs = {reduced};
+  node.attrs = {{"dtype", std::string("i1")}};
 }
 
 /// The convolution of `padded` ([N, C, spatial...], padded already) with
@@ -3571,6 +3781,21 @@ const std::vector<OnnxOp> &onnxOps() {
                      {},
                      layerNormOutputs,
                      17});
+    table.push_back({"RMSNormalization",
+                     "rms_norm",
+                     {"axis", "epsilon", "stash_type"},
+                     {},
+                     rmsNormalization,
+                     23});
+    table.push_back({"GroupNormalization",
+                     "add",
+                     {"epsilon", "num_groups", "stash_type"},
+                     {},
+                     groupNormalization,
+                     18});
+    table.push_back({"Gelu", "gelu", {"approximate"}, {}, nullptr, 20});
+    table.push_back({"Swish", "mul", {"alpha"}, {}, swish, 24});
+    table.push_back({"SwiGLU", "mul", {"alpha"}, {}, swiGlu, 28});
     table.push_back({"Transpose", "transpose", {"perm"}, {}, nullptr});
     table.push_back({"Reshape",
                      "reshape",
@@ -3595,8 +3820,8 @@ const std::vector<OnnxOp> &onnxOps() {
                      poolBySlices});
     table.push_back({"AveragePool",
                      "div",
-                     {"kernel_shape", "strides", "pads", "ceil_mode",
-                      "auto_pad", "count_include_pad"},
+                     {"kernel_shape", "strides", "pads", "dilations",
+                      "ceil_mode", "auto_pad", "count_include_pad"},
                      {},
                      poolBySlices});
     table.push_back(
@@ -3704,8 +3929,15 @@ const std::vector<OnnxOp> &onnxOps() {
     const std::vector<std::string> reductionAttrs = {"axes", "keepdims",
                                                      "noop_with_empty_axes"};
     const OnnxOp::ConstantInput axesFrom18 = {1, "axes", 18};
-    for (auto [onnxName, graphOp] : reductions)
-      table.push_back({onnxName, graphOp, reductionAttrs, {axesFrom18}});
+    for (auto [onnxName, graphOp] : reductions) {
+      bool extreme = std::string(graphOp) == "reduce_max" ||
+                     std::string(graphOp) == "reduce_min";
+      table.push_back({onnxName,
+                       graphOp,
+                       reductionAttrs,
+                       {axesFrom18},
+                       extreme ? booleanExtremes : nullptr});
+    }
     table.push_back(
         {"DequantizeLinear", "dequantize_linear", {"axis"}, {}, nullptr});
     // Reductions ONNX defines by others (axes an attribute up to opset 17).
@@ -3741,7 +3973,7 @@ const std::vector<OnnxOp> &onnxOps() {
     table.push_back(
         {"DepthToSpace", "reshape", {"blocksize", "mode"}, {}, depthToSpace});
     table.push_back(
-        {"SpaceToDepth", "reshape", {"blocksize"}, {}, depthToSpace});
+        {"SpaceToDepth", "reshape", {"blocksize", "mode"}, {}, depthToSpace});
     table.push_back(
         {"BatchNormalization",
          "add",
