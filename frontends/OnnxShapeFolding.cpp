@@ -176,8 +176,40 @@ std::optional<Ints> foldArithmetic(const std::string &op, const Ints &a,
           return wrappingOp(v[0], v[1], '*');
         if (v[1] == 0 || (v[0] == minimum && v[1] == -1))
           return std::nullopt; // undefined, or overflowing
-        return v[0] / v[1];
+        if (op == "Div")
+          return v[0] / v[1];
+        // Mod (fmod = 0): the remainder takes the divisor's sign.
+        int64_t remainder = v[0] % v[1];
+        if (remainder != 0 && (remainder < 0) != (v[1] < 0))
+          remainder += v[1];
+        return remainder;
       });
+}
+
+/// Not, And, Or and Xor of booleans.
+std::optional<Ints>
+foldLogic(const std::string &op,
+          const std::vector<std::optional<Ints>> &operands) {
+  for (const std::optional<Ints> &operand : operands)
+    if (!operand || operand->dtype != DType::I1)
+      return std::nullopt;
+  if (op == "Not")
+    return operands.size() == 1
+               ? elementwise({&*operands[0]}, DType::I1,
+                             [](const std::vector<int64_t> &v) -> int64_t {
+                               return !v[0];
+                             })
+               : std::nullopt;
+  if (operands.size() != 2)
+    return std::nullopt;
+  return elementwise({&*operands[0], &*operands[1]}, DType::I1,
+                     [&](const std::vector<int64_t> &v) -> int64_t {
+                       if (op == "And")
+                         return v[0] && v[1];
+                       if (op == "Or")
+                         return v[0] || v[1];
+                       return (v[0] != 0) != (v[1] != 0);
+                     });
 }
 
 std::optional<Ints> foldComparison(const std::string &op, const Ints &a,
@@ -565,9 +597,14 @@ foldShapeComputation(const onnx::NodeProto &node, int64_t opset,
     return std::nullopt;
   const Ints &a = *operands[0];
   std::optional<Ints> result;
-  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
-    if (operands.size() == 2 && operands[1])
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Mod") {
+    bool fmod = false;
+    for (const onnx::AttributeProto &attr : node.attribute())
+      fmod |= attr.name() == "fmod" && attr.i() != 0;
+    if (operands.size() == 2 && operands[1] && !fmod)
       result = foldArithmetic(op, a, *operands[1]);
+  } else if (op == "Not" || op == "And" || op == "Or" || op == "Xor") {
+    result = foldLogic(op, operands);
   } else if (op == "Equal" || op == "Less" || op == "LessOrEqual" ||
              op == "Greater" || op == "GreaterOrEqual") {
     if (operands.size() == 2 && operands[1])
