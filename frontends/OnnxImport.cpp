@@ -2049,9 +2049,10 @@ void poolBySlices(OnnxConverter &converter, const onnx::NodeProto &proto,
 
 /// Resize's source position of output position `y` along one axis, in
 /// input coordinates, as ONNX's reference evaluator computes it (in f64;
-/// `outputWidth` is scale x input width, not rounded).
+/// `outputWidth` is scale x input width, not rounded; `outputDim` is the
+/// output's dim).
 double resizeSource(const std::string &mode, double y, double scale,
-                    int64_t inputWidth, double outputWidth,
+                    int64_t inputWidth, double outputWidth, int64_t outputDim,
                     const std::array<double, 2> &roi) {
   if (mode == "align_corners")
     return outputWidth == 1 ? 0.0 : y * (inputWidth - 1) / (outputWidth - 1);
@@ -2068,15 +2069,51 @@ double resizeSource(const std::string &mode, double y, double scale,
     return outputWidth == 1 ? -0.5 : (y + 0.5) / scale - 0.5;
   if (mode == "half_pixel")
     return (y + 0.5) / scale - 0.5;
+  if (mode == "half_pixel_symmetric") {
+    // Opset 19: the output's center maps to the input's where rounding the
+    // output dim changed the scale.
+    double adjustment = static_cast<double>(outputDim) / outputWidth;
+    double center = static_cast<double>(inputWidth) / 2;
+    return center * (1 - adjustment) + (y + 0.5) / scale - 0.5;
+  }
   throw Unsupported{"coordinate_transformation_mode " + mode +
                     " is not supported"};
 }
 
 /// Resize's interpolation weights for a source position `ratio` of the
-/// way past the input position below it (1 at an input position).
+/// way past the input position below it (1 at an input position). With
+/// `antialias` (opset 18) a downscaling linear or cubic filter is widened
+/// by 1 / scale and normalized, as ONNX's reference computes it.
 std::vector<double> resizeCoefficients(const std::string &mode,
                                        const std::string &nearestMode,
-                                       double ratio, double cubicA) {
+                                       double ratio, double cubicA,
+                                       bool antialias, double scale) {
+  if (antialias && mode != "nearest") {
+    scale = std::min(scale, 1.0);
+    const bool linear = mode == "linear";
+    const int64_t start =
+        static_cast<int64_t>(std::floor((linear ? -1 : -2) / scale) + 1);
+    std::vector<double> coefficients;
+    double sum = 0;
+    for (int64_t i = start; i < 2 - start; ++i) {
+      double x = std::abs((static_cast<double>(i) - ratio) * scale);
+      double c;
+      if (linear)
+        c = std::clamp(1 - x, 0.0, 1.0);
+      else if (x <= 1)
+        c = (cubicA + 2) * x * x * x - (cubicA + 3) * x * x + 1;
+      else if (x < 2)
+        c = cubicA * x * x * x - 5 * cubicA * x * x + 8 * cubicA * x -
+            4 * cubicA;
+      else
+        c = 0;
+      coefficients.push_back(c);
+      sum += c;
+    }
+    for (double &c : coefficients)
+      c /= sum;
+    return coefficients;
+  }
   if (mode == "nearest") {
     if (ratio == 1.0)
       return {0, 1};
@@ -2099,8 +2136,8 @@ std::vector<double> resizeCoefficients(const std::string &mode,
           ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a};
 }
 
-/// Resize (opset 11 on; no antialias or axes before opset 18): one axis at
-/// a time, as ONNX's reference evaluator does it. Per output position a
+/// Resize (opset 11 on; antialias, axes and keep_aspect_ratio_policy from
+/// 18): one axis at a time, as ONNX's reference evaluator does it. Per output position a
 /// table gives the input positions it reads (clamped to the input, as edge
 /// padding would) and their weights: nearest is one gather; linear and
 /// cubic gather 2 or 4 positions, weight them in f64 and sum, and the
@@ -2127,7 +2164,7 @@ void resizeBySeparableTables(OnnxConverter &converter,
     return std::get<double>(it->second);
   };
   const std::string mode = text("mode", "nearest"),
-                    coordinates =
+                    coordinate =
                         text("coordinate_transformation_mode", "half_pixel"),
                     nearestMode = text("nearest_mode", "round_prefer_floor");
   if (mode != "nearest" && mode != "linear" && mode != "cubic")
@@ -2135,6 +2172,34 @@ void resizeBySeparableTables(OnnxConverter &converter,
   const double cubicA = number("cubic_coeff_a", -0.75f),
                extrapolation = number("extrapolation_value", 0.0);
   const bool excludeOutside = number("exclude_outside", 0) != 0;
+  if (coordinate == "half_pixel_symmetric" && converter.opset < 19)
+    throw Unsupported{"coordinate_transformation_mode half_pixel_symmetric "
+                      "is defined from opset 19 on"};
+  const bool antialias = number("antialias", 0) != 0;
+  if (antialias && mode == "nearest")
+    throw Unsupported{"antialias applies to linear and cubic modes only"};
+  const std::string policy = text("keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
+    throw Unsupported{"keep_aspect_ratio_policy must be stretch, not_larger "
+                      "or not_smaller, not " +
+                      policy};
+  // The axes scales, sizes and roi are given for (all by default).
+  std::vector<int64_t> axes;
+  if (auto it = node.attrs.find("axes"); it != node.attrs.end()) {
+    std::vector<bool> seen(rank, false);
+    for (int64_t axis : std::get<std::vector<int64_t>>(it->second)) {
+      axis = resolvedAxis(axis, rank);
+      if (seen[axis])
+        throw Unsupported{"Resize's axes name axis " + std::to_string(axis) +
+                          " twice"};
+      seen[axis] = true;
+      axes.push_back(axis);
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  const int64_t givenCount = static_cast<int64_t>(axes.size());
   auto input = [&](size_t index) -> const Tensor * {
     if (node.inputs.size() <= index || node.inputs[index].empty())
       return nullptr;
@@ -2147,22 +2212,27 @@ void resizeBySeparableTables(OnnxConverter &converter,
   if (!scalesTensor == !sizesTensor)
     throw Unsupported{"Resize takes scales or sizes, one of them"};
   const Tensor &given = scalesTensor ? *scalesTensor : *sizesTensor;
-  if (given.numElements() != rank)
+  if (given.numElements() != givenCount)
     throw Unsupported{std::string(scalesTensor ? "scales" : "sizes") +
-                      " must have one value per dim (" + std::to_string(rank) +
-                      ")"};
+                      " must have one value per resized axis (" +
+                      std::to_string(givenCount) + ")"};
   std::vector<double> roi;
-  if (coordinates == "tf_crop_and_resize") {
-    if (!roiTensor || roiTensor->numElements() != 2 * rank)
+  if (coordinate == "tf_crop_and_resize") {
+    if (!roiTensor || roiTensor->numElements() != 2 * givenCount)
       throw Unsupported{"tf_crop_and_resize needs a roi of " +
-                        std::to_string(2 * rank) + " values"};
-    for (int64_t i = 0; i < 2 * rank; ++i)
-      roi.push_back(roiTensor->at(i));
+                        std::to_string(2 * givenCount) + " values"};
+    roi.assign(rank, 0.0);
+    roi.resize(2 * rank, 1.0);
+    for (int64_t i = 0; i < givenCount; ++i) {
+      roi[axes[i]] = roiTensor->at(i);
+      roi[rank + axes[i]] = roiTensor->at(givenCount + i);
+    }
   }
-  std::vector<double> scales(rank);
-  Shape out(rank);
-  for (int64_t d = 0; d < rank; ++d) {
-    double value = given.at(d);
+  std::vector<double> scales(rank, 1.0);
+  Shape out = shape;
+  for (int64_t i = 0; i < givenCount; ++i) {
+    const int64_t d = axes[i];
+    double value = given.at(i);
     if (sizesTensor) {
       if (!(value >= 0 && value <= double(int64_t(1) << 40)))
         throw Unsupported{"sizes must be in [0, 2^40]"};
@@ -2175,10 +2245,23 @@ void resizeBySeparableTables(OnnxConverter &converter,
                           "2^40"};
       out[d] = static_cast<int64_t>(value * shape[d]);
     }
+  }
+  if (sizesTensor && policy != "stretch") {
+    // One scale for every resized axis, the smallest or the largest, and
+    // each dim that scale times the input's, rounded half up.
+    double scale = scales[axes[0]];
+    for (int64_t d : axes)
+      scale = policy == "not_larger" ? std::min(scale, scales[d])
+                                     : std::max(scale, scales[d]);
+    for (int64_t d : axes) {
+      scales[d] = scale;
+      out[d] = static_cast<int64_t>(scale * shape[d] + 0.5);
+    }
+  }
+  for (int64_t d = 0; d < rank; ++d)
     if (out[d] < 0 || out[d] > (int64_t(1) << 40) || (shape[d] == 0 && out[d]))
       throw Unsupported{"output dim " + std::to_string(d) + " (" +
                         std::to_string(out[d]) + ") is out of range"};
-  }
   const bool nearest = mode == "nearest";
   const bool integer = !isFloat(dtype);
   std::string value = x;
@@ -2190,7 +2273,7 @@ void resizeBySeparableTables(OnnxConverter &converter,
   auto isClose = [](double a, double b) {
     return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
   };
-  for (int64_t axis = 0; axis < rank; ++axis) {
+  for (int64_t axis : axes) {
     std::array<double, 2> axisRoi = {0.0, 1.0};
     if (!roi.empty())
       axisRoi = {roi[axis], roi[axis + rank]};
@@ -2200,7 +2283,15 @@ void resizeBySeparableTables(OnnxConverter &converter,
       continue;
     const int64_t inWidth = shape[axis], outWidth = out[axis];
     const double scaledWidth = scales[axis] * inWidth;
-    const int64_t taps = nearest ? 1 : mode == "linear" ? 2 : 4;
+    // Antialias widens the filter by the downscale; its width is the same
+    // for every output position.
+    const int64_t taps =
+        nearest ? 1
+                : static_cast<int64_t>(resizeCoefficients(mode, nearestMode,
+                                                          0.5, cubicA,
+                                                          antialias,
+                                                          scales[axis])
+                                           .size());
     if (outWidth * taps > (int64_t(1) << 26))
       throw Unsupported{"an output dim of " + std::to_string(outWidth) +
                         " is more than fusec's tables take (2^26 taps)"};
@@ -2209,16 +2300,18 @@ void resizeBySeparableTables(OnnxConverter &converter,
     Tensor outside(DType::I1, {outWidth});
     bool extrapolates = false;
     for (int64_t y = 0; y < outWidth; ++y) {
-      double source = resizeSource(coordinates, static_cast<double>(y),
-                                   scales[axis], inWidth, scaledWidth, axisRoi);
-      bool beyond = coordinates == "tf_crop_and_resize" &&
+      double source =
+          resizeSource(coordinate, static_cast<double>(y), scales[axis],
+                       inWidth, scaledWidth, outWidth, axisRoi);
+      bool beyond = coordinate == "tf_crop_and_resize" &&
                     (source < 0 || source > inWidth - 1);
       outside.set(y, beyond);
       extrapolates |= beyond;
       double below = std::floor(source);
       double ratio = source == below ? 1.0 : source - below;
       std::vector<double> coefficients =
-          resizeCoefficients(mode, nearestMode, ratio, cubicA);
+          resizeCoefficients(mode, nearestMode, ratio, cubicA, antialias,
+                             scales[axis]);
       const int64_t n = coefficients.size(), pad = (n + 1) / 2;
       double padded = source + pad, floorPadded = std::floor(padded);
       double fraction = padded - floorPadded;
@@ -4228,8 +4321,9 @@ const std::vector<OnnxOp> &onnxOps() {
     table.push_back(
         {"Resize",
          "cast",
-         {"coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
-          "extrapolation_value", "mode", "nearest_mode"},
+         {"antialias", "axes", "coordinate_transformation_mode",
+          "cubic_coeff_a", "exclude_outside", "extrapolation_value",
+          "keep_aspect_ratio_policy", "mode", "nearest_mode"},
          {},
          resizeBySeparableTables});
     table.push_back(
