@@ -973,23 +973,25 @@ int64_t singleInteger(const AttrValue &value, const std::string &what) {
 /// `exclusive`; j >= i, j > i when `reverse`). A sum over a [L, L] mask of
 /// which j each i takes, whose select fuses into the reduction (L * L
 /// terms per row). Only the order of the float additions differs from
-/// ONNX's running sum.
-void cumulativeSum(OnnxConverter &converter, const onnx::NodeProto &,
+/// ONNX's running sum. CumProd (opset 26): the same as a product.
+void cumulativeSum(OnnxConverter &converter, const onnx::NodeProto &proto,
                    GraphNode &node) {
+  const std::string &opType = proto.op_type();
+  const bool product = opType == "CumProd";
   const std::string x = node.inputs.at(0);
-  Shape shape = converter.requireShape(x, "CumSum");
-  DType dtype = converter.requireDType(x, "CumSum");
+  Shape shape = converter.requireShape(x, opType);
+  DType dtype = converter.requireDType(x, opType);
   int64_t rank = shape.size();
   auto axisAttr = node.attrs.find("axis");
   if (axisAttr == node.attrs.end())
-    throw Unsupported{"CumSum needs its axis input"};
-  int64_t axis = singleInteger(axisAttr->second, "CumSum's axis");
+    throw Unsupported{opType + " needs its axis input"};
+  int64_t axis = singleInteger(axisAttr->second, opType + "'s axis");
   axis = resolvedAxis(axis, rank);
   auto flag = [&](const char *name) {
     auto it = node.attrs.find(name);
     int64_t value = it == node.attrs.end() ? 0 : std::get<int64_t>(it->second);
     if (value != 0 && value != 1)
-      throw Unsupported{std::string("CumSum's ") + name + " must be 0 or 1"};
+      throw Unsupported{opType + "'s " + name + " must be 0 or 1"};
     return value == 1;
   };
   bool exclusive = flag("exclusive"), reverse = flag("reverse");
@@ -1008,19 +1010,19 @@ void cumulativeSum(OnnxConverter &converter, const onnx::NodeProto &,
       converter.addStep(node, compare, {source, target}, "taken");
   // Terms left out are -0.0, the float sum's identity, so that a sum of
   // -0.0 stays -0.0 as in ONNX's running sum; but the empty sum that starts
-  // an exclusive one is ONNX's +0.
+  // an exclusive one is ONNX's +0. A product leaves out 1s.
   Shape alongTarget(rank + 1, 1);
   alongTarget[axis] = length;
   Tensor leftOut(dtype, alongTarget);
   for (int64_t i = 0; i < length; ++i)
-    leftOut.set(i, isFloat(dtype) ? -0.0 : 0.0);
-  if (exclusive && length > 0)
+    leftOut.set(i, product ? 1.0 : isFloat(dtype) ? -0.0 : 0.0);
+  if (exclusive && length > 0 && !product)
     leftOut.set(reverse ? length - 1 : 0, 0.0);
   std::string identity =
       converter.addStepConstant(node, "left_out", std::move(leftOut));
   std::string masked =
       converter.addStep(node, "select", {taken, terms, identity}, "terms");
-  node.op = "reduce_sum";
+  node.op = product ? "reduce_prod" : "reduce_sum";
   node.inputs = {masked};
   node.attrs = {{"axes", std::vector<int64_t>{axis + 1}},
                 {"keepdims", int64_t(0)}};
@@ -2137,9 +2139,9 @@ std::vector<double> resizeCoefficients(const std::string &mode,
 }
 
 /// Resize (opset 11 on; antialias, axes and keep_aspect_ratio_policy from
-/// 18): one axis at a time, as ONNX's reference evaluator does it. Per output position a
-/// table gives the input positions it reads (clamped to the input, as edge
-/// padding would) and their weights: nearest is one gather; linear and
+/// 18): one axis at a time, as ONNX's reference evaluator does it. Per output
+/// position a table gives the input positions it reads (clamped to the input,
+/// as edge padding would) and their weights: nearest is one gather; linear and
 /// cubic gather 2 or 4 positions, weight them in f64 and sum, and the
 /// result is rounded back to the input's dtype (integers half to even,
 /// saturated). tf_crop_and_resize's positions outside the input take
@@ -2287,11 +2289,10 @@ void resizeBySeparableTables(OnnxConverter &converter,
     // for every output position.
     const int64_t taps =
         nearest ? 1
-                : static_cast<int64_t>(resizeCoefficients(mode, nearestMode,
-                                                          0.5, cubicA,
-                                                          antialias,
-                                                          scales[axis])
-                                           .size());
+                : static_cast<int64_t>(
+                      resizeCoefficients(mode, nearestMode, 0.5, cubicA,
+                                         antialias, scales[axis])
+                          .size());
     if (outWidth * taps > (int64_t(1) << 26))
       throw Unsupported{"an output dim of " + std::to_string(outWidth) +
                         " is more than fusec's tables take (2^26 taps)"};
@@ -2309,9 +2310,8 @@ void resizeBySeparableTables(OnnxConverter &converter,
       extrapolates |= beyond;
       double below = std::floor(source);
       double ratio = source == below ? 1.0 : source - below;
-      std::vector<double> coefficients =
-          resizeCoefficients(mode, nearestMode, ratio, cubicA, antialias,
-                             scales[axis]);
+      std::vector<double> coefficients = resizeCoefficients(
+          mode, nearestMode, ratio, cubicA, antialias, scales[axis]);
       const int64_t n = coefficients.size(), pad = (n + 1) / 2;
       double padded = source + pad, floorPadded = std::floor(padded);
       double fraction = padded - floorPadded;
@@ -3523,6 +3523,129 @@ void attention(OnnxConverter &converter, const onnx::NodeProto &proto,
   becomeView(node, merged, {batch, queries, qHeads * vShape[3]});
 }
 
+/// RotaryEmbedding (opset 23): the first rotary_embedding_dim values of
+/// each head rotated in pairs (halves, or neighbours when interleaved) by
+/// the cos and sin caches at each token's position, the rest as they are;
+/// op by op in the input's dtype as ONNX's reference computes it.
+void rotaryEmbedding(OnnxConverter &converter, const onnx::NodeProto &proto,
+                     GraphNode &node) {
+  if (node.inputs.size() < 3 || node.inputs[1].empty() ||
+      node.inputs[2].empty())
+    throw Unsupported{"RotaryEmbedding takes X, cos_cache and sin_cache"};
+  const std::string x = node.inputs[0];
+  std::string cosCache = node.inputs[1], sinCache = node.inputs[2];
+  const std::string positions = node.inputs.size() > 3 ? node.inputs[3] : "";
+  const std::string &opType = proto.op_type();
+  const Shape shape = converter.requireShape(x, opType);
+  const DType dtype = converter.requireDType(x, opType);
+  if (!isFloat(dtype))
+    throw Unsupported{opType + " takes floats"};
+  // The input as [B, S, heads, head size].
+  std::string tokens;
+  Shape laid;
+  if (shape.size() == 4) {
+    tokens = converter.addStep(node, "transpose", {x}, "by_token",
+                               {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+    laid = {shape[0], shape[2], shape[1], shape[3]};
+  } else if (shape.size() == 3) {
+    int64_t heads = intAttr(node, "num_heads", 0);
+    if (heads < 1 || shape[2] % heads != 0)
+      throw Unsupported{"a 3-D input needs num_heads dividing its hidden "
+                        "size " +
+                        std::to_string(shape[2])};
+    laid = {shape[0], shape[1], heads, shape[2] / heads};
+    tokens = viewStep(converter, node, x, laid, "by_head");
+  } else {
+    throw Unsupported{opType + "'s input must be 3-D or 4-D"};
+  }
+  const int64_t headSize = laid[3];
+  int64_t rotated = intAttr(node, "rotary_embedding_dim", 0);
+  if (rotated == 0)
+    rotated = headSize;
+  if (rotated < 2 || rotated > headSize || rotated % 2 != 0)
+    throw Unsupported{"rotary_embedding_dim must be even and at most the head "
+                      "size " +
+                      std::to_string(headSize)};
+  const int64_t half = rotated / 2;
+  const bool interleaved = intAttr(node, "interleaved", 0) != 0;
+  // The caches at each token: [B, S, 1, half].
+  auto atTokens = [&](std::string &cache, const std::string &suffix) {
+    if (converter.requireDType(cache, opType) != dtype)
+      throw Unsupported{"the caches must have the input's dtype"};
+    if (!positions.empty())
+      cache =
+          converter.addStep(node, "gather", {cache, positions},
+                            suffix + "_at_positions", {{"axis", int64_t(0)}});
+    Shape cacheShape = positions.empty() ? converter.requireShape(cache, opType)
+                                         : Shape{laid[0], laid[1], half};
+    if (!positions.empty() &&
+        converter.requireShape(positions, opType) != Shape{laid[0], laid[1]})
+      throw Unsupported{"position_ids must be [batch, sequence]"};
+    if (cacheShape != Shape{laid[0], laid[1], half})
+      throw Unsupported{"the caches must give [" + std::to_string(laid[0]) +
+                        ", " + std::to_string(laid[1]) + ", " +
+                        std::to_string(half) + "] values"};
+    cache = viewStep(converter, node, cache, {laid[0], laid[1], 1, half},
+                     suffix + "_per_head");
+  };
+  atTokens(cosCache, "cos");
+  atTokens(sinCache, "sin");
+  auto lastDimSlice = [&](const std::string &value, int64_t start, int64_t end,
+                          int64_t step, const std::string &suffix) {
+    return converter.addStep(node, "slice", {value}, suffix,
+                             {{"starts", std::vector<int64_t>{start}},
+                              {"ends", std::vector<int64_t>{end}},
+                              {"axes", std::vector<int64_t>{3}},
+                              {"steps", std::vector<int64_t>{step}}});
+  };
+  std::string first = interleaved ? lastDimSlice(tokens, 0, rotated, 2, "first")
+                                  : lastDimSlice(tokens, 0, half, 1, "first");
+  std::string second = interleaved
+                           ? lastDimSlice(tokens, 1, rotated, 2, "second")
+                           : lastDimSlice(tokens, half, rotated, 1, "second");
+  auto product = [&](const std::string &a, const std::string &b,
+                     const std::string &suffix) {
+    return converter.addStep(node, "mul", {a, b}, suffix);
+  };
+  std::string real =
+      converter.addStep(node, "sub",
+                        {product(cosCache, first, "cos_first"),
+                         product(sinCache, second, "sin_second")},
+                        "real");
+  std::string imaginary =
+      converter.addStep(node, "add",
+                        {product(sinCache, first, "sin_first"),
+                         product(cosCache, second, "cos_second")},
+                        "imaginary");
+  std::string result;
+  if (interleaved) {
+    Shape pairs = {laid[0], laid[1], laid[2], half, 1};
+    std::string joined = converter.addStep(
+        node, "concat",
+        {viewStep(converter, node, real, pairs, "real_pairs"),
+         viewStep(converter, node, imaginary, pairs, "imaginary_pairs")},
+        "pairs", {{"axis", int64_t(4)}});
+    result = viewStep(converter, node, joined,
+                      {laid[0], laid[1], laid[2], rotated}, "rotated");
+  } else {
+    result = converter.addStep(node, "concat", {real, imaginary}, "rotated",
+                               {{"axis", int64_t(3)}});
+  }
+  if (rotated < headSize)
+    result = converter.addStep(
+        node, "concat",
+        {result, lastDimSlice(tokens, rotated, headSize, 1, "kept")},
+        "embedded", {{"axis", int64_t(3)}});
+  node.attrs.clear();
+  if (shape.size() == 3) {
+    becomeView(node, result, shape);
+    return;
+  }
+  node.op = "transpose";
+  node.inputs = {result};
+  node.attrs = {{"perm", std::vector<int64_t>{0, 2, 1, 3}}};
+}
+
 /// x * sigmoid(alpha * x) (Swish; SiLU for alpha = 1), in x's dtype op by
 /// op as ONNX's function computes it.
 std::string swishStep(OnnxConverter &converter, const GraphNode &node,
@@ -4279,6 +4402,12 @@ const std::vector<OnnxOp> &onnxOps() {
                      groupNormalization,
                      18});
     table.push_back({"Gelu", "gelu", {"approximate"}, {}, nullptr, 20});
+    table.push_back({"RotaryEmbedding",
+                     "transpose",
+                     {"interleaved", "num_heads", "rotary_embedding_dim"},
+                     {},
+                     rotaryEmbedding,
+                     23});
     table.push_back(
         {"Attention",
          "matmul",
@@ -4318,14 +4447,13 @@ const std::vector<OnnxOp> &onnxOps() {
                       "ceil_mode", "auto_pad", "count_include_pad"},
                      {},
                      poolBySlices});
-    table.push_back(
-        {"Resize",
-         "cast",
-         {"antialias", "axes", "coordinate_transformation_mode",
-          "cubic_coeff_a", "exclude_outside", "extrapolation_value",
-          "keep_aspect_ratio_policy", "mode", "nearest_mode"},
-         {},
-         resizeBySeparableTables});
+    table.push_back({"Resize",
+                     "cast",
+                     {"antialias", "axes", "coordinate_transformation_mode",
+                      "cubic_coeff_a", "exclude_outside", "extrapolation_value",
+                      "keep_aspect_ratio_policy", "mode", "nearest_mode"},
+                     {},
+                     resizeBySeparableTables});
     table.push_back(
         {"ThresholdedRelu", "select", {"alpha"}, {}, thresholdedRelu, 10});
     table.push_back({"EyeLike", "reshape", {"dtype", "k"}, {}, eyeLike});
@@ -4465,6 +4593,12 @@ const std::vector<OnnxOp> &onnxOps() {
                      {{1, "axis"}},
                      cumulativeSum,
                      11});
+    table.push_back({"CumProd",
+                     "reduce_prod",
+                     {"exclusive", "reverse"},
+                     {{1, "axis"}},
+                     cumulativeSum,
+                     26});
     table.push_back(
         {"DepthToSpace", "reshape", {"blocksize", "mode"}, {}, depthToSpace});
     table.push_back(
@@ -5020,6 +5154,12 @@ void OnnxConverter::convertSplit(const onnx::NodeProto &node) {
       slice.attrs["ends"] = std::vector<int64_t>{offset + sizes[i]};
       slice.attrs["axes"] = std::vector<int64_t>{axis};
       graph.nodes.push_back(std::move(slice));
+      // ONNX 1.12 infers no parts of a split whose sizes are computed.
+      if (std::optional<DType> dtype = dtypeOf(input)) {
+        Shape part = *shape;
+        part[axis] = sizes[i];
+        recordValue(node.output(i), part, *dtype);
+      }
     }
     offset += sizes[i];
   }
