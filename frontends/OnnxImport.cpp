@@ -3646,6 +3646,151 @@ void rotaryEmbedding(OnnxConverter &converter, const onnx::NodeProto &proto,
   node.attrs = {{"perm", std::vector<int64_t>{0, 2, 1, 3}}};
 }
 
+/// CenterCropPad (opset 18): each listed axis cropped or zero-padded to its
+/// target size about its center (the odd element off the end).
+void centerCropPad(OnnxConverter &converter, const onnx::NodeProto &proto,
+                   GraphNode &node) {
+  const std::string x = node.inputs.at(0);
+  const Shape shape = converter.requireShape(x, proto.op_type());
+  const int64_t rank = shape.size();
+  auto targetAttr = node.attrs.find("target_shape");
+  if (targetAttr == node.attrs.end())
+    throw Unsupported{"CenterCropPad needs its shape input"};
+  const std::vector<int64_t> target =
+      std::get<std::vector<int64_t>>(targetAttr->second);
+  std::vector<int64_t> axes;
+  if (auto it = node.attrs.find("axes"); it != node.attrs.end())
+    for (int64_t axis : std::get<std::vector<int64_t>>(it->second))
+      axes.push_back(resolvedAxis(axis, rank));
+  else
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  if (target.size() != axes.size())
+    throw Unsupported{"CenterCropPad's shape has " +
+                      std::to_string(target.size()) + " sizes for " +
+                      std::to_string(axes.size()) + " axes"};
+  std::vector<int64_t> starts, ends, sliced, pads(2 * rank, 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t axis = axes[i], dim = shape[axis], size = target[i];
+    if (size < 0)
+      throw Unsupported{"CenterCropPad's sizes must not be negative"};
+    if (size < dim) {
+      starts.push_back((dim - size) / 2);
+      ends.push_back((dim - size) / 2 + size);
+      sliced.push_back(axis);
+    } else {
+      pads[axis] = (size - dim) / 2;
+      pads[rank + axis] = size - dim - (size - dim) / 2;
+    }
+  }
+  std::string value = x;
+  if (!sliced.empty())
+    value =
+        converter.addStep(node, "slice", {x}, "cropped",
+                          {{"starts", starts},
+                           {"ends", ends},
+                           {"axes", sliced},
+                           {"steps", std::vector<int64_t>(sliced.size(), 1)}});
+  node.op = "pad";
+  node.inputs = {value};
+  node.attrs = {{"pads", pads}, {"constant_value", 0.0}};
+}
+
+/// TensorScatter (opset 24): the update's sequence written into the cache
+/// along `axis` from each batch's write index (wrapping around the cache
+/// in circular mode). Each cache position searches the update positions
+/// for the one written to it (work: cache length x update length per
+/// row, as the scatters).
+void tensorScatter(OnnxConverter &converter, const onnx::NodeProto &proto,
+                   GraphNode &node) {
+  if (node.inputs.size() < 2 || node.inputs[1].empty())
+    throw Unsupported{"TensorScatter takes past_cache and update"};
+  const std::string cache = node.inputs[0], update = node.inputs[1];
+  const std::string writeIndices = node.inputs.size() > 2 ? node.inputs[2] : "";
+  const std::string &opType = proto.op_type();
+  const Shape shape = converter.requireShape(cache, opType),
+              updateShape = converter.requireShape(update, opType);
+  const DType dtype = converter.requireDType(cache, opType);
+  const int64_t rank = shape.size();
+  if (rank < 2 || static_cast<int64_t>(updateShape.size()) != rank)
+    throw Unsupported{"past_cache and update must have one rank, 2 or more"};
+  const int64_t axis = resolvedAxis(intAttr(node, "axis", -2), rank);
+  if (axis == 0)
+    throw Unsupported{"TensorScatter's axis cannot be the batch axis"};
+  std::string mode = "linear";
+  if (auto it = node.attrs.find("mode"); it != node.attrs.end())
+    mode = std::get<std::string>(it->second);
+  if (mode != "linear" && mode != "circular")
+    throw Unsupported{"TensorScatter's mode must be linear or circular, not " +
+                      mode};
+  for (int64_t d = 0; d < rank; ++d)
+    if (d == axis ? updateShape[d] > shape[d] : updateShape[d] != shape[d])
+      throw Unsupported{"update [" + formatShape(updateShape) +
+                        "] does not fit past_cache [" + formatShape(shape) +
+                        "] along axis " + std::to_string(axis)};
+  const int64_t length = shape[axis], written = updateShape[axis];
+  // Positions: the cache's along `axis`, the update's along a dim after it.
+  Shape spread = updateShape;
+  spread[axis] = 1;
+  spread.insert(spread.begin() + axis + 1, written);
+  std::string updates = viewStep(converter, node, update, spread, "spread");
+  std::string target = converter.addStepConstant(
+      node, "update_positions", indicesAlong(rank + 1, axis + 1, written));
+  if (!writeIndices.empty()) {
+    if (converter.requireShape(writeIndices, opType) != Shape{shape[0]})
+      throw Unsupported{"write_indices must be [" + std::to_string(shape[0]) +
+                        "]"};
+    Shape perBatch(rank + 1, 1);
+    perBatch[0] = shape[0];
+    std::string start =
+        viewStep(converter, node, writeIndices, perBatch, "write_start");
+    if (converter.requireDType(writeIndices, opType) != DType::I64)
+      start = converter.addStep(node, "cast", {start}, "write_start_i64",
+                                {{"dtype", std::string("i64")}});
+    target = converter.addStep(node, "add", {start, target}, "targets");
+  }
+  if (mode == "circular")
+    target = converter.addStep(
+        node, "mod",
+        {target, converter.addStepConstant(node, "cache_length",
+                                           scalarTensor(DType::I64, length))},
+        "targets_wrapped");
+  std::string match = converter.addStep(
+      node, "eq",
+      {converter.addStepConstant(node, "cache_positions",
+                                 indicesAlong(rank + 1, axis, length)),
+       target},
+      "match");
+  std::map<std::string, AttrValue> overUpdates = {
+      {"axes", std::vector<int64_t>{axis + 1}}, {"keepdims", int64_t(0)}};
+  std::string picked = converter.addStep(
+      node, "reduce_sum",
+      {converter.addStep(node, "select",
+                         {match, updates,
+                          converter.addStepConstant(
+                              node, "nothing", scatterIdentity(dtype, "none"))},
+                         "written_values")},
+      "picked", overUpdates);
+  std::string writes = converter.addStep(
+      node, "reduce_sum",
+      {converter.addStep(
+          node, "select",
+          {match,
+           converter.addStepConstant(node, "one", scalarTensor(DType::I64, 1)),
+           converter.addStepConstant(node, "none",
+                                     scalarTensor(DType::I64, 0))},
+          "write_marks")},
+      "writes", overUpdates);
+  node.op = "select";
+  node.inputs = {converter.addStep(node, "gt",
+                                   {writes, converter.addStepConstant(
+                                                node, "no_writes",
+                                                scalarTensor(DType::I64, 0))},
+                                   "written"),
+                 picked, cache};
+  node.attrs.clear();
+}
+
 /// x * sigmoid(alpha * x) (Swish; SiLU for alpha = 1), in x's dtype op by
 /// op as ONNX's function computes it.
 std::string swishStep(OnnxConverter &converter, const GraphNode &node,
@@ -4402,6 +4547,14 @@ const std::vector<OnnxOp> &onnxOps() {
                      groupNormalization,
                      18});
     table.push_back({"Gelu", "gelu", {"approximate"}, {}, nullptr, 20});
+    table.push_back({"CenterCropPad",
+                     "pad",
+                     {"axes"},
+                     {{1, "target_shape"}},
+                     centerCropPad,
+                     18});
+    table.push_back(
+        {"TensorScatter", "select", {"axis", "mode"}, {}, tensorScatter, 24});
     table.push_back({"RotaryEmbedding",
                      "transpose",
                      {"interleaved", "num_heads", "rotary_embedding_dim"},
