@@ -141,6 +141,15 @@ std::optional<DType> dtypeOfOnnx(int32_t elemType) {
   }
 }
 
+/// The ONNX element type of `dtype` (the inverse of dtypeOfOnnx).
+int32_t onnxTypeOf(DType dtype) {
+  for (int32_t elemType = onnx::TensorProto_DataType_DataType_MIN;
+       elemType <= onnx::TensorProto_DataType_DataType_MAX; ++elemType)
+    if (dtypeOfOnnx(elemType) == dtype)
+      return elemType;
+  return onnx::TensorProto::UNDEFINED;
+}
+
 std::string onnxTypeName(int32_t elemType) {
   if (onnx::TensorProto_DataType_IsValid(elemType))
     return onnx::TensorProto_DataType_Name(
@@ -440,6 +449,10 @@ public:
 
 private:
   void inferShapes(const onnx::ModelProto &model);
+  /// Outputs of nodes ONNX 1.12's inference left out (newer opsets' ops it
+  /// has no opset-17 form for); inference runs again once the converter has
+  /// learned one of them.
+  std::set<std::string> uninferredOutputs;
   void convertConstant(const onnx::NodeProto &node);
   void convertIdentity(const onnx::NodeProto &node);
   bool foldToConstants(const onnx::NodeProto &node);
@@ -3278,6 +3291,7 @@ void attention(OnnxConverter &converter, const onnx::NodeProto &proto,
                         const Shape &shape) {
     if (outputOf(i).empty())
       return;
+    converter.recordValue(outputOf(i), shape, dtype);
     converter.addOutputStep(
         node, "reshape", {value}, outputOf(i),
         {{"shape", std::vector<int64_t>(shape.begin(), shape.end())},
@@ -3510,6 +3524,11 @@ void attention(OnnxConverter &converter, const onnx::NodeProto &proto,
   }
   node.outputs.resize(1);
   node.attrs.clear();
+  // ONNX 1.12 infers nothing of an op newer than it.
+  converter.recordValue(node.outputs[0],
+                        heads3d ? Shape{batch, queries, qHeads * vShape[3]}
+                                : Shape{batch, qHeads, queries, vShape[3]},
+                        dtype);
   if (!heads3d) {
     node.op = "matmul";
     node.inputs = {probabilities, valuesRepeated};
@@ -3683,6 +3702,11 @@ void centerCropPad(OnnxConverter &converter, const onnx::NodeProto &proto,
       pads[rank + axis] = size - dim - (size - dim) / 2;
     }
   }
+  Shape result = shape;
+  for (size_t i = 0; i < axes.size(); ++i)
+    result[axes[i]] = target[i];
+  converter.recordValue(node.outputs.at(0), result,
+                        converter.requireDType(x, proto.op_type()));
   std::string value = x;
   if (!sliced.empty())
     value =
@@ -4858,7 +4882,23 @@ void OnnxConverter::inferShapes(const onnx::ModelProto &model) {
     for (int64_t dim : given->second)
       shape->add_dim()->set_dim_value(dim);
   }
-  rewriteForOnnx112Inference(copy, opset);
+  // Nodes of newer opsets ONNX 1.12 cannot infer are left out of the copy;
+  // those converted already declare their outputs' shapes as inputs.
+  uninferredOutputs.clear();
+  for (const std::string &output : rewriteForOnnx112Inference(copy, opset)) {
+    std::optional<Shape> shape = shapeOf(output);
+    std::optional<DType> dtype = dtypeOf(output);
+    if (output.empty() || !shape || !dtype) {
+      uninferredOutputs.insert(output);
+      continue;
+    }
+    onnx::ValueInfoProto *declared = graph.add_input();
+    declared->set_name(output);
+    auto *tensorType = declared->mutable_type()->mutable_tensor_type();
+    tensorType->set_elem_type(onnxTypeOf(*dtype));
+    for (int64_t dim : *shape)
+      tensorType->mutable_shape()->add_dim()->set_dim_value(dim);
+  }
   // ONNX 1.12's shape inference reads out of bounds on some malformed
   // nodes (a Conv whose input has the wrong rank: fuzz-onnx). A node fusec
   // neither converts nor can fold (its op has no ONNX data propagation)
@@ -5646,6 +5686,12 @@ Graph OnnxConverter::convert(const onnx::ModelProto &model) {
       if (foldShapeNode(node) || foldToConstants(node))
         continue;
       convertNode(node);
+      if (std::any_of(node.output().begin(), node.output().end(),
+                      [&](const std::string &output) {
+                        return uninferredOutputs.count(output) &&
+                               shapeOf(output) && dtypeOf(output);
+                      }))
+        inferShapes(model);
     } catch (const Unsupported &unsupported) {
       errors.push_back(path + ": node '" + node.name() + "' (" +
                        node.op_type() + ", opset " + std::to_string(opset) +

@@ -290,25 +290,32 @@ bool unknownToOnnx112(const std::string &opType) {
 
 } // namespace
 
-void rewriteForOnnx112Inference(onnx::ModelProto &copy, int64_t opset) {
+std::vector<std::string> rewriteForOnnx112Inference(onnx::ModelProto &copy,
+                                                    int64_t opset) {
+  std::vector<std::string> leftOut;
   if (opset <= kOnnx112Opset)
-    return;
+    return leftOut;
   for (onnx::OperatorSetIdProto &set : *copy.mutable_opset_import())
     if (set.domain().empty() || set.domain() == "ai.onnx")
       set.set_version(kOnnx112Opset);
   onnx::GraphProto &graph = *copy.mutable_graph();
   const std::map<std::string, Ints> constants = integerConstants(graph);
   auto &nodes = *graph.mutable_node();
-  nodes.erase(std::remove_if(nodes.begin(), nodes.end(),
-                             [&](onnx::NodeProto &node) {
-                               if (!node.domain().empty() &&
-                                   node.domain() != "ai.onnx")
-                                 return false;
-                               if (unknownToOnnx112(node.op_type()))
-                                 return true;
-                               return !rewriteNode(node, constants);
-                             }),
-              nodes.end());
+  nodes.erase(
+      std::remove_if(nodes.begin(), nodes.end(),
+                     [&](onnx::NodeProto &node) {
+                       if (!node.domain().empty() && node.domain() != "ai.onnx")
+                         return false;
+                       if (unknownToOnnx112(node.op_type()) ||
+                           !rewriteNode(node, constants)) {
+                         leftOut.insert(leftOut.end(), node.output().begin(),
+                                        node.output().end());
+                         return true;
+                       }
+                       return false;
+                     }),
+      nodes.end());
+  return leftOut;
 }
 
 } // namespace fusec

@@ -17,6 +17,8 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace fusec {
 
@@ -25,8 +27,12 @@ constexpr int64_t kOnnx112Opset = 17;
 
 /// Rewrites `copy` (a model of default-domain opset `opset`) into one that
 /// ONNX 1.12's checker and shape inference read with the same output shapes
-/// and types; nothing changes for opset 17 and older.
-void rewriteForOnnx112Inference(onnx::ModelProto &copy, int64_t opset);
+/// and types; nothing changes for opset 17 and older. Returns the outputs
+/// of the nodes left out: where the converter learns their shapes (from
+/// converting those nodes), inference can run again with them declared as
+/// inputs of the copy, so the values computed from them are inferred too.
+std::vector<std::string> rewriteForOnnx112Inference(onnx::ModelProto &copy,
+                                                    int64_t opset);
 
 } // namespace fusec
 

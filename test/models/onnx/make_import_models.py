@@ -912,3 +912,98 @@ save("scatter", nodes, inputs,
             H if name.startswith("nd") else F, dims)
       for name, dims in shapes.items()], 16)
 write_tensors("scatter", list(feeds.values()), reference("scatter", feeds))
+
+
+# newer_opsets: ops and versions of opsets 18-26 (ONNX 1.23) in one model
+# at opset 26: a decoder block (RMSNormalization, RotaryEmbedding on 3-D Q
+# and K, Attention with grouped KV heads and a causal mask, Gelu, Swish),
+# the reductions' axes input (18), Split's num_outputs (18), Pad's axes
+# and wrap mode (18, 19), GroupNormalization's per-channel scale (21), a
+# circular TensorScatter (24), Resize's axes and antialias (18), a max
+# ScatterElements (18), an exclusive CumProd (26) and CenterCropPad (18);
+# against onnx.reference.
+rng = np.random.default_rng(62)
+hidden, heads, kv_heads, size = 16, 4, 2, 4
+feeds = {
+    "x": rng.uniform(-1, 1, [2, 5, hidden]).astype(np.float32),
+    "positions": np.array([[0, 1, 2, 3, 4], [3, 4, 5, 6, 7]], np.int64),
+    "groups_in": rng.uniform(-2, 2, [2, 6, 3]).astype(np.float32),
+    "cache": rng.uniform(-1, 1, [2, 8, 4]).astype(np.float32),
+    "cache_update": rng.uniform(-1, 1, [2, 3, 4]).astype(np.float32),
+    "write_at": np.array([2, 6], np.int64),
+    "image": rng.uniform(0, 1, [1, 2, 6, 9]).astype(np.float32),
+    "scatter_index": np.array([[1, 1, 0], [2, 0, 2]], np.int64),
+    "scatter_update": rng.uniform(-1, 1, [2, 3]).astype(np.float32)}
+angles = np.outer(np.arange(8), 1.0 / 10000 ** (np.arange(size // 2) / 2))
+initializers = [
+    numpy_helper.from_array(rng.uniform(0.5, 1.5, [hidden]).astype(
+        np.float32), "norm_scale"),
+    numpy_helper.from_array(rng.uniform(-0.5, 0.5, [hidden, hidden]).astype(
+        np.float32), "wq"),
+    numpy_helper.from_array(rng.uniform(-0.5, 0.5, [hidden, kv_heads * size])
+                            .astype(np.float32), "wk"),
+    numpy_helper.from_array(rng.uniform(-0.5, 0.5, [hidden, kv_heads * size])
+                            .astype(np.float32), "wv"),
+    numpy_helper.from_array(np.cos(angles).astype(np.float32), "cos_cache"),
+    numpy_helper.from_array(np.sin(angles).astype(np.float32), "sin_cache"),
+    numpy_helper.from_array(np.array([-1], np.int64), "last_axis"),
+    numpy_helper.from_array(np.array([1, 2], np.int64), "wrap_pads"),
+    numpy_helper.from_array(np.array([2], np.int64), "wrap_axes"),
+    numpy_helper.from_array(rng.uniform(0.5, 1.5, [6]).astype(np.float32),
+                            "group_scale"),
+    numpy_helper.from_array(rng.uniform(-1, 1, [6]).astype(np.float32),
+                            "group_bias"),
+    numpy_helper.from_array(np.array([0.5, 0.6], np.float32), "scales_2d"),
+    numpy_helper.from_array(np.array(1, np.int64), "axis_one"),
+    numpy_helper.from_array(np.array([4, 11], np.int64), "crop_shape")]
+nodes = [
+    helper.make_node("RMSNormalization", ["x", "norm_scale"], ["normed"]),
+    helper.make_node("MatMul", ["normed", "wq"], ["q"]),
+    helper.make_node("MatMul", ["normed", "wk"], ["k"]),
+    helper.make_node("MatMul", ["normed", "wv"], ["v"]),
+    helper.make_node("RotaryEmbedding",
+                     ["q", "cos_cache", "sin_cache", "positions"], ["q_rot"],
+                     num_heads=heads),
+    helper.make_node("RotaryEmbedding",
+                     ["k", "cos_cache", "sin_cache", "positions"], ["k_rot"],
+                     num_heads=kv_heads, interleaved=1),
+    helper.make_node("Attention", ["q_rot", "k_rot", "v"], ["attended"],
+                     q_num_heads=heads, kv_num_heads=kv_heads, is_causal=1),
+    helper.make_node("Gelu", ["attended"], ["gelu"], approximate="tanh"),
+    helper.make_node("Swish", ["gelu"], ["swish"], alpha=0.5),
+    helper.make_node("ReduceMean", ["swish", "last_axis"], ["row_mean"]),
+    helper.make_node("Split", ["swish"], ["part0", "part1", "part2"], axis=2,
+                     num_outputs=3),
+    helper.make_node("Pad", ["part2", "wrap_pads", "", "wrap_axes"],
+                     ["wrapped"], mode="wrap"),
+    helper.make_node("GroupNormalization",
+                     ["groups_in", "group_scale", "group_bias"], ["grouped"],
+                     num_groups=3),
+    helper.make_node("TensorScatter", ["cache", "cache_update", "write_at"],
+                     ["cache_written"], axis=1, mode="circular"),
+    helper.make_node("Resize", ["image", "", "scales_2d"], ["resized"],
+                     mode="linear", antialias=1, axes=[3, 2]),
+    helper.make_node("ScatterElements",
+                     ["scatter_update", "scatter_index", "scatter_update"],
+                     ["scatter_max"], axis=1, reduction="max"),
+    helper.make_node("CumProd", ["groups_in", "axis_one"], ["cumprod"],
+                     exclusive=1),
+    helper.make_node("CenterCropPad", ["image", "crop_shape"], ["cropped"],
+                     axes=[2, 3])]
+types = {np.int64: I64, np.float32: F}
+inputs = [value(name, types[array.dtype.type], list(array.shape))
+          for name, array in feeds.items()]
+shapes = {"swish": [2, 5, 16], "row_mean": [2, 5, 1], "part0": [2, 5, 6],
+          "part1": [2, 5, 6], "wrapped": [2, 5, 7], "grouped": [2, 6, 3],
+          "cache_written": [2, 8, 4], "resized": [1, 2, 3, 4],
+          "scatter_max": [2, 3], "cumprod": [2, 6, 3],
+          "cropped": [1, 2, 4, 11]}
+graph = helper.make_graph(nodes, "newer_opsets", inputs,
+                          [value(name, F, dims)
+                           for name, dims in shapes.items()], initializers)
+model = helper.make_model(graph, producer_name="fusec",
+                          opset_imports=[helper.make_opsetid("", 26)])
+onnx.checker.check_model(model, full_check=True)
+onnx.save(model, "newer_opsets.onnx")
+write_tensors("newer_opsets", list(feeds.values()),
+              reference("newer_opsets", feeds))
