@@ -12,6 +12,7 @@ packages=(
   libopenblas0 # matmuls on the CPU (dlopen'ed: the runtime library only)
   libonnx-dev libprotobuf-dev # reading .onnx models
   libonnx-testdata # the ONNX backend test cases the conformance tests run
+  python3-venv # pip's onnx, whose newer node tests the conformance tests run
   python3-matplotlib # tools/plot-profile.py (roofline charts)
 )
 if [ "${1:-}" = "--fuzz" ]; then
