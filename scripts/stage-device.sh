@@ -24,6 +24,17 @@ if [ "${FUSEC_STAGE_ONNX_NODE:-0}" = 1 ] &&
   [ -d /usr/share/libonnx-testdata/data/node ]; then
   cp -r /usr/share/libonnx-testdata/data/node stage/onnx-node
 fi
+# ONNX 1.23's node tests that pass on the CPU (test/onnx/expected-pass-
+# onnx-1.23.2.txt), for the same run on the GPU: on request,
+# FUSEC_STAGE_ONNX_NEWEST=DIR where DIR was written by
+# test/onnx/write_node_tests.py.
+if [ -n "${FUSEC_STAGE_ONNX_NEWEST:-}" ]; then
+  mkdir -p stage/onnx-node-newest
+  grep '^node/' test/onnx/expected-pass-onnx-1.23.2.txt | cut -d/ -f2 |
+    while read -r case; do
+      cp -r "$FUSEC_STAGE_ONNX_NEWEST/node/$case" stage/onnx-node-newest/
+    done
+fi
 # The CUDA kernel repros (docs/kernel-repros.md) of the ctest's models,
 # built here (the GPU machine has no nvcc) for run-gpu.sh to run; only the
 # binaries and the kernels they compile travel.
@@ -80,6 +91,10 @@ echo "== ONNX conformance (node tests) on the GPU"
 if [ -d onnx-node ]; then
   bin/fusec-onnx-conformance --target=cuda --data=onnx-node 2>&1 |
     tee "$out/onnx-conformance-cuda.txt" | tail -1
+fi
+if [ -d onnx-node-newest ]; then
+  bin/fusec-onnx-conformance --target=cuda --data=onnx-node-newest 2>&1 |
+    tee "$out/onnx-conformance-newest-cuda.txt" | tail -1
 fi
 echo "== benchmarks"
 bin/fusec-bench --target=cuda 2>&1 | tee "$out/bench-cuda.jsonl"
