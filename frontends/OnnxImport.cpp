@@ -685,6 +685,19 @@ void bitShiftDirection(OnnxConverter &, const onnx::NodeProto &,
 }
 
 /// A rank-0 constant of `dtype` holding `value`.
+/// The float attribute `name` of `node`, or `fallback` (a float's value, as
+/// ONNX's default is).
+double floatAttr(const GraphNode &node, const char *name, float fallback) {
+  auto it = node.attrs.find(name);
+  return it == node.attrs.end() ? fallback : std::get<double>(it->second);
+}
+
+/// The integer attribute `name` of `node`, or `fallback`.
+int64_t intAttr(const GraphNode &node, const char *name, int64_t fallback) {
+  auto it = node.attrs.find(name);
+  return it == node.attrs.end() ? fallback : std::get<int64_t>(it->second);
+}
+
 Tensor scalarTensor(DType dtype, double value) {
   Tensor tensor(dtype, {});
   tensor.set(0, value);
@@ -1942,6 +1955,36 @@ SlidingWindows slidingWindows(const GraphNode &node, const Shape &shape,
   return w;
 }
 
+/// LpNormalization: x / (sum |x|^p)^(1/p) along `axis` (p 1 or 2), 0 where
+/// the norm is 0.
+void lpNormalization(OnnxConverter &converter, const onnx::NodeProto &,
+                     GraphNode &node) {
+  const std::string x = node.inputs.at(0);
+  const DType dtype = converter.requireDType(x, "LpNormalization");
+  const int64_t rank = converter.requireShape(x, "LpNormalization").size();
+  if (!isFloat(dtype))
+    throw Unsupported{"LpNormalization takes floats"};
+  const int64_t order = intAttr(node, "p", 2);
+  if (order != 1 && order != 2)
+    throw Unsupported{"LpNormalization's p must be 1 or 2, not " +
+                      std::to_string(order)};
+  const int64_t axis = resolvedAxis(intAttr(node, "axis", -1), rank);
+  std::map<std::string, AttrValue> along = {
+      {"axes", std::vector<int64_t>{axis}}, {"keepdims", int64_t(1)}};
+  std::string norm =
+      order == 2 ? converter.addStep(node, "reduce_l2", {x}, "norm", along)
+                 : converter.addStep(
+                       node, "reduce_sum",
+                       {converter.addStep(node, "abs", {x}, "magnitude")},
+                       "norm", along);
+  std::string zero =
+      converter.addStepConstant(node, "zero", scalarTensor(dtype, 0.0));
+  node.op = "select";
+  node.inputs = {converter.addStep(node, "eq", {norm, zero}, "norm_is_zero"),
+                 zero, converter.addStep(node, "div", {x, norm}, "normalized")};
+  node.attrs.clear();
+}
+
 /// MaxPool and AveragePool: the input padded (with the dtype's lowest
 /// value for max, 0 for average; at the end also as far as ceil_mode's last
 /// window reaches), one strided slice per kernel offset, combined by max or
@@ -1987,6 +2030,25 @@ void poolBySlices(OnnxConverter &converter, const onnx::NodeProto &proto,
     padTensor[i + 2] = padBefore[i];
     padTensor[rank + i + 2] = std::max(needed, padAfter[i]);
   }
+  // LpPool: the windows' sums of |x|^p, to the power 1 / p (zero pads add
+  // nothing).
+  const bool isLp = proto.op_type() == "LpPool";
+  const int64_t lpOrder = isLp ? intAttr(node, "p", 2) : 0;
+  std::string pooled = x;
+  if (isLp) {
+    if (!isFloat(dtype))
+      throw Unsupported{"LpPool takes floats"};
+    if (lpOrder < 1)
+      throw Unsupported{"LpPool's p must be positive"};
+    pooled = lpOrder == 2 ? converter.addStep(node, "mul", {x, x}, "squared")
+                          : converter.addStep(node, "abs", {x}, "magnitude");
+    if (lpOrder > 2)
+      pooled = converter.addStep(
+          node, "pow",
+          {pooled, converter.addStepConstant(
+                       node, "order", scalarTensor(dtype, double(lpOrder)))},
+          "powered");
+  }
   // MaxPool takes floats, i8 and u8 (opset 12 on); the fill never wins.
   double fill = 0.0;
   if (isMax && isFloat(dtype))
@@ -1999,7 +2061,7 @@ void poolBySlices(OnnxConverter &converter, const onnx::NodeProto &proto,
   if (!isMax && !isFloat(dtype))
     throw Unsupported{"AveragePool takes floats"};
   std::string padded =
-      converter.addStep(node, "pad", {x}, "pool_padded",
+      converter.addStep(node, "pad", {pooled}, "pool_padded",
                         {{"pads", padTensor}, {"constant_value", fill}});
   std::string combined;
   std::vector<int64_t> axes(spatial);
@@ -2026,9 +2088,18 @@ void poolBySlices(OnnxConverter &converter, const onnx::NodeProto &proto,
             : converter.addStep(node, isMax ? "max" : "add", {combined, slice},
                                 "taps_" + std::to_string(o));
   }
-  if (isMax) {
+  if (isMax || isLp) {
     Shape result{shape[0], shape[1]};
     result.insert(result.end(), out.begin(), out.end());
+    if (isLp && lpOrder > 1)
+      combined = lpOrder == 2
+                     ? converter.addStep(node, "sqrt", {combined}, "norms")
+                     : converter.addStep(
+                           node, "pow",
+                           {combined, converter.addStepConstant(
+                                          node, "root",
+                                          scalarTensor(dtype, 1.0 / lpOrder))},
+                           "norms");
     becomeView(node, combined, result);
     return;
   }
@@ -3167,19 +3238,6 @@ void instanceNormalization(OnnxConverter &converter,
   node.inputs = {scaled,
                  viewStep(converter, node, shift, channelShape, "B_column")};
   node.attrs.clear();
-}
-
-/// The float attribute `name` of `node`, or `fallback` (a float's value, as
-/// ONNX's default is).
-double floatAttr(const GraphNode &node, const char *name, float fallback) {
-  auto it = node.attrs.find(name);
-  return it == node.attrs.end() ? fallback : std::get<double>(it->second);
-}
-
-/// The integer attribute `name` of `node`, or `fallback`.
-int64_t intAttr(const GraphNode &node, const char *name, int64_t fallback) {
-  auto it = node.attrs.find(name);
-  return it == node.attrs.end() ? fallback : std::get<int64_t>(it->second);
 }
 
 /// Attention (opsets 23-25): scaled dot-product attention as ONNX's
@@ -4618,6 +4676,15 @@ const std::vector<OnnxOp> &onnxOps() {
                       "ceil_mode", "auto_pad", "storage_order"},
                      {},
                      poolBySlices});
+    table.push_back({"LpPool",
+                     "add",
+                     {"kernel_shape", "strides", "pads", "dilations",
+                      "ceil_mode", "auto_pad", "p"},
+                     {},
+                     poolBySlices,
+                     11});
+    table.push_back(
+        {"LpNormalization", "div", {"axis", "p"}, {}, lpNormalization});
     table.push_back({"AveragePool",
                      "div",
                      {"kernel_shape", "strides", "pads", "dilations",
