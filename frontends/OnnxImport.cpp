@@ -75,6 +75,9 @@ const std::vector<AttributeOpsets> &attributeOpsets() {
         {"SpaceToDepth", "mode", 28, kMaxOpset},
         {"Range", "stash_type", 27, kMaxOpset},
         {"Attention", "left_window_size", 25, kMaxOpset},
+        {"TopK", "k", kOldestOpset, 9},
+        {"TopK", "largest", 11, kMaxOpset},
+        {"TopK", "sorted", 11, kMaxOpset},
         {"Attention", "right_window_size", 25, kMaxOpset}};
     // Opset 18 made the reductions' axes an input, as ReduceSum's in 13.
     for (const char *op : {"ReduceL1", "ReduceL2", "ReduceLogSum",
@@ -3873,6 +3876,124 @@ void tensorScatter(OnnxConverter &converter, const onnx::NodeProto &proto,
   node.attrs.clear();
 }
 
+/// TopK: each element's rank along `axis` is the number of elements that
+/// come before it (larger, or for largest = 0 smaller, with NaN above
+/// every number as NumPy sorts it; equal ones by lower index), and output
+/// position r takes the element of rank r: the order of ONNX's reference,
+/// whose sort is stable. Work: the axis' length squared per row (as the
+/// scatters).
+void topK(OnnxConverter &converter, const onnx::NodeProto &, GraphNode &node) {
+  const std::string x = node.inputs.at(0);
+  const Shape shape = converter.requireShape(x, "TopK");
+  const DType dtype = converter.requireDType(x, "TopK");
+  const int64_t rank = shape.size();
+  if (rank == 0)
+    throw Unsupported{"TopK's input must have a rank of 1 or more"};
+  const int64_t axis = resolvedAxis(intAttr(node, "axis", -1), rank);
+  int64_t k;
+  if (converter.opset < 10) {
+    k = intAttr(node, "k", -1);
+  } else {
+    if (node.inputs.size() < 2 || node.inputs[1].empty())
+      throw Unsupported{"TopK needs its K input"};
+    std::vector<int64_t> ks = integersOf(
+        converter.constantValue(node.inputs[1], "TopK's K"), "TopK's K");
+    if (ks.size() != 1)
+      throw Unsupported{"TopK's K must be one integer"};
+    k = ks[0];
+  }
+  const int64_t length = shape[axis];
+  if (k < 0 || k > length)
+    throw Unsupported{"TopK's K (" + std::to_string(k) + ") must be in [0, " +
+                      std::to_string(length) + "]"};
+  const bool largest = intAttr(node, "largest", 1) != 0;
+  if (!isFloat(dtype) && !isInteger(dtype))
+    throw Unsupported{std::string("TopK of ") + dtypeName(dtype) +
+                      " is not supported"};
+  checkConstantElements(length * std::max<int64_t>(length, k),
+                        "TopK's comparisons per row");
+  // Element i along `axis`, element j along a new dim after it.
+  Shape alongI = shape, alongJ = shape;
+  alongI.insert(alongI.begin() + axis + 1, 1);
+  alongJ.insert(alongJ.begin() + axis, 1);
+  const std::string xi = viewStep(converter, node, x, alongI, "as_i");
+  const std::string xj = viewStep(converter, node, x, alongJ, "as_j");
+  const std::string indexI = converter.addStepConstant(
+      node, "index_i", indicesAlong(rank + 1, axis, length));
+  const std::string indexJ = converter.addStepConstant(
+      node, "index_j", indicesAlong(rank + 1, axis + 1, length));
+  // j before i: j's value beyond i's (NaN beyond numbers), or equal and j
+  // earlier.
+  std::string beyond =
+      converter.addStep(node, largest ? "gt" : "lt", {xj, xi}, "value_beyond");
+  std::string same = converter.addStep(node, "eq", {xj, xi}, "value_same");
+  if (isFloat(dtype)) {
+    std::string nanI = converter.addStep(node, "isnan", {xi}, "nan_i");
+    std::string nanJ = converter.addStep(node, "isnan", {xj}, "nan_j");
+    // largest: a NaN j comes before a number i; smallest: a number j comes
+    // before a NaN i.
+    std::string nanOrder =
+        largest
+            ? converter.addStep(
+                  node, "and",
+                  {nanJ, converter.addStep(node, "not", {nanI}, "number_i")},
+                  "nan_before_number")
+            : converter.addStep(
+                  node, "and",
+                  {nanI, converter.addStep(node, "not", {nanJ}, "number_j")},
+                  "number_before_nan");
+    beyond = converter.addStep(node, "or", {beyond, nanOrder}, "order_beyond");
+    same = converter.addStep(
+        node, "or",
+        {same, converter.addStep(node, "and", {nanI, nanJ}, "both_nan")},
+        "order_same");
+  }
+  std::string before = converter.addStep(
+      node, "or",
+      {beyond,
+       converter.addStep(node, "and",
+                         {same, converter.addStep(node, "lt", {indexJ, indexI},
+                                                  "index_earlier")},
+                         "tie_earlier")},
+      "comes_before");
+  const std::string one =
+      converter.addStepConstant(node, "one", scalarTensor(DType::I64, 1));
+  const std::string zero =
+      converter.addStepConstant(node, "zero", scalarTensor(DType::I64, 0));
+  std::string ranks = converter.addStep(
+      node, "reduce_sum",
+      {converter.addStep(node, "select", {before, one, zero}, "counted")},
+      "ranks",
+      {{"axes", std::vector<int64_t>{axis + 1}}, {"keepdims", int64_t(0)}});
+  // Output position r (along a new dim after `axis`) takes rank r.
+  std::string match = converter.addStep(
+      node, "eq",
+      {viewStep(converter, node, ranks, alongI, "ranks_as_i"),
+       converter.addStepConstant(node, "positions",
+                                 indicesAlong(rank + 1, axis + 1, k))},
+      "at_position");
+  std::map<std::string, AttrValue> overI = {
+      {"axes", std::vector<int64_t>{axis}}, {"keepdims", int64_t(0)}};
+  if (node.outputs.size() > 1 && !node.outputs[1].empty()) {
+    std::string picked = converter.addStep(
+        node, "select", {match, indexI, zero}, "index_picked");
+    converter.addOutputStep(node, "reduce_sum", {picked}, node.outputs[1],
+                            overI);
+    Shape result = shape;
+    result[axis] = k;
+    converter.recordValue(node.outputs[1], result, DType::I64);
+  }
+  node.outputs.resize(1);
+  node.op = "reduce_sum";
+  node.inputs = {
+      converter.addStep(node, "select",
+                        {match, xi,
+                         converter.addStepConstant(
+                             node, "nothing", scatterIdentity(dtype, "none"))},
+                        "value_picked")};
+  node.attrs = overI;
+}
+
 /// x * sigmoid(alpha * x) (Swish; SiLU for alpha = 1), in x's dtype op by
 /// op as ONNX's function computes it.
 std::string swishStep(OnnxConverter &converter, const GraphNode &node,
@@ -4629,6 +4750,8 @@ const std::vector<OnnxOp> &onnxOps() {
                      groupNormalization,
                      18});
     table.push_back({"Gelu", "gelu", {"approximate"}, {}, nullptr, 20});
+    table.push_back(
+        {"TopK", "reduce_sum", {"axis", "k", "largest", "sorted"}, {}, topK});
     table.push_back({"CenterCropPad",
                      "pad",
                      {"axes"},
@@ -4898,8 +5021,9 @@ std::set<std::string> namesUsedAsConstants(const onnx::GraphProto &graph) {
     // Range and ConstantOfShape read every input as a constant.
     if (node.op_type() == "Range" || node.op_type() == "ConstantOfShape")
       names.insert(node.input().begin(), node.input().end());
-    // Split's sizes and OneHot's depth are read as constants.
-    if ((node.op_type() == "Split" || node.op_type() == "OneHot") &&
+    // Split's sizes, OneHot's depth and TopK's K are read as constants.
+    if ((node.op_type() == "Split" || node.op_type() == "OneHot" ||
+         node.op_type() == "TopK") &&
         node.input_size() > 1)
       names.insert(node.input(1));
     // Dropout's ratio and training_mode decide whether it is the identity;

@@ -1007,3 +1007,33 @@ onnx.checker.check_model(model, full_check=True)
 onnx.save(model, "newer_opsets.onnx")
 write_tensors("newer_opsets", list(feeds.values()),
               reference("newer_opsets", feeds))
+
+
+# top_k: TopK largest and smallest over NaN, infinities, signed zeros and
+# ties (lower index first), along the last axis and axis 0, and over
+# int32; against onnx.reference (a stable NumPy sort).
+x = np.array([[3.0, np.nan, -0.0, 0.0, 3.0, -np.inf, 7.5, np.nan],
+              [1.0, 1.0, 1.0, np.inf, -2.0, 0.0, -0.0, 5.0],
+              [np.nan, np.nan, -1.0, 2.0, 2.0, 2.0, -3.0, 4.0]], np.float32)
+n = rng.integers(-5, 5, [4, 6]).astype(np.int32)
+feeds = {"x": x, "n": n}
+initializers = [numpy_helper.from_array(np.array([5], np.int64), "five"),
+                numpy_helper.from_array(np.array([2], np.int64), "two"),
+                numpy_helper.from_array(np.array([3], np.int64), "three")]
+nodes = [
+    helper.make_node("TopK", ["x", "five"], ["largest_values",
+                                             "largest_indices"]),
+    helper.make_node("TopK", ["x", "five"], ["smallest_values",
+                                             "smallest_indices"], largest=0),
+    helper.make_node("TopK", ["x", "two"], ["column_values",
+                                            "column_indices"], axis=0),
+    helper.make_node("TopK", ["n", "three"], ["int_values", "int_indices"],
+                     axis=-1, largest=0)]
+save("top_k", nodes, [value("x", F, [3, 8]), value("n", I32, [4, 6])],
+     [value("largest_values", F, [3, 5]), value("largest_indices", I64, [3, 5]),
+      value("smallest_values", F, [3, 5]),
+      value("smallest_indices", I64, [3, 5]),
+      value("column_values", F, [2, 8]), value("column_indices", I64, [2, 8]),
+      value("int_values", I32, [4, 3]), value("int_indices", I64, [4, 3])],
+     17, initializers)
+write_tensors("top_k", [x, n], reference("top_k", feeds))
