@@ -76,6 +76,13 @@ const std::vector<AttributeOpsets> &attributeOpsets() {
         {"Range", "stash_type", 27, kMaxOpset},
         {"Attention", "left_window_size", 25, kMaxOpset},
         {"TopK", "k", kOldestOpset, 9},
+        {"Clip", "min", 6, 10},
+        {"Clip", "max", 6, 10},
+        {"Slice", "starts", kOldestOpset, 9},
+        {"Slice", "ends", kOldestOpset, 9},
+        {"Slice", "axes", kOldestOpset, 9},
+        {"Pad", "pads", 2, 10},
+        {"Pad", "value", 2, 10},
         {"TopK", "largest", 11, kMaxOpset},
         {"TopK", "sorted", 11, kMaxOpset},
         {"Attention", "right_window_size", 25, kMaxOpset}};
@@ -359,13 +366,11 @@ std::string opsetVersionProblem(const std::string &opType, int64_t opset) {
       kOldestVersionRead = {
           {"BatchNormalization", {6, "it requires consumed_inputs"}},
           {"Cast", {6, "its 'to' is a string"}},
-          {"Clip", {11, "min and max are attributes"}},
+          {"Clip", {6, "it takes consumed_inputs"}},
           {"Concat", {4, "its axis is optional"}},
-          {"Pad", {11, "pads and value are attributes"}},
-          {"Pow", {7, "it broadcasts by its broadcast and axis attributes"}},
+          {"Pad", {2, "its pads are 'paddings'"}},
           {"Reshape", {5, "the shape is an attribute"}},
           {"Resize", {11, "its coordinate transformation is not given"}},
-          {"Slice", {10, "starts, ends and axes are attributes"}},
           {"Split", {2, "split is an input"}},
           {"Tile", {6, "it takes tiles and axis inputs"}}};
   auto oldest = kOldestVersionRead.find(opType);
@@ -461,6 +466,9 @@ private:
   bool foldToConstants(const onnx::NodeProto &node);
   bool foldShapeNode(const onnx::NodeProto &node);
   void convertSplit(const onnx::NodeProto &node);
+  /// Broadcasting before opset 7 with `axis`: the second operand's dims
+  /// match the first's from `axis` on (a view with 1s around them).
+  void broadcastFromAxis(GraphNode &node, int64_t axis);
   void convertShapeOrSize(const onnx::NodeProto &node);
   void convertDropout(const onnx::NodeProto &node);
   void convertPow(const onnx::NodeProto &node);
@@ -1536,6 +1544,24 @@ void padWithRuntimeValue(OnnxConverter &converter, GraphNode &node) {
   node.attrs.clear();
 }
 
+/// Clip of opsets 6-10: min and max are float attributes (defaults: the
+/// float range), as inputs of x's dtype.
+void clipBounds(OnnxConverter &converter, const onnx::NodeProto &,
+                GraphNode &node) {
+  if (converter.opset >= 11)
+    return;
+  const DType dtype = converter.requireDType(node.inputs.at(0), "Clip");
+  const double limit = std::numeric_limits<float>::max();
+  double low = floatAttr(node, "min", -std::numeric_limits<float>::max());
+  double high = floatAttr(node, "max", std::numeric_limits<float>::max());
+  node.attrs.clear();
+  node.inputs.resize(1);
+  node.inputs.push_back(converter.addStepConstant(
+      node, "min", scalarTensor(dtype, std::max(low, -limit))));
+  node.inputs.push_back(converter.addStepConstant(
+      node, "max", scalarTensor(dtype, std::min(high, limit))));
+}
+
 /// Pad's axes input (opset 18): the pads given for those axes only
 /// become pads for every axis.
 void padsForEveryAxis(OnnxConverter &converter, GraphNode &node) {
@@ -1562,6 +1588,11 @@ void padsForEveryAxis(OnnxConverter &converter, GraphNode &node) {
 
 void padValue(OnnxConverter &converter, const onnx::NodeProto &,
               GraphNode &node) {
+  // Before opset 11 the value is the float attribute `value`.
+  if (auto value = node.attrs.find("value"); value != node.attrs.end()) {
+    node.attrs["constant_value"] = value->second;
+    node.attrs.erase(value);
+  }
   padsForEveryAxis(converter, node);
   auto mode = node.attrs.find("mode");
   if (mode != node.attrs.end() &&
@@ -4647,60 +4678,60 @@ const std::vector<OnnxOp> &onnxOps() {
       const char *onnxName, *graphOp;
       int64_t sinceOpset = kOldestOpset;
     };
-    const Elementwise elementwise[] = {
-        {"Add", "add"},
-        {"Sub", "sub"},
-        {"Mul", "mul"},
-        {"Div", "div"},
-        {"Neg", "neg"},
-        {"Abs", "abs"},
-        {"Exp", "exp"},
-        {"Log", "log"},
-        {"Sin", "sin"},
-        {"Cos", "cos"},
-        {"Tanh", "tanh"},
-        {"Sigmoid", "sigmoid"},
-        {"Relu", "relu"},
-        {"Sqrt", "sqrt"},
-        {"Reciprocal", "reciprocal"},
-        {"Erf", "erf"},
-        {"Floor", "floor"},
-        {"Ceil", "ceil"},
-        {"Not", "not"},
-        {"And", "and"},
-        {"Or", "or"},
-        {"Equal", "eq"},
-        {"Less", "lt"},
-        {"LessOrEqual", "le", 12},
-        {"Greater", "gt"},
-        {"GreaterOrEqual", "ge", 12},
-        {"Where", "select"},
-        {"Tan", "tan"},
-        {"Asin", "asin"},
-        {"Acos", "acos"},
-        {"Atan", "atan"},
-        {"Sinh", "sinh"},
-        {"Cosh", "cosh"},
-        {"Asinh", "asinh"},
-        {"Acosh", "acosh"},
-        {"Atanh", "atanh"},
-        {"Round", "round"},
-        {"Sign", "sign"},
-        {"IsNaN", "isnan"},
-        {"Softplus", "softplus"},
-        {"Softsign", "softsign"},
-        {"Mish", "mish", 18},
-        {"HardSwish", "hard_swish", 14},
-        {"Xor", "xor"},
-        {"BitwiseAnd", "bitwise_and", 18},
-        {"BitwiseOr", "bitwise_or", 18},
-        {"BitwiseXor", "bitwise_xor", 18},
-        {"BitwiseNot", "bitwise_not", 18},
-        // Clip (opset 11 on): min and max are optional inputs.
-        {"Clip", "clip"}};
+    const Elementwise elementwise[] = {{"Add", "add"},
+                                       {"Sub", "sub"},
+                                       {"Mul", "mul"},
+                                       {"Div", "div"},
+                                       {"Neg", "neg"},
+                                       {"Abs", "abs"},
+                                       {"Exp", "exp"},
+                                       {"Log", "log"},
+                                       {"Sin", "sin"},
+                                       {"Cos", "cos"},
+                                       {"Tanh", "tanh"},
+                                       {"Sigmoid", "sigmoid"},
+                                       {"Relu", "relu"},
+                                       {"Sqrt", "sqrt"},
+                                       {"Reciprocal", "reciprocal"},
+                                       {"Erf", "erf"},
+                                       {"Floor", "floor"},
+                                       {"Ceil", "ceil"},
+                                       {"Not", "not"},
+                                       {"And", "and"},
+                                       {"Or", "or"},
+                                       {"Equal", "eq"},
+                                       {"Less", "lt"},
+                                       {"LessOrEqual", "le", 12},
+                                       {"Greater", "gt"},
+                                       {"GreaterOrEqual", "ge", 12},
+                                       {"Where", "select"},
+                                       {"Tan", "tan"},
+                                       {"Asin", "asin"},
+                                       {"Acos", "acos"},
+                                       {"Atan", "atan"},
+                                       {"Sinh", "sinh"},
+                                       {"Cosh", "cosh"},
+                                       {"Asinh", "asinh"},
+                                       {"Acosh", "acosh"},
+                                       {"Atanh", "atanh"},
+                                       {"Round", "round"},
+                                       {"Sign", "sign"},
+                                       {"IsNaN", "isnan"},
+                                       {"Softplus", "softplus"},
+                                       {"Softsign", "softsign"},
+                                       {"Mish", "mish", 18},
+                                       {"HardSwish", "hard_swish", 14},
+                                       {"Xor", "xor"},
+                                       {"BitwiseAnd", "bitwise_and", 18},
+                                       {"BitwiseOr", "bitwise_or", 18},
+                                       {"BitwiseXor", "bitwise_xor", 18},
+                                       {"BitwiseNot", "bitwise_not", 18}};
     for (const Elementwise &op : elementwise)
       table.push_back(
           {op.onnxName, op.graphOp, {}, {}, nullptr, op.sinceOpset});
+    // Clip: min and max are optional inputs (opset 11 on) or attributes
+    // (opsets 6-10).
+    table.push_back({"Clip", "clip", {"min", "max"}, {}, clipBounds});
     // Max, Min and Sum take one or more inputs (convertNode chains them).
     table.push_back({"Max", "max", {}, {}, nullptr});
     table.push_back({"Min", "min", {}, {}, nullptr});
@@ -4890,13 +4921,15 @@ const std::vector<OnnxOp> &onnxOps() {
                      {},
                      likelihoodLoss,
                      13});
+    // Slice: starts, ends and axes are attributes before opset 10.
     table.push_back({"Slice",
                      "slice",
-                     {},
+                     {"starts", "ends", "axes"},
                      {{1, "starts"}, {2, "ends"}, {3, "axes"}, {4, "steps"}}});
+    // Pad: pads and value are attributes before opset 11.
     table.push_back({"Pad",
                      "pad",
-                     {"mode"},
+                     {"mode", "pads", "value"},
                      {{1, "pads"}, {2, "constant_value"}, {3, "axes", 18}},
                      padValue});
     table.push_back({"Expand", "expand", {}, {{1, "shape"}}});
@@ -5412,8 +5445,17 @@ std::string OnnxConverter::addStepConstant(const GraphNode &owner,
 /// base's dtype; with a float exponent it is raised in f64, as NumPy
 /// computes it, and the result converted back (truncated).
 void OnnxConverter::convertPow(const onnx::NodeProto &node) {
-  if (node.input_size() != 2 || node.attribute_size() != 0)
-    throw Unsupported{"Pow takes a base and an exponent and no attributes"};
+  if (node.input_size() != 2)
+    throw Unsupported{"Pow takes a base and an exponent"};
+  // Before opset 7 the exponent broadcasts only with broadcast = 1, to the
+  // base's trailing dims or to its dims from `axis` on.
+  std::optional<int64_t> legacyAxis;
+  for (const onnx::AttributeProto &attr : node.attribute()) {
+    if (opset < 7 && attr.name() == "axis")
+      legacyAxis = attr.i();
+    else if (opset >= 7 || attr.name() != "broadcast")
+      throw Unsupported{"attribute '" + attr.name() + "' is not supported"};
+  }
   std::string base = resolve(node.input(0)), exponent = resolve(node.input(1));
   std::optional<DType> baseType = dtypeOf(base),
                        exponentType = dtypeOf(exponent);
@@ -5433,6 +5475,14 @@ void OnnxConverter::convertPow(const onnx::NodeProto &node) {
     graph.nodes.push_back(std::move(step));
     return output;
   };
+  if (legacyAxis) {
+    GraphNode owner;
+    owner.name = name;
+    owner.inputs = {base, exponent};
+    owner.outputs = {node.output(0)};
+    broadcastFromAxis(owner, *legacyAxis);
+    exponent = owner.inputs[1];
+  }
   bool floatBase = isFloat(*baseType);
   DType computeType = floatBase                ? *baseType
                       : isFloat(*exponentType) ? DType::F64
@@ -5919,6 +5969,30 @@ Graph OnnxConverter::convert(const onnx::ModelProto &model) {
   return std::move(graph);
 }
 
+void OnnxConverter::broadcastFromAxis(GraphNode &node, int64_t axis) {
+  if (node.inputs.size() < 2 || node.inputs[1].empty())
+    throw Unsupported{"broadcasting from an axis needs a second operand"};
+  const Shape first = requireShape(node.inputs[0], node.name),
+              second = requireShape(node.inputs[1], node.name);
+  const int64_t rank = first.size(), count = second.size();
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis + count > rank)
+    throw Unsupported{"broadcast axis " + std::to_string(axis) +
+                      " leaves no room for the second operand's " +
+                      std::to_string(count) + " dims in rank " +
+                      std::to_string(rank)};
+  Shape aligned(rank, 1);
+  for (int64_t i = 0; i < count; ++i) {
+    if (second[i] != first[axis + i] && second[i] != 1)
+      throw Unsupported{"the second operand's dims [" + formatShape(second) +
+                        "] do not match the first's [" + formatShape(first) +
+                        "] from axis " + std::to_string(axis)};
+    aligned[axis + i] = second[i];
+  }
+  node.inputs[1] = viewStep(*this, node, node.inputs[1], aligned, "aligned");
+}
+
 void OnnxConverter::convertNode(const onnx::NodeProto &node) {
   if (!node.domain().empty() && node.domain() != "ai.onnx")
     throw Unsupported{"ops of domain '" + node.domain() +
@@ -5977,10 +6051,12 @@ void OnnxConverter::convertNode(const onnx::NodeProto &node) {
       opset < 7 ? onnx::OpSchemaRegistry::Schema(node.op_type(), opset, "")
                 : nullptr;
   bool legacyBroadcast = legacy && legacy->attributes().count("broadcast");
+  std::optional<int64_t> legacyAxis;
   for (const onnx::AttributeProto &attr : node.attribute()) {
-    if (legacyBroadcast && attr.name() == "axis")
-      throw Unsupported{"broadcasting from an axis (opset " +
-                        std::to_string(opset) + ") is not supported"};
+    if (legacyBroadcast && attr.name() == "axis") {
+      legacyAxis = attr.i();
+      continue;
+    }
     if (legacyBroadcast && attr.name() == "broadcast")
       continue;
     if (std::find(row->attrs.begin(), row->attrs.end(), attr.name()) ==
@@ -6032,6 +6108,8 @@ void OnnxConverter::convertNode(const onnx::NodeProto &node) {
   }
   for (const std::string &output : node.output())
     graphNode.outputs.push_back(output);
+  if (legacyAxis)
+    broadcastFromAxis(graphNode, *legacyAxis);
   if (row->convert)
     row->convert(*this, node, graphNode);
   if (graphNode.outputs.size() != 1)

@@ -663,17 +663,15 @@ write_tensors("old_opsets", [a, b, m, p], [
 
 # old_opset_errors: opset 6
 nodes = [helper.make_node("Add", ["a", "b"], ["axis_sum"], name="axis_add",
-                          broadcast=1, axis=1),
-         helper.make_node("Pad", ["a"], ["padded"], name="old_pad",
-                          pads=[0, 0, 1, 0, 0, 1]),
+                          broadcast=1, axis=2),
          helper.make_node("BatchNormalization",
                           ["p", "bn_scale", "bn_b", "bn_mean", "bn_var"],
                           ["trained"], name="training_norm")]
 save("old_opset_errors", nodes,
      [value("a", F, [2, 3, 4]), value("b", F, [3]),
       value("p", F, [2, 3, 4, 5])],
-     [value("axis_sum", F, [2, 3, 4]), value("padded", F, [2, 3, 6]),
-      value("trained", F, [2, 3, 4, 5])], 6,
+     [value("axis_sum", F, [2, 3, 4]), value("trained", F, [2, 3, 4, 5])],
+     6,
      [numpy_helper.from_array(t, n) for t, n in
       zip(bn, ["bn_scale", "bn_b", "bn_mean", "bn_var"])])
 
@@ -1037,3 +1035,38 @@ save("top_k", nodes, [value("x", F, [3, 8]), value("n", I32, [4, 6])],
       value("int_values", I32, [4, 3]), value("int_indices", I64, [4, 3])],
      17, initializers)
 write_tensors("top_k", [x, n], reference("top_k", feeds))
+
+
+# old_opset_attributes: opset 6's attribute forms, against their specs in
+# NumPy (onnx.reference does not broadcast from an axis): Add and Pow with
+# broadcast = 1 and axis, Pad-2 (pads and value attributes; reflect),
+# Clip-6 (min and max attributes; one left out), Slice-1 (starts, ends,
+# axes attributes).
+a = rng.uniform(-2, 2, [2, 3, 4]).astype(np.float32)
+b = rng.uniform(0.5, 2, [3]).astype(np.float32)
+nodes = [helper.make_node("Add", ["a", "b"], ["axis_sum"], broadcast=1,
+                          axis=1),
+         helper.make_node("Pow", ["b_pos", "b"], ["axis_pow"], broadcast=1,
+                          axis=1),
+         helper.make_node("Pad", ["a"], ["padded"], pads=[0, 1, 2, 0, 0, 1],
+                          value=1.5),
+         helper.make_node("Pad", ["a"], ["reflected"], mode="reflect",
+                          pads=[0, 0, 2, 0, 0, 1]),
+         helper.make_node("Clip", ["a"], ["clipped"], min=-0.5, max=1.0),
+         helper.make_node("Clip", ["a"], ["floored"], min=0.25),
+         helper.make_node("Slice", ["a"], ["sliced"], starts=[1, -3],
+                          ends=[3, 1000], axes=[1, 2])]
+b_pos = np.abs(rng.uniform(0.5, 2, [2, 3, 4])).astype(np.float32)
+save("old_opset_attributes", nodes,
+     [value("a", F, [2, 3, 4]), value("b", F, [3]),
+      value("b_pos", F, [2, 3, 4])],
+     [value("axis_sum", F, [2, 3, 4]), value("axis_pow", F, [2, 3, 4]),
+      value("padded", F, [2, 4, 7]), value("reflected", F, [2, 3, 7]),
+      value("clipped", F, [2, 3, 4]), value("floored", F, [2, 3, 4]),
+      value("sliced", F, [2, 2, 3])], 6)
+column = b.reshape(1, 3, 1)
+write_tensors("old_opset_attributes", [a, b, b_pos], [
+    a + column, np.power(b_pos, column),
+    np.pad(a, [(0, 0), (1, 0), (2, 1)], constant_values=1.5),
+    np.pad(a, [(0, 0), (0, 0), (2, 1)], mode="reflect"),
+    np.clip(a, -0.5, 1.0), np.maximum(a, np.float32(0.25)), a[:, 1:3, -3:]])
