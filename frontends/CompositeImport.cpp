@@ -126,8 +126,10 @@ FailureOr<Value> importDequantizeLinear(NodeImport &node) {
   auto type = cast<RankedTensorType>(node.operands[0].getType());
   auto scaleType = cast<RankedTensorType>(node.operands[1].getType());
   if (!type.getElementType().isInteger(8) &&
+      !type.getElementType().isInteger(16) &&
       !type.getElementType().isSignlessInteger(32))
-    return node.error() << "quantized input must be i8, u8 or i32, not "
+    return node.error() << "quantized input must be i8, u8, i16, u16 or i32, "
+                           "not "
                         << type.getElementType();
   if (!isa<FloatType>(scaleType.getElementType()))
     return node.error() << "scale must be a float tensor, not "

@@ -1630,20 +1630,47 @@ void quantizeLinear(OnnxConverter &converter, const onnx::NodeProto &,
   const std::string zeroPoint = node.inputs.size() > 2 ? node.inputs[2] : "";
   Shape shape = converter.requireShape(x, "QuantizeLinear");
   DType inputType = converter.requireDType(x, "QuantizeLinear");
-  DType outputType = zeroPoint.empty()
-                         ? DType::U8
-                         : converter.requireDType(zeroPoint, "y_zero_point");
-  if (outputType != DType::U8 && outputType != DType::I8)
+  DType scaleType = converter.requireDType(scale, "QuantizeLinear");
+  // The output type: the zero point's, else output_dtype's (opset 21), else
+  // u8.
+  DType outputType = DType::U8;
+  if (!zeroPoint.empty()) {
+    outputType = converter.requireDType(zeroPoint, "y_zero_point");
+  } else if (int64_t given = intAttr(node, "output_dtype", 0); given != 0) {
+    std::optional<DType> type = dtypeOfOnnx(static_cast<int32_t>(given));
+    if (!type)
+      throw Unsupported{"QuantizeLinear to " +
+                        onnxTypeName(static_cast<int32_t>(given)) +
+                        " is not supported"};
+    outputType = *type;
+  }
+  if (outputType != DType::U8 && outputType != DType::I8 &&
+      outputType != DType::U16 && outputType != DType::I16)
     throw Unsupported{std::string("QuantizeLinear to ") +
-                      dtypeName(outputType) + " is not supported (u8, i8)"};
-  if (inputType != DType::F32 && inputType != DType::I32)
+                      dtypeName(outputType) +
+                      " is not supported (u8, i8, u16, i16)"};
+  if (intAttr(node, "block_size", 0) != 0)
+    throw Unsupported{"QuantizeLinear's blocked quantization (block_size) is "
+                      "not supported"};
+  if (inputType != DType::I32 && !isFloat(inputType))
     throw Unsupported{std::string("QuantizeLinear of ") + dtypeName(inputType) +
-                      " is not supported (f32, i32)"};
+                      " is not supported (floats, i32)"};
   int64_t rank = shape.size();
   int64_t axis = 1;
   if (auto it = node.attrs.find("axis"); it != node.attrs.end())
     axis = std::get<int64_t>(it->second);
-  DType compute = inputType == DType::I32 ? DType::F64 : DType::F32;
+  // x / scale in NumPy's type for the pair (an i32 x in f64), or in
+  // `precision` (opset 23) where given.
+  DType compute = inputType == DType::I32 ? DType::F64 : inputType;
+  if (isFloat(scaleType) && isFloat(compute) &&
+      dtypeBytes(scaleType) > dtypeBytes(compute))
+    compute = scaleType;
+  if (int64_t precision = intAttr(node, "precision", 0); precision != 0) {
+    std::optional<DType> type = dtypeOfOnnx(static_cast<int32_t>(precision));
+    if (!type || !isFloat(*type))
+      throw Unsupported{"QuantizeLinear's precision must be a float type"};
+    compute = *type;
+  }
   std::string computeName = dtypeName(compute);
   // A vector of more than one element runs along `axis`; a scalar or one
   // element is the same for every element.
@@ -1678,21 +1705,62 @@ void quantizeLinear(OnnxConverter &converter, const onnx::NodeProto &,
   std::string scaled = converter.addStep(
       node, "div", {value, alongAxis(scale, "scale")}, "scaled");
   std::string rounded = converter.addStep(node, "round", {scaled}, "rounded");
+  // The zero point is added and the sum saturated exactly: in f32 (f64 for
+  // i32 inputs), where f16 or bf16 would round 16-bit zero points.
+  if (dtypeBytes(compute) < 4) {
+    compute = DType::F32;
+    computeName = dtypeName(compute);
+    rounded = converter.addStep(node, "cast", {rounded}, "rounded_wide",
+                                {{"dtype", computeName}});
+  }
   if (!zeroPoint.empty())
     rounded = converter.addStep(
         node, "add", {rounded, alongAxis(zeroPoint, "zero_point")}, "shifted");
-  bool isSigned = outputType == DType::I8;
   std::string clipped = converter.addStep(
       node, "clip",
       {rounded,
-       converter.addStepConstant(node, "lowest",
-                                 scalarTensor(compute, isSigned ? -128 : 0)),
-       converter.addStepConstant(node, "highest",
-                                 scalarTensor(compute, isSigned ? 127 : 255))},
+       converter.addStepConstant(
+           node, "lowest",
+           scalarTensor(compute, extremeScalar(outputType, false).at(0))),
+       converter.addStepConstant(
+           node, "highest",
+           scalarTensor(compute, extremeScalar(outputType, true).at(0)))},
       "saturated");
   node.op = "cast";
   node.inputs = {clipped};
   node.attrs = {{"dtype", std::string(dtypeName(outputType))}};
+}
+
+/// DequantizeLinear's output_dtype (opset 23): the scale's dtype, or any
+/// float for an f32 scale (the f32 result then converts once, as ONNX's
+/// reference computes it). Blocked scales (block_size, opset 21) are
+/// refused.
+void dequantizeOutputType(OnnxConverter &converter, const onnx::NodeProto &,
+                          GraphNode &node) {
+  if (intAttr(node, "block_size", 0) != 0)
+    throw Unsupported{"DequantizeLinear's blocked quantization (block_size) "
+                      "is not supported"};
+  node.attrs.erase("block_size");
+  int64_t given = intAttr(node, "output_dtype", 0);
+  node.attrs.erase("output_dtype");
+  if (given == 0)
+    return;
+  std::optional<DType> outputType = dtypeOfOnnx(static_cast<int32_t>(given));
+  if (node.inputs.size() < 2)
+    throw Unsupported{"DequantizeLinear takes x and x_scale"};
+  DType scaleType = converter.requireDType(node.inputs[1], "DequantizeLinear");
+  if (outputType == scaleType)
+    return;
+  if (!outputType || !isFloat(*outputType) || scaleType != DType::F32)
+    throw Unsupported{"DequantizeLinear's output_dtype " +
+                      onnxTypeName(static_cast<int32_t>(given)) +
+                      " must be the scale's dtype (or any float for an f32 "
+                      "scale)"};
+  std::string dequantized = converter.addStep(node, "dequantize_linear",
+                                              node.inputs, "f32", node.attrs);
+  node.op = "cast";
+  node.inputs = {dequantized};
+  node.attrs = {{"dtype", std::string(dtypeName(*outputType))}};
 }
 
 /// DynamicQuantizeLinear: u8 quantization with the scale and zero point of
@@ -4822,7 +4890,12 @@ const std::vector<OnnxOp> &onnxOps() {
     table.push_back(
         {"GatherElements", "gather", {"axis"}, {}, gatherElementsFlat});
     table.push_back(
-        {"QuantizeLinear", "cast", {"axis"}, {}, quantizeLinear, 10});
+        {"QuantizeLinear",
+         "cast",
+         {"axis", "saturate", "block_size", "output_dtype", "precision"},
+         {},
+         quantizeLinear,
+         10});
     table.push_back({"OneHot", "select", {"axis"}, {}, oneHotSelect});
     table.push_back({"MaxPool",
                      "max",
@@ -4961,8 +5034,11 @@ const std::vector<OnnxOp> &onnxOps() {
                        {axesFrom18},
                        extreme ? booleanExtremes : nullptr});
     }
-    table.push_back(
-        {"DequantizeLinear", "dequantize_linear", {"axis"}, {}, nullptr});
+    table.push_back({"DequantizeLinear",
+                     "dequantize_linear",
+                     {"axis", "block_size", "output_dtype"},
+                     {},
+                     dequantizeOutputType});
     // Reductions ONNX defines by others (axes an attribute up to opset 17).
     table.push_back({"ReduceSumSquare",
                      "reduce_sum",

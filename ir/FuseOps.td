@@ -267,9 +267,9 @@ def Fuse_DequantizeLinearOp : Fuse_CompositeOp<"dequantize_linear"> {
     ONNX reference does, rounded once to the scale's dtype, which is the
     result's.
   }];
-  let arguments = (ins StaticShapeTensorOf<[I8, UI8, I32]>:$operand,
+  let arguments = (ins StaticShapeTensorOf<[I8, UI8, I16, UI16, I32]>:$operand,
                        Fuse_FloatTensor:$scale,
-                       Optional<StaticShapeTensorOf<[I8, UI8, I32]>>:$zero_point,
+                       Optional<StaticShapeTensorOf<[I8, UI8, I16, UI16, I32]>>:$zero_point,
                        DefaultValuedAttr<I64Attr, "1">:$axis);
   let results = (outs Fuse_FloatTensor:$result);
   let assemblyFormat = [{
