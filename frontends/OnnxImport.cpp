@@ -76,6 +76,7 @@ const std::vector<AttributeOpsets> &attributeOpsets() {
         {"Range", "stash_type", 27, kMaxOpset},
         {"Attention", "left_window_size", 25, kMaxOpset},
         {"TopK", "k", kOldestOpset, 9},
+        {"Upsample", "scales", 7, 8},
         {"Clip", "min", 6, 10},
         {"Clip", "max", 6, 10},
         {"Slice", "starts", kOldestOpset, 9},
@@ -2595,6 +2596,41 @@ void resizeBySeparableTables(OnnxConverter &converter,
   becomeView(node, value, current);
 }
 
+/// Upsample (opsets 7-9, deprecated from 10): Resize by its scales (an
+/// attribute in opset 7, input 1 from 9) with asymmetric coordinates, the
+/// nearest input position rounded down, as ONNX's spec and onnxruntime
+/// compute it.
+void upsampleAsResize(OnnxConverter &converter, const onnx::NodeProto &proto,
+                      GraphNode &node) {
+  std::string scales;
+  const onnx::AttributeProto *scalesAttr = nullptr;
+  for (const onnx::AttributeProto &attr : proto.attribute())
+    if (attr.name() == "scales")
+      scalesAttr = &attr;
+  if (scalesAttr) {
+    Tensor tensor(DType::F32, {scalesAttr->floats_size()});
+    for (int i = 0; i < scalesAttr->floats_size(); ++i)
+      tensor.set(i, scalesAttr->floats(i));
+    scales = converter.addStepConstant(node, "scales", std::move(tensor));
+  } else if (node.inputs.size() > 1 && !node.inputs[1].empty()) {
+    scales = node.inputs[1];
+  } else {
+    throw Unsupported{"Upsample needs its scales"};
+  }
+  std::string mode = "nearest";
+  if (auto it = node.attrs.find("mode"); it != node.attrs.end())
+    mode = std::get<std::string>(it->second);
+  if (mode == "bilinear")
+    mode = "linear";
+  if (mode != "nearest" && mode != "linear")
+    throw Unsupported{"Upsample's mode must be nearest or linear, not " + mode};
+  node.inputs = {node.inputs.at(0), "", scales};
+  node.attrs = {{"mode", mode},
+                {"coordinate_transformation_mode", std::string("asymmetric")},
+                {"nearest_mode", std::string("floor")}};
+  resizeBySeparableTables(converter, proto, node);
+}
+
 /// ThresholdedRelu: x where x > alpha (default 1), else 0.
 void thresholdedRelu(OnnxConverter &converter, const onnx::NodeProto &proto,
                      GraphNode &node) {
@@ -4925,6 +4961,7 @@ const std::vector<OnnxOp> &onnxOps() {
                       "keep_aspect_ratio_policy", "mode", "nearest_mode"},
                      {},
                      resizeBySeparableTables});
+    table.push_back({"Upsample", "cast", {"mode"}, {}, upsampleAsResize, 7});
     table.push_back(
         {"ThresholdedRelu", "select", {"alpha"}, {}, thresholdedRelu, 10});
     table.push_back({"EyeLike", "reshape", {"dtype", "k"}, {}, eyeLike});
@@ -5139,7 +5176,7 @@ std::set<std::string> namesUsedAsConstants(const onnx::GraphProto &graph) {
     // Resize's roi, scales and sizes shape its tables; a window function's
     // size is its length.
     const std::string &type = node.op_type();
-    if (type == "Dropout" || type == "Resize")
+    if (type == "Dropout" || type == "Resize" || type == "Upsample")
       for (int i = 1; i < node.input_size(); ++i)
         names.insert(node.input(i));
     if ((type == "HannWindow" || type == "HammingWindow" ||
@@ -6134,6 +6171,9 @@ void OnnxConverter::convertNode(const onnx::NodeProto &node) {
       continue;
     }
     if (legacyBroadcast && attr.name() == "broadcast")
+      continue;
+    // Upsample-7's float list: its converter reads it from the node.
+    if (node.op_type() == "Upsample" && attr.name() == "scales")
       continue;
     if (std::find(row->attrs.begin(), row->attrs.end(), attr.name()) ==
         row->attrs.end())
