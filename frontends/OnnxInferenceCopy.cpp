@@ -1,6 +1,7 @@
 //===- OnnxInferenceCopy.cpp - Newer opsets through ONNX 1.12's inference -===//
 
 #include "frontends/OnnxInferenceCopy.h"
+#include "frontends/OnnxShapeFolding.h"
 
 #include <algorithm>
 #include <cstring>
@@ -69,14 +70,6 @@ std::map<std::string, Ints> integerConstants(const onnx::GraphProto &graph) {
   return constants;
 }
 
-const onnx::AttributeProto *findAttribute(const onnx::NodeProto &node,
-                                          const std::string &name) {
-  for (const onnx::AttributeProto &attr : node.attribute())
-    if (attr.name() == name)
-      return &attr;
-  return nullptr;
-}
-
 void removeAttribute(onnx::NodeProto &node, const std::string &name) {
   auto &attrs = *node.mutable_attribute();
   attrs.erase(std::remove_if(attrs.begin(), attrs.end(),
@@ -115,6 +108,16 @@ void standIn(onnx::NodeProto &node, const char *opType, int inputs) {
     node.mutable_input()->RemoveLast();
   while (node.output_size() > 1)
     node.mutable_output()->RemoveLast();
+}
+
+/// `node` as a Cast of its input 0 to ONNX type `to`: the shape and type of
+/// a quantization with an output_dtype.
+void castStandIn(onnx::NodeProto &node, int64_t to) {
+  standIn(node, "Cast", 1);
+  onnx::AttributeProto *attr = node.add_attribute();
+  attr->set_name("to");
+  attr->set_type(onnx::AttributeProto::INT);
+  attr->set_i(to);
 }
 
 bool isReductionWithAxesInputFrom18(const std::string &opType) {
@@ -211,14 +214,8 @@ bool rewriteNode(onnx::NodeProto &node,
     removeAttribute(node, "precision");
     // Opset 21's output_dtype gives the type where no zero point does.
     if (const onnx::AttributeProto *dtype = findAttribute(node, "output_dtype");
-        dtype && dtype->i() != 0) {
-      int64_t to = dtype->i();
-      standIn(node, "Cast", 1);
-      onnx::AttributeProto *attr = node.add_attribute();
-      attr->set_name("to");
-      attr->set_type(onnx::AttributeProto::INT);
-      attr->set_i(to);
-    }
+        dtype && dtype->i() != 0)
+      castStandIn(node, dtype->i());
     return true;
   }
   if (op == "DequantizeLinear") {
@@ -227,12 +224,7 @@ bool rewriteNode(onnx::NodeProto &node,
     removeAttribute(node, "block_size");
     const onnx::AttributeProto *dtype = findAttribute(node, "output_dtype");
     if (dtype && dtype->i() != 0) {
-      int64_t to = dtype->i();
-      standIn(node, "Cast", 1);
-      onnx::AttributeProto *attr = node.add_attribute();
-      attr->set_name("to");
-      attr->set_type(onnx::AttributeProto::INT);
-      attr->set_i(to);
+      castStandIn(node, dtype->i());
       return true;
     }
     if (node.input_size() < 2)

@@ -18,6 +18,14 @@
 
 namespace fusec {
 
+const onnx::AttributeProto *findAttribute(const onnx::NodeProto &node,
+                                          const std::string &name) {
+  for (const onnx::AttributeProto &attr : node.attribute())
+    if (attr.name() == name)
+      return &attr;
+  return nullptr;
+}
+
 namespace {
 
 /// Shapes, axes and bounds: anything larger is data, left to the graph.
@@ -72,17 +80,9 @@ Tensor tensorOf(const Ints &ints) {
   return tensor;
 }
 
-const onnx::AttributeProto *findAttr(const onnx::NodeProto &node,
-                                     const std::string &name) {
-  for (const onnx::AttributeProto &attr : node.attribute())
-    if (attr.name() == name)
-      return &attr;
-  return nullptr;
-}
-
 int64_t intAttr(const onnx::NodeProto &node, const std::string &name,
                 int64_t fallback) {
-  const onnx::AttributeProto *attr = findAttr(node, name);
+  const onnx::AttributeProto *attr = findAttribute(node, name);
   return attr && attr->type() == onnx::AttributeProto::INT ? attr->i()
                                                            : fallback;
 }
@@ -365,7 +365,7 @@ std::optional<Ints> foldView(const onnx::NodeProto &node, int64_t opset,
   if (opset >= 13 && inputs.size() > 1 && inputs[1]) {
     axes = inputs[1]->values;
     given = true;
-  } else if (const onnx::AttributeProto *attr = findAttr(node, "axes")) {
+  } else if (const onnx::AttributeProto *attr = findAttribute(node, "axes")) {
     axes.assign(attr->ints().begin(), attr->ints().end());
     given = true;
   }
@@ -400,7 +400,7 @@ std::optional<Ints> foldView(const onnx::NodeProto &node, int64_t opset,
 /// becomes a broadcast in the graph).
 std::optional<Ints> foldConstantOfShape(const onnx::NodeProto &node,
                                         const Ints &shape) {
-  const onnx::AttributeProto *value = findAttr(node, "value");
+  const onnx::AttributeProto *value = findAttribute(node, "value");
   if (!value || shape.shape.size() != 1)
     return std::nullopt;
   const onnx::TensorProto &proto = value->t();

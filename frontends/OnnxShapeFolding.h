@@ -15,9 +15,14 @@
 #include <onnx/onnx_pb.h>
 
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace fusec {
+
+/// The attribute `name` of `node`, or null.
+const onnx::AttributeProto *findAttribute(const onnx::NodeProto &node,
+                                          const std::string &name);
 
 /// The output of `node` (opset `opset`), evaluated over its constant
 /// inputs (`inputs[i]` null where input i is absent or not a constant), or
