@@ -3738,6 +3738,330 @@ void attention(OnnxConverter &converter, const onnx::NodeProto &proto,
   becomeView(node, merged, {batch, queries, qHeads * vShape[3]});
 }
 
+/// GridSample (opset 16 on; any spatial rank from 20): each output point
+/// samples the input at the grid's normalized coordinates, as ONNX's
+/// reference evaluator computes it: the coordinates denormalized (in f32),
+/// those outside the border clamped (border) or reflected (reflection, in
+/// f64), then the nearest pixel, or 2 (linear) or 4 (cubic, A = -0.75)
+/// taps per dim weighted and summed from the last dim out; taps outside the
+/// input are 0 (zeros), clamped (border) or reflected (reflection).
+/// Every tap is a gather from the flattened input.
+void gridSample(OnnxConverter &converter, const onnx::NodeProto &proto,
+                GraphNode &node) {
+  const std::string &opType = proto.op_type();
+  if (node.inputs.size() != 2 || node.inputs[1].empty())
+    throw Unsupported{"GridSample takes X and grid"};
+  const std::string x = node.inputs[0], grid = node.inputs[1];
+  const Shape shape = converter.requireShape(x, opType),
+              gridShape = converter.requireShape(grid, opType);
+  const DType dtype = converter.requireDType(x, opType),
+              gridType = converter.requireDType(grid, opType);
+  if (!isFloat(dtype) || !isFloat(gridType))
+    throw Unsupported{"GridSample takes floats"};
+  const int64_t rank = shape.size(), spatial = rank - 2;
+  if (spatial < 1 || static_cast<int64_t>(gridShape.size()) != rank ||
+      gridShape.back() != spatial || gridShape[0] != shape[0])
+    throw Unsupported{"GridSample's grid must be [N, out..., " +
+                      std::to_string(spatial) + "] for X [" +
+                      formatShape(shape) + "]"};
+  if (converter.opset < 20 && spatial != 2)
+    throw Unsupported{"GridSample takes 4-D inputs before opset 20"};
+  std::string mode = "linear", padding = "zeros";
+  if (auto it = node.attrs.find("mode"); it != node.attrs.end())
+    mode = std::get<std::string>(it->second);
+  if (auto it = node.attrs.find("padding_mode"); it != node.attrs.end())
+    padding = std::get<std::string>(it->second);
+  // Opset 16's names of the modes.
+  if (mode == "bilinear")
+    mode = "linear";
+  else if (mode == "bicubic")
+    mode = "cubic";
+  if (mode != "linear" && mode != "nearest" && mode != "cubic")
+    throw Unsupported{"GridSample's mode must be linear, nearest or cubic, "
+                      "not " +
+                      mode};
+  if (padding != "zeros" && padding != "border" && padding != "reflection")
+    throw Unsupported{"GridSample's padding_mode must be zeros, border or "
+                      "reflection, not " +
+                      padding};
+  const bool alignCorners = intAttr(node, "align_corners", 0) != 0;
+  const int64_t batch = shape[0], channels = shape[1];
+  Shape outPoints(gridShape.begin() + 1, gridShape.end() - 1);
+  int64_t points = numElements(outPoints), area = 1;
+  for (int64_t d = 2; d < rank; ++d)
+    area *= shape[d];
+  checkConstantElements(batch * channels, "GridSample's batch offsets");
+  // Per point: [N, 1, points] values; the grid's last dim lists x (the
+  // last spatial dim) first.
+  const Shape pointShape = {batch, 1, points};
+  auto constant = [&](DType type, double value, const std::string &suffix) {
+    return converter.addStepConstant(node, suffix, scalarTensor(type, value));
+  };
+  auto step = [&](const char *op, std::vector<std::string> inputs,
+                  const std::string &suffix,
+                  std::map<std::string, AttrValue> attrs = {}) {
+    return converter.addStep(node, op, std::move(inputs), suffix,
+                             std::move(attrs));
+  };
+  const DType f32 = DType::F32, f64 = DType::F64, i64 = DType::I64;
+  auto castTo = [&](const std::string &value, DType type,
+                    const std::string &suffix) {
+    return step("cast", {value}, suffix,
+                {{"dtype", std::string(dtypeName(type))}});
+  };
+  // The border of dim d's coordinates, and the reflection into it (f64, as
+  // the reference's Python floats).
+  auto bounds = [&](int64_t d) {
+    double length = static_cast<double>(shape[d + 2]);
+    return alignCorners ? std::pair{0.0, length - 1}
+                        : std::pair{-0.5, length - 0.5};
+  };
+  auto reflect = [&](const std::string &value, int64_t d,
+                     const std::string &suffix) {
+    auto [low, high] = bounds(d);
+    std::string v = value, lowC = constant(f64, low, suffix + "_low"),
+                highC = constant(f64, high, suffix + "_high"),
+                range = constant(f64, high - low, suffix + "_range"),
+                two = constant(f64, 2, suffix + "_two"),
+                zero = constant(f64, 0, suffix + "_zero");
+    auto folded = [&](const std::string &distance, const std::string &near,
+                      const std::string &far, const std::string &tag) {
+      std::string turns =
+          step("floor", {step("div", {distance, range}, tag + "_ratio")},
+               tag + "_turns");
+      std::string rest =
+          step("sub", {distance, step("mul", {turns, range}, tag + "_span")},
+               tag + "_rest");
+      std::string even =
+          step("eq", {step("mod", {turns, two}, tag + "_parity"), zero},
+               tag + "_even");
+      // An even number of turns leaves it the near border's distance in.
+      return step(
+          "select",
+          {even,
+           step(near == lowC ? "add" : "sub", {near, rest}, tag + "_from_near"),
+           step(near == lowC ? "sub" : "add", {far, rest}, tag + "_from_far")},
+          tag + "_folded");
+    };
+    std::string below = folded(step("sub", {lowC, v}, suffix + "_below_by"),
+                               lowC, highC, suffix + "_below");
+    std::string above = folded(step("sub", {v, highC}, suffix + "_above_by"),
+                               highC, lowC, suffix + "_above");
+    return step("select",
+                {step("lt", {v, lowC}, suffix + "_is_below"), below,
+                 step("select",
+                      {step("gt", {v, highC}, suffix + "_is_above"), above, v},
+                      suffix + "_upper")},
+                suffix + "_reflected");
+  };
+  // The coordinate along each spatial dim, in f32.
+  std::vector<std::string> coordinates(spatial);
+  for (int64_t d = 0; d < spatial; ++d) {
+    const std::string tag = "dim" + std::to_string(d);
+    int64_t component = spatial - 1 - d;
+    std::string normalized =
+        viewStep(converter, node,
+                 step("slice", {grid}, tag + "_normalized",
+                      {{"starts", std::vector<int64_t>{component}},
+                       {"ends", std::vector<int64_t>{component + 1}},
+                       {"axes", std::vector<int64_t>{spatial + 1}},
+                       {"steps", std::vector<int64_t>{1}}}),
+                 pointShape, tag + "_points");
+    const double length = static_cast<double>(shape[d + 2]);
+    std::string one = constant(gridType, 1, tag + "_one");
+    std::string shifted = step("add", {normalized, one}, tag + "_shifted");
+    std::string denormalized =
+        alignCorners
+            ? step("mul",
+                   {step("div", {shifted, constant(gridType, 2, tag + "_two")},
+                         tag + "_half"),
+                    constant(gridType, length - 1, tag + "_span")},
+                   tag + "_position")
+            : step("div",
+                   {step("sub",
+                         {step("mul",
+                               {shifted,
+                                constant(gridType, length, tag + "_length")},
+                               tag + "_scaled"),
+                          one},
+                         tag + "_offset"),
+                    constant(gridType, 2, tag + "_two")},
+                   tag + "_position");
+    std::string value = gridType == f32
+                            ? denormalized
+                            : castTo(denormalized, f32, tag + "_f32");
+    if (mode == "nearest")
+      value = step("round", {value}, tag + "_nearest");
+    if (padding != "zeros") {
+      auto [low, high] = bounds(d);
+      std::string outside =
+          step("or",
+               {step("lt", {value, constant(f32, low, tag + "_border_low")},
+                     tag + "_below_border"),
+                step("gt", {value, constant(f32, high, tag + "_border_high")},
+                     tag + "_above_border")},
+               tag + "_outside");
+      std::string moved = padding == "border"
+                              ? step("clip",
+                                     {value, constant(f32, 0, tag + "_first"),
+                                      constant(f32, length - 1, tag + "_last")},
+                                     tag + "_clamped")
+                              : castTo(reflect(castTo(value, f64, tag + "_f64"),
+                                               d, tag + "_reflect"),
+                                       f32, tag + "_reflected_f32");
+      value = step("select", {outside, moved, value}, tag + "_inside");
+    }
+    coordinates[d] = value;
+  }
+  // Offsets of each (n, c) row of the flattened input.
+  Tensor rowStarts(i64, {batch, channels, 1});
+  for (int64_t r = 0; r < batch * channels; ++r)
+    rowStarts.set(r, static_cast<double>(r * area));
+  const std::string rows =
+      converter.addStepConstant(node, "row_starts", std::move(rowStarts));
+  const std::string flat =
+      viewStep(converter, node, x, {batch * channels * area}, "flat");
+  const std::string zeroValue = constant(dtype, 0, "zero_value");
+  // The input at integer taps (one i64 [N, 1, points] index per dim),
+  // padded as padding_mode says.
+  int64_t fetches = 0;
+  auto fetch = [&](const std::vector<std::string> &taps) {
+    const std::string tag = "tap" + std::to_string(fetches++);
+    std::string index, valid;
+    int64_t stride = area;
+    for (int64_t d = 0; d < spatial; ++d) {
+      const std::string dimTag = tag + "_dim" + std::to_string(d);
+      const int64_t length = shape[d + 2];
+      stride /= length;
+      std::string t = taps[d];
+      if (padding == "reflection") {
+        t = castTo(
+            reflect(castTo(t, f64, dimTag + "_f64"), d, dimTag + "_reflect"),
+            i64, dimTag + "_reflected");
+      } else if (padding == "zeros") {
+        std::string inside = step(
+            "and",
+            {step("ge", {t, constant(i64, 0, dimTag + "_zero")},
+                  dimTag + "_from_start"),
+             step("lt", {t, constant(i64, double(length), dimTag + "_end")},
+                  dimTag + "_before_end")},
+            dimTag + "_in_range");
+        valid = valid.empty() ? inside
+                              : step("and", {valid, inside}, dimTag + "_valid");
+      }
+      t = step("clip",
+               {t, constant(i64, 0, dimTag + "_low"),
+                constant(i64, double(length - 1), dimTag + "_high")},
+               dimTag + "_clamped");
+      std::string term =
+          stride == 1
+              ? t
+              : step("mul",
+                     {t, constant(i64, double(stride), dimTag + "_stride")},
+                     dimTag + "_term");
+      index =
+          index.empty() ? term : step("add", {index, term}, dimTag + "_index");
+    }
+    std::string value =
+        step("gather", {flat, step("add", {rows, index}, tag + "_flat_index")},
+             tag + "_value", {{"axis", int64_t(0)}});
+    if (!valid.empty())
+      value = step("select", {valid, value, zeroValue}, tag + "_padded");
+    return value;
+  };
+  std::string result;
+  if (mode == "nearest") {
+    std::vector<std::string> taps;
+    for (int64_t d = 0; d < spatial; ++d)
+      taps.push_back(
+          castTo(coordinates[d], i64, "nearest" + std::to_string(d)));
+    result = fetch(taps);
+  } else {
+    // Per dim: the tap below, the fraction past it and the taps' weights
+    // (in X's dtype, computed in f32 as the reference does).
+    const bool cubic = mode == "cubic";
+    const int64_t count = cubic ? 4 : 2, first = cubic ? -1 : 0;
+    std::vector<std::string> below(spatial);
+    std::vector<std::vector<std::string>> weights(spatial);
+    for (int64_t d = 0; d < spatial; ++d) {
+      const std::string tag = "weights" + std::to_string(d);
+      std::string floor = step("floor", {coordinates[d]}, tag + "_floor");
+      below[d] = castTo(floor, i64, tag + "_below");
+      std::string t = step("sub", {coordinates[d], floor}, tag + "_fraction");
+      auto c = [&](double value, const std::string &suffix) {
+        return constant(f32, value, tag + "_" + suffix);
+      };
+      std::vector<std::string> w;
+      if (!cubic) {
+        w = {step("sub", {c(1, "one"), t}, tag + "_w0"), t};
+      } else {
+        // Keys' cubic convolution with A = -0.75, term by term as the
+        // reference writes it.
+        const double a = -0.75;
+        auto outer = [&](const std::string &s, const std::string &suffix) {
+          // ((a * s - 5a) * s + 8a) * s - 4a
+          std::string p = step("mul", {c(a, suffix + "_a"), s}, suffix + "_as");
+          p = step("sub", {p, c(5 * a, suffix + "_5a")}, suffix + "_p1");
+          p = step("mul", {p, s}, suffix + "_p2");
+          p = step("add", {p, c(8 * a, suffix + "_8a")}, suffix + "_p3");
+          p = step("mul", {p, s}, suffix + "_p4");
+          return step("sub", {p, c(4 * a, suffix + "_4a")}, suffix + "_w");
+        };
+        auto inner = [&](const std::string &s, const std::string &suffix) {
+          // ((a + 2) * s - (a + 3)) * s * s + 1
+          std::string p =
+              step("mul", {c(a + 2, suffix + "_a2"), s}, suffix + "_p1");
+          p = step("sub", {p, c(a + 3, suffix + "_a3")}, suffix + "_p2");
+          p = step("mul", {p, s}, suffix + "_p3");
+          p = step("mul", {p, s}, suffix + "_p4");
+          return step("add", {p, c(1, suffix + "_one")}, suffix + "_w");
+        };
+        std::string oneMinus = step("sub", {c(1, "one"), t}, tag + "_rest");
+        w = {outer(step("add", {t, c(1, "one_b")}, tag + "_t1"), tag + "_c0"),
+             inner(t, tag + "_c1"), inner(oneMinus, tag + "_c2"),
+             outer(step("add", {oneMinus, c(1, "one_c")}, tag + "_t2"),
+                   tag + "_c3")};
+      }
+      for (std::string &weight : w)
+        if (dtype != f32)
+          weight = castTo(weight, dtype, weight + "_cast");
+      weights[d] = w;
+    }
+    // Sum over the taps from the last dim out, as the reference nests it.
+    std::vector<std::string> taps(spatial);
+    std::function<std::string(int64_t)> interpolate = [&](int64_t d) {
+      std::string sum;
+      for (int64_t k = 0; k < count; ++k) {
+        taps[d] =
+            k + first == 0
+                ? below[d]
+                : step("add",
+                       {below[d], constant(i64, double(k + first),
+                                           "dim" + std::to_string(d) + "_k" +
+                                               std::to_string(k) + "_" +
+                                               std::to_string(fetches))},
+                       "dim" + std::to_string(d) + "_tap" + std::to_string(k) +
+                           "_" + std::to_string(fetches));
+        std::string value = d + 1 == spatial ? fetch(taps) : interpolate(d + 1);
+        std::string term =
+            step("mul", {weights[d][k], value},
+                 "term" + std::to_string(d) + "_" + std::to_string(fetches) +
+                     "_" + std::to_string(k));
+        sum = sum.empty()
+                  ? term
+                  : step("add", {sum, term},
+                         "sum" + std::to_string(d) + "_" +
+                             std::to_string(fetches) + "_" + std::to_string(k));
+      }
+      return sum;
+    };
+    result = interpolate(0);
+  }
+  Shape resultShape = {batch, channels};
+  resultShape.insert(resultShape.end(), outPoints.begin(), outPoints.end());
+  becomeView(node, result, resultShape);
+}
+
 /// RotaryEmbedding (opset 23): the first rotary_embedding_dim values of
 /// each head rotated in pairs (halves, or neighbours when interleaved) by
 /// the cos and sin caches at each token's position, the rest as they are;
@@ -4885,6 +5209,12 @@ const std::vector<OnnxOp> &onnxOps() {
                      groupNormalization,
                      18});
     table.push_back({"Gelu", "gelu", {"approximate"}, {}, nullptr, 20});
+    table.push_back({"GridSample",
+                     "reshape",
+                     {"align_corners", "mode", "padding_mode"},
+                     {},
+                     gridSample,
+                     16});
     table.push_back(
         {"TopK", "reduce_sum", {"axis", "k", "largest", "sorted"}, {}, topK});
     table.push_back({"CenterCropPad",

@@ -1070,3 +1070,37 @@ write_tensors("old_opset_attributes", [a, b, b_pos], [
     np.pad(a, [(0, 0), (1, 0), (2, 1)], constant_values=1.5),
     np.pad(a, [(0, 0), (0, 0), (2, 1)], mode="reflect"),
     np.clip(a, -0.5, 1.0), np.maximum(a, np.float32(0.25)), a[:, 1:3, -3:]])
+
+
+# grid_sample: GridSample's modes and padding modes, 2-D and 3-D, with grid
+# points beyond the border; against onnx.reference.
+image = rng.uniform(-1, 1, [2, 3, 4, 5]).astype(np.float32)
+volume = rng.uniform(-1, 1, [1, 2, 3, 4, 3]).astype(np.float32)
+grid2 = rng.uniform(-2.5, 2.5, [2, 3, 4, 2]).astype(np.float32)
+grid3 = rng.uniform(-2.5, 2.5, [1, 2, 3, 2, 3]).astype(np.float32)
+feeds = {"image": image, "volume": volume, "grid2": grid2, "grid3": grid3}
+nodes = [
+    helper.make_node("GridSample", ["image", "grid2"], ["cubic_reflection"],
+                     mode="cubic", padding_mode="reflection"),
+    helper.make_node("GridSample", ["image", "grid2"], ["linear_border"],
+                     mode="linear", padding_mode="border", align_corners=1),
+    helper.make_node("GridSample", ["image", "grid2"], ["nearest_zeros"],
+                     mode="nearest"),
+    helper.make_node("GridSample", ["volume", "grid3"], ["volume_linear"],
+                     mode="linear", padding_mode="reflection"),
+    helper.make_node("GridSample", ["volume", "grid3"], ["volume_nearest"],
+                     mode="nearest", padding_mode="border", align_corners=1)]
+graph = helper.make_graph(
+    nodes, "grid_sample",
+    [value(name, F, list(array.shape)) for name, array in feeds.items()],
+    [value("cubic_reflection", F, [2, 3, 3, 4]),
+     value("linear_border", F, [2, 3, 3, 4]),
+     value("nearest_zeros", F, [2, 3, 3, 4]),
+     value("volume_linear", F, [1, 2, 2, 3, 2]),
+     value("volume_nearest", F, [1, 2, 2, 3, 2])])
+model = helper.make_model(graph, producer_name="fusec",
+                          opset_imports=[helper.make_opsetid("", 22)])
+onnx.checker.check_model(model, full_check=True)
+onnx.save(model, "grid_sample.onnx")
+write_tensors("grid_sample", list(feeds.values()),
+              reference("grid_sample", feeds))
