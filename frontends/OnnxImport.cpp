@@ -3738,6 +3738,329 @@ void attention(OnnxConverter &converter, const onnx::NodeProto &proto,
   becomeView(node, merged, {batch, queries, qHeads * vShape[3]});
 }
 
+/// RNN, GRU and LSTM, unrolled over the (static) sequence as ONNX's
+/// reference evaluator computes them: x · W^T for every step in one
+/// library matmul, then per step H · R^T (a matmul each), the biases and
+/// the gates (LSTM: i, o, f, c with peepholes; GRU: z, r, h, with
+/// linear_before_reset; RNN: one), the default activations (sigmoid for
+/// gates, tanh otherwise); reverse runs the steps backwards, bidirectional
+/// both. Y is [S, D, B, H] ([B, S, D, H] with layout 1), Y_h and Y_c the
+/// last states.
+void recurrentLayer(OnnxConverter &converter, const onnx::NodeProto &proto,
+                    GraphNode &node) {
+  const std::string &opType = proto.op_type();
+  const bool lstm = opType == "LSTM", gru = opType == "GRU";
+  const int64_t gates = lstm ? 4 : gru ? 3 : 1;
+  auto input = [&](size_t i) {
+    return i < node.inputs.size() ? node.inputs[i] : std::string();
+  };
+  const std::string x = input(0), w = input(1), r = input(2), b = input(3),
+                    sequenceLengths = input(4), initialH = input(5),
+                    initialC = lstm ? input(6) : "",
+                    peepholes = lstm ? input(7) : "";
+  if (w.empty() || r.empty())
+    throw Unsupported{opType + " takes X, W and R"};
+  // sequence_lens: only every sequence at the full length (a constant).
+  if (!sequenceLengths.empty()) {
+    const Tensor *lengths = converter.constantOrNull(sequenceLengths);
+    const int64_t full = converter.requireShape(x, opType).at(
+        intAttr(node, "layout", 0) != 0 ? 1 : 0);
+    bool allFull = lengths != nullptr;
+    for (int64_t i = 0; allFull && i < lengths->numElements(); ++i)
+      allFull = lengths->at(i) == static_cast<double>(full);
+    if (!allFull)
+      throw Unsupported{opType +
+                        "'s sequence_lens must be a constant of the "
+                        "full length " +
+                        std::to_string(full) +
+                        " (sequences of different lengths are not supported)"};
+  }
+  // Only the default activations (given or not) are computed.
+  const std::vector<std::string> defaults =
+      lstm  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+      : gru ? std::vector<std::string>{"Sigmoid", "Tanh"}
+            : std::vector<std::string>{"Tanh"};
+  for (const onnx::AttributeProto &attr : proto.attribute()) {
+    if (attr.name() == "activations") {
+      for (int i = 0; i < attr.strings_size(); ++i)
+        if (attr.strings(i) != defaults[i % defaults.size()])
+          throw Unsupported{opType + "'s activation " + attr.strings(i) +
+                            " is not supported (only the defaults)"};
+    } else if (attr.name() == "activation_alpha" ||
+               attr.name() == "activation_beta" || attr.name() == "clip") {
+      throw Unsupported{opType + "'s " + attr.name() + " is not supported"};
+    }
+  }
+  if (intAttr(node, "input_forget", 0) != 0)
+    throw Unsupported{"LSTM's input_forget is not supported"};
+  const bool linearBeforeReset = intAttr(node, "linear_before_reset", 0) != 0;
+  const bool batchFirst = intAttr(node, "layout", 0) != 0;
+  std::string direction = "forward";
+  if (auto it = node.attrs.find("direction"); it != node.attrs.end())
+    direction = std::get<std::string>(it->second);
+  if (direction != "forward" && direction != "reverse" &&
+      direction != "bidirectional")
+    throw Unsupported{opType +
+                      "'s direction must be forward, reverse or "
+                      "bidirectional, not " +
+                      direction};
+  const int64_t directions = direction == "bidirectional" ? 2 : 1;
+  const Shape xShape = converter.requireShape(x, opType),
+              wShape = converter.requireShape(w, opType),
+              rShape = converter.requireShape(r, opType);
+  const DType dtype = converter.requireDType(x, opType);
+  if (!isFloat(dtype))
+    throw Unsupported{opType + " takes floats"};
+  if (xShape.size() != 3 || wShape.size() != 3 || rShape.size() != 3)
+    throw Unsupported{opType + "'s X, W and R must be 3-D"};
+  const int64_t steps = batchFirst ? xShape[1] : xShape[0],
+                batch = batchFirst ? xShape[0] : xShape[1],
+                inputSize = xShape[2], hidden = rShape[2];
+  if (wShape != Shape{directions, gates * hidden, inputSize} ||
+      rShape != Shape{directions, gates * hidden, hidden})
+    throw Unsupported{
+        opType + "'s W must be [" + std::to_string(directions) + ", " +
+        std::to_string(gates * hidden) + ", " + std::to_string(inputSize) +
+        "] and R [" + std::to_string(directions) + ", " +
+        std::to_string(gates * hidden) + ", " + std::to_string(hidden) + "]"};
+  if (int64_t given = intAttr(node, "hidden_size", hidden); given != hidden)
+    throw Unsupported{"hidden_size " + std::to_string(given) + " is not R's " +
+                      std::to_string(hidden)};
+  checkConstantElements(steps * directions, opType + "'s unrolled steps");
+  if (steps * directions > 4096)
+    throw Unsupported{opType + " of " + std::to_string(steps) +
+                      " steps is unrolled; more than 4096 is not supported"};
+  // Output names: the node's first requested output names the steps.
+  std::vector<std::string> outputs = node.outputs;
+  outputs.resize(3);
+  std::string base;
+  for (const std::string &output : outputs)
+    if (base.empty())
+      base = output;
+  node.outputs = {outputs[0].empty() ? base + "_sequence" : outputs[0]};
+  auto step = [&](const char *op, std::vector<std::string> inputs,
+                  const std::string &suffix,
+                  std::map<std::string, AttrValue> attrs = {}) {
+    return converter.addStep(node, op, std::move(inputs), suffix,
+                             std::move(attrs));
+  };
+  auto lastDims = [&](const std::string &value, int64_t start, int64_t end,
+                      int64_t axis, const std::string &suffix) {
+    return step("slice", {value}, suffix,
+                {{"starts", std::vector<int64_t>{start}},
+                 {"ends", std::vector<int64_t>{end}},
+                 {"axes", std::vector<int64_t>{axis}},
+                 {"steps", std::vector<int64_t>{1}}});
+  };
+  auto transposed = [&](const std::string &value, const std::string &suffix) {
+    return step("transpose", {value}, suffix,
+                {{"perm", std::vector<int64_t>{1, 0}}});
+  };
+  // X as [S, B, I].
+  const std::string sequence =
+      batchFirst ? step("transpose", {x}, "by_step",
+                        {{"perm", std::vector<int64_t>{1, 0, 2}}})
+                 : x;
+  const std::string zeros = converter.addStepConstant(node, "zero_state", [&] {
+    Tensor t(dtype, {batch, hidden});
+    return t;
+  }());
+  std::vector<std::string> sequences, lastH, lastC;
+  for (int64_t d = 0; d < directions; ++d) {
+    const std::string tag = "d" + std::to_string(d);
+    // Direction d's part of a parameter (its dim 0; dim 1 for the states
+    // with layout 1), as `rest`.
+    auto ofDirection = [&](const std::string &value, const Shape &rest,
+                           const std::string &suffix, int64_t axis = 0) {
+      return viewStep(
+          converter, node,
+          directions == 1
+              ? value
+              : lastDims(value, d, d + 1, axis, tag + "_" + suffix + "_sliced"),
+          rest, tag + "_" + suffix);
+    };
+    const int64_t stateAxis = batchFirst ? 1 : 0;
+    const std::string wd = ofDirection(w, {gates * hidden, inputSize}, "w");
+    const std::string rd = ofDirection(r, {gates * hidden, hidden}, "r");
+    // x · W^T for every step: [S, B, G*H].
+    const std::string inputs =
+        step("matmul", {sequence, transposed(wd, tag + "_wt")},
+             tag + "_input_gates");
+    // Per gate k: the slice of x · W^T, R_k^T and the biases.
+    std::string biasW, biasR;
+    if (!b.empty()) {
+      std::string bd = ofDirection(b, {2 * gates * hidden}, "b");
+      biasW = lastDims(bd, 0, gates * hidden, 0, tag + "_wb");
+      biasR = lastDims(bd, gates * hidden, 2 * gates * hidden, 0, tag + "_rb");
+    }
+    auto gateSlice = [&](const std::string &value, int64_t first, int64_t count,
+                         int64_t axis, const std::string &suffix) {
+      return lastDims(value, first * hidden, (first + count) * hidden, axis,
+                      suffix);
+    };
+    std::string h = initialH.empty() ? zeros
+                                     : ofDirection(initialH, {batch, hidden},
+                                                   "h0", stateAxis);
+    std::string c = !lstm              ? ""
+                    : initialC.empty() ? zeros
+                                       : ofDirection(initialC, {batch, hidden},
+                                                     "c0", stateAxis);
+    std::vector<std::string> peep(3);
+    if (lstm && !peepholes.empty()) {
+      std::string pd = ofDirection(peepholes, {3 * hidden}, "p");
+      for (int k = 0; k < 3; ++k)
+        peep[k] = gateSlice(pd, k, 1, 0, tag + "_p" + std::to_string(k));
+    }
+    // Gate bias sums, per group of gates as the reference adds them.
+    const int64_t fused = gru ? 2 : gates; // GRU: z and r together
+    std::string gateBias;
+    if (!b.empty())
+      gateBias = step("add",
+                      {gateSlice(biasW, 0, fused, 0, tag + "_wb_gates"),
+                       gateSlice(biasR, 0, fused, 0, tag + "_rb_gates")},
+                      tag + "_gate_bias");
+    const std::string rGates = transposed(
+        gateSlice(rd, 0, fused, 0, tag + "_r_gates"), tag + "_r_gates_t");
+    std::string rCandidate, wbCandidate, rbCandidate;
+    if (gru) {
+      rCandidate =
+          transposed(gateSlice(rd, 2, 1, 0, tag + "_r_h"), tag + "_r_h_t");
+      if (!b.empty()) {
+        wbCandidate = gateSlice(biasW, 2, 1, 0, tag + "_wb_h");
+        rbCandidate = gateSlice(biasR, 2, 1, 0, tag + "_rb_h");
+      }
+    }
+    const std::string one =
+        converter.addStepConstant(node, tag + "_one", scalarTensor(dtype, 1));
+    std::vector<std::string> hs(steps);
+    for (int64_t i = 0; i < steps; ++i) {
+      const int64_t t = d == 1 || direction == "reverse" ? steps - 1 - i : i;
+      const std::string at = tag + "_t" + std::to_string(t);
+      const std::string xw = viewStep(
+          converter, node, lastDims(inputs, t, t + 1, 0, at + "_xw_step"),
+          {batch, gates * hidden}, at + "_xw");
+      std::string g = step("add",
+                           {gateSlice(xw, 0, fused, 1, at + "_xw_gates"),
+                            step("matmul", {h, rGates}, at + "_hr")},
+                           at + "_gates_sum");
+      if (!gateBias.empty())
+        g = step("add", {g, gateBias}, at + "_gates");
+      auto gate = [&](int64_t k, const std::string &suffix) {
+        return gateSlice(g, k, 1, 1, at + "_" + suffix);
+      };
+      if (lstm) {
+        auto withPeephole = [&](std::string value, int k,
+                                const std::string &cell,
+                                const std::string &suffix) {
+          if (!peep[k].empty())
+            value = step("add",
+                         {value, step("mul", {peep[k], cell},
+                                      at + "_" + suffix + "_peep")},
+                         at + "_" + suffix + "_peeped");
+          return step("sigmoid", {value}, at + "_" + suffix + "_act");
+        };
+        std::string inGate = withPeephole(gate(0, "i"), 0, c, "i");
+        std::string forget = withPeephole(gate(2, "f"), 2, c, "f");
+        std::string cell = step("tanh", {gate(3, "c")}, at + "_c_act");
+        c = step("add",
+                 {step("mul", {forget, c}, at + "_kept"),
+                  step("mul", {inGate, cell}, at + "_added")},
+                 at + "_cell");
+        std::string out = withPeephole(gate(1, "o"), 1, c, "o");
+        h = step("mul", {out, step("tanh", {c}, at + "_cell_tanh")}, at + "_h");
+      } else if (gru) {
+        std::string z = step("sigmoid", {gate(0, "z")}, at + "_z_act");
+        std::string reset = step("sigmoid", {gate(1, "r")}, at + "_r_act");
+        std::string xh = gateSlice(xw, 2, 1, 1, at + "_xw_h");
+        std::string candidate;
+        if (linearBeforeReset) {
+          std::string hr = step("matmul", {h, rCandidate}, at + "_hr_h");
+          if (!rbCandidate.empty())
+            hr = step("add", {hr, rbCandidate}, at + "_hr_h_biased");
+          candidate =
+              step("add", {xh, step("mul", {reset, hr}, at + "_reset_hr")},
+                   at + "_candidate_sum");
+          if (!wbCandidate.empty())
+            candidate =
+                step("add", {candidate, wbCandidate}, at + "_candidate_biased");
+        } else {
+          candidate = step(
+              "add",
+              {xh, step("matmul",
+                        {step("mul", {reset, h}, at + "_reset_h"), rCandidate},
+                        at + "_rh_h")},
+              at + "_candidate_sum");
+          if (!wbCandidate.empty())
+            candidate = step(
+                "add",
+                {step("add", {candidate, wbCandidate}, at + "_candidate_wb"),
+                 rbCandidate},
+                at + "_candidate_biased");
+        }
+        candidate = step("tanh", {candidate}, at + "_candidate");
+        h = step(
+            "add",
+            {step("mul", {step("sub", {one, z}, at + "_keep_new"), candidate},
+                  at + "_new"),
+             step("mul", {z, h}, at + "_old")},
+            at + "_h");
+      } else {
+        h = step("tanh", {g}, at + "_h");
+      }
+      hs[t] = viewStep(converter, node, h, {1, 1, batch, hidden}, at + "_y");
+    }
+    sequences.push_back(steps == 1 ? hs[0]
+                                   : step("concat", hs, tag + "_sequence",
+                                          {{"axis", int64_t(0)}}));
+    lastH.push_back(
+        viewStep(converter, node, h, {1, batch, hidden}, tag + "_last_h"));
+    if (lstm)
+      lastC.push_back(
+          viewStep(converter, node, c, {1, batch, hidden}, tag + "_last_c"));
+  }
+  auto joined = [&](const std::vector<std::string> &parts, int64_t axis,
+                    const std::string &suffix) {
+    return parts.size() == 1 ? parts[0]
+                             : step("concat", parts, suffix, {{"axis", axis}});
+  };
+  // The states: [D, B, H], or [B, D, H] with layout 1.
+  auto emitState = [&](size_t index, const std::vector<std::string> &parts,
+                       const std::string &suffix) {
+    if (outputs[index].empty())
+      return;
+    std::string state = joined(parts, 0, suffix);
+    if (batchFirst)
+      state = step("transpose", {state}, suffix + "_by_batch",
+                   {{"perm", std::vector<int64_t>{1, 0, 2}}});
+    converter.addOutputStep(
+        node, "reshape", {state}, outputs[index],
+        {{"shape", batchFirst
+                       ? std::vector<int64_t>{batch, directions, hidden}
+                       : std::vector<int64_t>{directions, batch, hidden}},
+         {"allowzero", int64_t(1)}});
+    converter.recordValue(outputs[index],
+                          batchFirst ? Shape{batch, directions, hidden}
+                                     : Shape{directions, batch, hidden},
+                          dtype);
+  };
+  emitState(1, lastH, "final_h");
+  if (lstm)
+    emitState(2, lastC, "final_c");
+  std::string y = joined(sequences, 1, "all_directions");
+  node.attrs.clear();
+  if (batchFirst) {
+    node.op = "transpose";
+    node.inputs = {y};
+    node.attrs = {{"perm", std::vector<int64_t>{2, 0, 1, 3}}};
+  } else {
+    becomeView(node, y, {steps, directions, batch, hidden});
+  }
+  converter.recordValue(node.outputs[0],
+                        batchFirst ? Shape{batch, steps, directions, hidden}
+                                   : Shape{steps, directions, batch, hidden},
+                        dtype);
+}
+
 /// GridSample (opset 16 on; any spatial rank from 20): each output point
 /// samples the input at the grid's normalized coordinates, as ONNX's
 /// reference evaluator computes it: the coordinates denormalized (in f32),
@@ -5209,6 +5532,15 @@ const std::vector<OnnxOp> &onnxOps() {
                      groupNormalization,
                      18});
     table.push_back({"Gelu", "gelu", {"approximate"}, {}, nullptr, 20});
+    for (const char *recurrent : {"RNN", "GRU", "LSTM"})
+      table.push_back({recurrent,
+                       "reshape",
+                       {"activation_alpha", "activation_beta", "activations",
+                        "clip", "direction", "hidden_size", "input_forget",
+                        "layout", "linear_before_reset"},
+                       {},
+                       recurrentLayer,
+                       7});
     table.push_back({"GridSample",
                      "reshape",
                      {"align_corners", "mode", "padding_mode"},
@@ -5291,7 +5623,8 @@ const std::vector<OnnxOp> &onnxOps() {
                       "keep_aspect_ratio_policy", "mode", "nearest_mode"},
                      {},
                      resizeBySeparableTables});
-    table.push_back({"Upsample", "cast", {"mode"}, {}, upsampleAsResize, 7});
+    table.push_back(
+        {"Upsample", "cast", {"mode", "scales"}, {}, upsampleAsResize, 7});
     table.push_back(
         {"ThresholdedRelu", "select", {"alpha"}, {}, thresholdedRelu, 10});
     table.push_back({"EyeLike", "reshape", {"dtype", "k"}, {}, eyeLike});
@@ -5502,6 +5835,11 @@ std::set<std::string> namesUsedAsConstants(const onnx::GraphProto &graph) {
          node.op_type() == "TopK") &&
         node.input_size() > 1)
       names.insert(node.input(1));
+    // A recurrent op's sequence_lens must be constant (and full).
+    if ((node.op_type() == "RNN" || node.op_type() == "GRU" ||
+         node.op_type() == "LSTM") &&
+        node.input_size() > 4)
+      names.insert(node.input(4));
     // Dropout's ratio and training_mode decide whether it is the identity;
     // Resize's roi, scales and sizes shape its tables; a window function's
     // size is its length.
@@ -6502,12 +6840,14 @@ void OnnxConverter::convertNode(const onnx::NodeProto &node) {
     }
     if (legacyBroadcast && attr.name() == "broadcast")
       continue;
-    // Upsample-7's float list: its converter reads it from the node.
-    if (node.op_type() == "Upsample" && attr.name() == "scales")
-      continue;
     if (std::find(row->attrs.begin(), row->attrs.end(), attr.name()) ==
         row->attrs.end())
       throw Unsupported{"attribute '" + attr.name() + "' is not supported"};
+    // Lists of floats and strings (Upsample-7's scales, the recurrent ops'
+    // activations) are read by the op's converter from the node itself.
+    if (attr.type() == onnx::AttributeProto::FLOATS ||
+        attr.type() == onnx::AttributeProto::STRINGS)
+      continue;
     graphNode.attrs[attr.name()] = attrValueOf(attr);
   }
   // A float attribute left out takes the spec's default, which is a float:

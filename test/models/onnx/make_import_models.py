@@ -1104,3 +1104,45 @@ onnx.checker.check_model(model, full_check=True)
 onnx.save(model, "grid_sample.onnx")
 write_tensors("grid_sample", list(feeds.values()),
               reference("grid_sample", feeds))
+
+
+# recurrent: LSTM (bidirectional, biases, initial states, peepholes), GRU
+# (reverse, batch-first layout, linear_before_reset) and RNN (forward),
+# unrolled over 4 steps; against onnx.reference.
+def uniform(*shape):
+    return rng.uniform(-1, 1, shape).astype(np.float32)
+
+
+steps, batch, size, hidden = 4, 2, 3, 5
+feeds = {"seq": uniform(steps, batch, size),
+         "seq_bf": uniform(batch, steps, size),
+         "lw": uniform(2, 4 * hidden, size), "lr": uniform(2, 4 * hidden, hidden),
+         "lb": uniform(2, 8 * hidden), "lh": uniform(2, batch, hidden),
+         "lc": uniform(2, batch, hidden), "lp": uniform(2, 3 * hidden),
+         "gw": uniform(1, 3 * hidden, size), "gr": uniform(1, 3 * hidden, hidden),
+         "gb": uniform(1, 6 * hidden), "gh": uniform(batch, 1, hidden),
+         "rw": uniform(1, hidden, size), "rr": uniform(1, hidden, hidden)}
+nodes = [
+    helper.make_node("LSTM", ["seq", "lw", "lr", "lb", "", "lh", "lc", "lp"],
+                     ["lstm_y", "lstm_h", "lstm_c"], direction="bidirectional",
+                     hidden_size=hidden),
+    helper.make_node("GRU", ["seq_bf", "gw", "gr", "gb", "", "gh"],
+                     ["gru_y", "gru_h"], direction="reverse", layout=1,
+                     linear_before_reset=1, hidden_size=hidden),
+    helper.make_node("RNN", ["seq", "rw", "rr"], ["", "rnn_h"],
+                     hidden_size=hidden)]
+graph = helper.make_graph(
+    nodes, "recurrent",
+    [value(name, F, list(array.shape)) for name, array in feeds.items()],
+    [value("lstm_y", F, [steps, 2, batch, hidden]),
+     value("lstm_h", F, [2, batch, hidden]),
+     value("lstm_c", F, [2, batch, hidden]),
+     value("gru_y", F, [batch, steps, 1, hidden]),
+     value("gru_h", F, [batch, 1, hidden]),
+     value("rnn_h", F, [1, batch, hidden])])
+model = helper.make_model(graph, producer_name="fusec",
+                          opset_imports=[helper.make_opsetid("", 22)])
+onnx.checker.check_model(model, full_check=True)
+onnx.save(model, "recurrent.onnx")
+write_tensors("recurrent", list(feeds.values()),
+              reference("recurrent", feeds))
