@@ -4321,6 +4321,10 @@ void gridSample(OnnxConverter &converter, const onnx::NodeProto &proto,
                       formatShape(shape) + "]"};
   if (converter.opset < 20 && spatial != 2)
     throw Unsupported{"GridSample takes 4-D inputs before opset 20"};
+  for (int64_t d = 2; d < rank; ++d)
+    if (shape[d] < 1)
+      throw Unsupported{"GridSample's input [" + formatShape(shape) +
+                        "] has an empty spatial dim to sample"};
   std::string mode = "linear", padding = "zeros";
   if (auto it = node.attrs.find("mode"); it != node.attrs.end())
     mode = std::get<std::string>(it->second);
@@ -4828,6 +4832,10 @@ void tensorScatter(OnnxConverter &converter, const onnx::NodeProto &proto,
                         "] does not fit past_cache [" + formatShape(shape) +
                         "] along axis " + std::to_string(axis)};
   const int64_t length = shape[axis], written = updateShape[axis];
+  if (length == 0 || written == 0) { // nothing is written
+    becomeView(node, cache, shape);
+    return;
+  }
   // Positions: the cache's along `axis`, the update's along a dim after it.
   Shape spread = updateShape;
   spread[axis] = 1;
