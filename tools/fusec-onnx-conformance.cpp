@@ -81,7 +81,23 @@ std::string compareOutput(const Tensor &got, const Tensor &expected,
 /// reference evaluator (onnx 1.23's onnx.reference) computes it. They still
 /// count as failures; the reason says why fusec's output differs.
 const std::map<std::string, std::string> &disputedCases() {
+  static const std::string kSixteenBitAttention =
+      "the reference computes softmax and matmul op by op in 16-bit NumPy "
+      "arithmetic (each partial sum rounded to bf16/f16); fusec accumulates "
+      "in f32 and rounds once: one unit in the last place apart, past rtol "
+      "1e-3 (the expanded graph, op by op in fusec, gives fusec's value)";
   static const std::map<std::string, std::string> cases = {
+      {"node/test_attention_3d_causal_bf16", kSixteenBitAttention},
+      {"node/test_attention_3d_causal_bf16_expanded", kSixteenBitAttention},
+      {"node/test_attention_4d_attn_mask_causal_bf16", kSixteenBitAttention},
+      {"node/test_attention_4d_attn_mask_causal_bf16_expanded",
+       kSixteenBitAttention},
+      {"node/test_attention_4d_causal_bf16", kSixteenBitAttention},
+      {"node/test_attention_4d_causal_bf16_expanded", kSixteenBitAttention},
+      {"node/test_attention_4d_causal_fp16", kSixteenBitAttention},
+      {"node/test_attention_4d_causal_fp16_expanded", kSixteenBitAttention},
+      {"node/test_attention_4d_causal_padded_kv_bf16", kSixteenBitAttention},
+      {"node/test_attention_4d_padded_kv_bf16", kSixteenBitAttention},
       {"node/test_cast_FLOAT_to_BFLOAT16",
        "ONNX 1.12's data truncates f32 to bf16 (0.48033667 -> 0.478515625); "
        "onnx 1.23's reference evaluator rounds to nearest even (-> "
