@@ -1553,6 +1553,9 @@ void clipBounds(OnnxConverter &converter, const onnx::NodeProto &,
   if (converter.opset >= 11)
     return;
   const DType dtype = converter.requireDType(node.inputs.at(0), "Clip");
+  if (!isFloat(dtype))
+    throw Unsupported{std::string("Clip of opsets 6-10 takes floats, not ") +
+                      dtypeName(dtype)};
   const double limit = std::numeric_limits<float>::max();
   double low = floatAttr(node, "min", -std::numeric_limits<float>::max());
   double high = floatAttr(node, "max", std::numeric_limits<float>::max());
