@@ -6254,6 +6254,19 @@ void OnnxConverter::inferShapes(const onnx::ModelProto &model) {
       if (rank != declaredRank.end() && rank->second == 0)
         return false;
     }
+    // Its convolutions' and pools' inference divides by the strides and
+    // dilations (fuzz-onnx: a stride of 0 raised SIGFPE): a window not
+    // positive in every dim is left out (conversion reports it).
+    static const std::set<std::string> kWindowed = {
+        "Conv",    "ConvTranspose", "ConvInteger", "QLinearConv",
+        "MaxPool", "AveragePool",   "LpPool"};
+    if (kWindowed.count(node.op_type()))
+      for (const onnx::AttributeProto &attr : node.attribute())
+        if (attr.name() == "strides" || attr.name() == "dilations" ||
+            attr.name() == "kernel_shape")
+          for (int64_t value : attr.ints())
+            if (value < 1)
+              return false;
     for (const std::string &output : node.output())
       defined.insert(output);
     return true;
