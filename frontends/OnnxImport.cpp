@@ -705,6 +705,12 @@ double floatAttr(const GraphNode &node, const char *name, float fallback) {
   return it == node.attrs.end() ? fallback : std::get<double>(it->second);
 }
 
+/// names[i], or "" where the node has fewer (an optional input or output
+/// left out).
+std::string nameOrEmpty(const std::vector<std::string> &names, size_t i) {
+  return i < names.size() ? names[i] : std::string();
+}
+
 /// The integer attribute `name` of `node`, or `fallback`.
 int64_t intAttr(const GraphNode &node, const char *name, int64_t fallback) {
   auto it = node.attrs.find(name);
@@ -3393,9 +3399,7 @@ void instanceNormalization(OnnxConverter &converter,
 /// query row whose bias masks every key gives zeros, not NaN.
 void attention(OnnxConverter &converter, const onnx::NodeProto &proto,
                GraphNode &node) {
-  auto input = [&](size_t i) {
-    return i < node.inputs.size() ? node.inputs[i] : std::string();
-  };
+  auto input = [&](size_t i) { return nameOrEmpty(node.inputs, i); };
   std::string q = input(0), k = input(1), v = input(2);
   const std::string mask = input(3), pastKey = input(4), pastValue = input(5),
                     nonpad = input(6);
@@ -3484,9 +3488,7 @@ void attention(OnnxConverter &converter, const onnx::NodeProto &proto,
   withPast(k, kShape, pastKey, "present_key");
   withPast(v, vShape, pastValue, "present_value");
   const int64_t keys = kShape[2];
-  auto outputOf = [&](size_t i) {
-    return i < node.outputs.size() ? node.outputs[i] : std::string();
-  };
+  auto outputOf = [&](size_t i) { return nameOrEmpty(node.outputs, i); };
   auto emitOutput = [&](size_t i, const std::string &value,
                         const Shape &shape) {
     if (outputOf(i).empty())
@@ -3755,30 +3757,13 @@ void recurrentLayer(OnnxConverter &converter, const onnx::NodeProto &proto,
   const std::string &opType = proto.op_type();
   const bool lstm = opType == "LSTM", gru = opType == "GRU";
   const int64_t gates = lstm ? 4 : gru ? 3 : 1;
-  auto input = [&](size_t i) {
-    return i < node.inputs.size() ? node.inputs[i] : std::string();
-  };
+  auto input = [&](size_t i) { return nameOrEmpty(node.inputs, i); };
   const std::string x = input(0), w = input(1), r = input(2), b = input(3),
                     sequenceLengths = input(4), initialH = input(5),
                     initialC = lstm ? input(6) : "",
                     peepholes = lstm ? input(7) : "";
   if (w.empty() || r.empty())
     throw Unsupported{opType + " takes X, W and R"};
-  // sequence_lens: only every sequence at the full length (a constant).
-  if (!sequenceLengths.empty()) {
-    const Tensor *lengths = converter.constantOrNull(sequenceLengths);
-    const int64_t full = converter.requireShape(x, opType).at(
-        intAttr(node, "layout", 0) != 0 ? 1 : 0);
-    bool allFull = lengths != nullptr;
-    for (int64_t i = 0; allFull && i < lengths->numElements(); ++i)
-      allFull = lengths->at(i) == static_cast<double>(full);
-    if (!allFull)
-      throw Unsupported{opType +
-                        "'s sequence_lens must be a constant of the "
-                        "full length " +
-                        std::to_string(full) +
-                        " (sequences of different lengths are not supported)"};
-  }
   // Only the default activations (given or not) are computed.
   const std::vector<std::string> defaults =
       lstm  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
@@ -3830,7 +3815,19 @@ void recurrentLayer(OnnxConverter &converter, const onnx::NodeProto &proto,
   if (int64_t given = intAttr(node, "hidden_size", hidden); given != hidden)
     throw Unsupported{"hidden_size " + std::to_string(given) + " is not R's " +
                       std::to_string(hidden)};
-  checkConstantElements(steps * directions, opType + "'s unrolled steps");
+  // sequence_lens: only every sequence at the full length (a constant).
+  if (!sequenceLengths.empty()) {
+    const Tensor *lengths = converter.constantOrNull(sequenceLengths);
+    bool allFull = lengths != nullptr;
+    for (int64_t i = 0; allFull && i < lengths->numElements(); ++i)
+      allFull = lengths->at(i) == static_cast<double>(steps);
+    if (!allFull)
+      throw Unsupported{opType +
+                        "'s sequence_lens must be a constant of the "
+                        "full length " +
+                        std::to_string(steps) +
+                        " (sequences of different lengths are not supported)"};
+  }
   if (steps * directions > 4096)
     throw Unsupported{opType + " of " + std::to_string(steps) +
                       " steps is unrolled; more than 4096 is not supported"};
@@ -3865,10 +3862,8 @@ void recurrentLayer(OnnxConverter &converter, const onnx::NodeProto &proto,
       batchFirst ? step("transpose", {x}, "by_step",
                         {{"perm", std::vector<int64_t>{1, 0, 2}}})
                  : x;
-  const std::string zeros = converter.addStepConstant(node, "zero_state", [&] {
-    Tensor t(dtype, {batch, hidden});
-    return t;
-  }());
+  const std::string zeros = converter.addStepConstant(
+      node, "zero_state", Tensor(dtype, {batch, hidden}));
   std::vector<std::string> sequences, lastH, lastC;
   for (int64_t d = 0; d < directions; ++d) {
     const std::string tag = "d" + std::to_string(d);
@@ -4235,9 +4230,7 @@ void dft(OnnxConverter &converter, const onnx::NodeProto &, GraphNode &node) {
 /// weighted by the window, each transformed (onesided by default).
 void shortTimeFourier(OnnxConverter &converter, const onnx::NodeProto &,
                       GraphNode &node) {
-  auto input = [&](size_t i) {
-    return i < node.inputs.size() ? node.inputs[i] : std::string();
-  };
+  auto input = [&](size_t i) { return nameOrEmpty(node.inputs, i); };
   const std::string x = input(0), stepInput = input(1), window = input(2),
                     lengthInput = input(3);
   const Shape shape = converter.requireShape(x, "STFT");
@@ -5019,9 +5012,9 @@ void topK(OnnxConverter &converter, const onnx::NodeProto &, GraphNode &node) {
   node.attrs = overI;
 }
 
-/// x * sigmoid(alpha * x) (Swish; SiLU for alpha = 1), in x's dtype op by
-/// op as ONNX's function computes it.
-std::string swishStep(OnnxConverter &converter, const GraphNode &node,
+/// sigmoid(alpha * x), Swish's gate (Swish is x times it; SiLU for alpha =
+/// 1), in x's dtype op by op as ONNX's function computes it.
+std::string swishGate(OnnxConverter &converter, const GraphNode &node,
                       const std::string &x, double alpha,
                       const std::string &suffix) {
   DType dtype = converter.requireDType(x, "Swish");
@@ -5036,17 +5029,16 @@ std::string swishStep(OnnxConverter &converter, const GraphNode &node,
                                    scalarTensor(dtype, alpha)),
          x},
         suffix + "_scaled");
-  return converter.addStep(
-      node, "mul",
-      {x, converter.addStep(node, "sigmoid", {gate}, suffix + "_sigmoid")},
-      suffix);
+  return converter.addStep(node, "sigmoid", {gate}, suffix + "_sigmoid");
 }
 
 /// Swish (opset 24): x * sigmoid(alpha * x).
 void swish(OnnxConverter &converter, const onnx::NodeProto &, GraphNode &node) {
-  std::string swished = swishStep(converter, node, node.inputs.at(0),
-                                  floatAttr(node, "alpha", 1.0f), "swish");
-  becomeView(node, swished, converter.requireShape(node.inputs.at(0), "Swish"));
+  const std::string x = node.inputs.at(0);
+  node.inputs = {x, swishGate(converter, node, x,
+                              floatAttr(node, "alpha", 1.0f), "swish")};
+  node.op = "mul";
+  node.attrs.clear();
 }
 
 /// SwiGLU (opset 28): Swish_alpha(A) * B, A and B of one shape.
@@ -5059,8 +5051,12 @@ void swiGlu(OnnxConverter &converter, const onnx::NodeProto &,
       converter.requireShape(b, "SwiGLU"))
     throw Unsupported{"SwiGLU's A and B must have one shape (it does not "
                       "broadcast)"};
-  node.inputs = {
-      swishStep(converter, node, a, floatAttr(node, "alpha", 1.0f), "gate"), b};
+  std::string swished =
+      converter.addStep(node, "mul",
+                        {a, swishGate(converter, node, a,
+                                      floatAttr(node, "alpha", 1.0f), "gate")},
+                        "gate");
+  node.inputs = {swished, b};
   node.op = "mul";
   node.attrs.clear();
 }
@@ -5110,10 +5106,9 @@ void groupNormalization(OnnxConverter &converter, const onnx::NodeProto &proto,
                                   : "one per channel from opset 21") +
                         ")"};
   const double epsilon = floatAttr(node, "epsilon", 1e-5f);
-  int64_t rest = numElements(shape) / std::max<int64_t>(shape[0], 1) / groups;
-  if (shape[0] == 0)
-    rest =
-        channels / groups * numElements(Shape(shape.begin() + 2, shape.end()));
+  // Each group's channels and spatial positions.
+  const int64_t rest =
+      channels / groups * numElements(Shape(shape.begin() + 2, shape.end()));
   checkConstantElements(rest, "GroupNormalization's unit scale");
   Tensor ones(dtype, {rest});
   for (int64_t i = 0; i < rest; ++i)

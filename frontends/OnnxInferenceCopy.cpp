@@ -239,10 +239,12 @@ bool rewriteNode(onnx::NodeProto &node,
     removeAttribute(node, "reduction");
     return true;
   }
-  if (op == "SpaceToDepth" || op == "Range") {
-    // SpaceToDepth's mode (28) and Range's stash_type (27) leave shapes.
-    removeAttribute(node, "mode");
-    removeAttribute(node, "stash_type");
+  if (op == "SpaceToDepth") {
+    removeAttribute(node, "mode"); // opset 28: the order, not the shape
+    return true;
+  }
+  if (op == "Range") {
+    removeAttribute(node, "stash_type"); // opset 27: the precision
     return true;
   }
   // Ops newer than opset 17 whose output has input 0's shape and type.

@@ -81,36 +81,35 @@ std::string compareOutput(const Tensor &got, const Tensor &expected,
 /// reference evaluator (onnx 1.23's onnx.reference) computes it. They still
 /// count as failures; the reason says why fusec's output differs.
 const std::map<std::string, std::string> &disputedCases() {
-  static const std::string kSixteenBitAttention =
-      "the reference computes softmax and matmul op by op in 16-bit NumPy "
-      "arithmetic (each partial sum rounded to bf16/f16); fusec accumulates "
-      "in f32 and rounds once: one unit in the last place apart, past rtol "
-      "1e-3 (the expanded graph, op by op in fusec, gives fusec's value)";
-  static const std::map<std::string, std::string> cases = {
-      {"node/test_attention_3d_causal_bf16", kSixteenBitAttention},
-      {"node/test_attention_3d_causal_bf16_expanded", kSixteenBitAttention},
-      {"node/test_attention_4d_attn_mask_causal_bf16", kSixteenBitAttention},
-      {"node/test_attention_4d_attn_mask_causal_bf16_expanded",
-       kSixteenBitAttention},
-      {"node/test_attention_4d_causal_bf16", kSixteenBitAttention},
-      {"node/test_attention_4d_causal_bf16_expanded", kSixteenBitAttention},
-      {"node/test_attention_4d_causal_fp16", kSixteenBitAttention},
-      {"node/test_attention_4d_causal_fp16_expanded", kSixteenBitAttention},
-      {"node/test_attention_4d_causal_padded_kv_bf16", kSixteenBitAttention},
-      {"node/test_attention_4d_padded_kv_bf16", kSixteenBitAttention},
-      {"node/test_cast_FLOAT_to_BFLOAT16",
-       "ONNX 1.12's data truncates f32 to bf16 (0.48033667 -> 0.478515625); "
-       "onnx 1.23's reference evaluator rounds to nearest even (-> "
-       "0.48046875), as fusec does (docs/semantics.md)"},
-      // ONNX 1.23's data (its node tests of opset 20 and 19).
-      {"node/test_dft_inverse",
-       "the reference's FFT keeps complex64 (NumPy 2): an element whose "
-       "exact value is 0 (-7e-16 in f64) is 1.9e-7 there, past atol 1e-7; "
-       "fusec's transform runs in f64"},
-      {"node/test_dft_inverse_opset19",
-       "the reference's FFT keeps complex64 (NumPy 2): an element whose "
-       "exact value is 0 (-7e-16 in f64) is 1.9e-7 there, past atol 1e-7; "
-       "fusec's transform runs in f64"}};
+  static const std::map<std::string, std::string> cases = [] {
+    std::map<std::string, std::string> disputed = {
+        {"node/test_cast_FLOAT_to_BFLOAT16",
+         "ONNX 1.12's data truncates f32 to bf16 (0.48033667 -> "
+         "0.478515625); onnx 1.23's reference evaluator rounds to nearest "
+         "even (-> 0.48046875), as fusec does (docs/semantics.md)"}};
+    // ONNX 1.23's data.
+    for (const char *name :
+         {"test_attention_3d_causal_bf16", "test_attention_4d_causal_bf16",
+          "test_attention_4d_attn_mask_causal_bf16",
+          "test_attention_4d_causal_fp16"})
+      for (const char *suffix : {"", "_expanded"})
+        disputed[std::string("node/") + name + suffix] =
+            "the reference computes softmax and matmul op by op in 16-bit "
+            "NumPy arithmetic (each partial sum rounded to bf16/f16); fusec "
+            "accumulates in f32 and rounds once: one unit in the last place "
+            "apart, past rtol 1e-3 (the expanded graph, op by op in fusec, "
+            "gives fusec's value)";
+    for (const char *name : {"test_attention_4d_causal_padded_kv_bf16",
+                             "test_attention_4d_padded_kv_bf16"})
+      disputed[std::string("node/") + name] =
+          disputed["node/test_attention_4d_causal_bf16"];
+    for (const char *name : {"test_dft_inverse", "test_dft_inverse_opset19"})
+      disputed[std::string("node/") + name] =
+          "the reference's FFT keeps complex64 (NumPy 2): an element whose "
+          "exact value is 0 (-7e-16 in f64) is 1.9e-7 there, past atol 1e-7; "
+          "fusec's transform runs in f64";
+    return disputed;
+  }();
   return cases;
 }
 
