@@ -172,7 +172,8 @@ template <typename T, int N> struct alignas(sizeof(T) * N) FusecVector {
 };
 
 )") + kCombinersSource +
-         "\n" + kScalarMathSource + "\n" + kReductionCudaSource;
+         "\n" + kScalarMathSource + "\n" + kNarrowTypesSource + "\n" +
+         kReductionCudaSource;
 }
 
 /// The body of a CUDA kernel with elements: indices, the loop over whole

@@ -1211,7 +1211,9 @@ KernelReproWriter::Impl::writeRepro(size_t index, const std::string &sourceFile,
        << "// fusec's scalar helpers and f16/bf16 conversions, for the "
           "reference on the host\n// (not all of them are used: no "
           "warnings for those).\n#pragma nv_diag_suppress 177\n";
-    raw << kCombinersSource << kScalarMathSource << "\n" << kHalfFloatSource;
+    raw << kCombinersSource << kScalarMathSource << "\n"
+        << kHalfFloatSource << "\n"
+        << kNarrowTypesSource;
     os << "#pragma nv_diag_default 177\n";
     raw << kSupportSource << kCudaSupportSource;
     // The delimiter cannot occur in generated C.

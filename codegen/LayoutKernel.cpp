@@ -56,6 +56,19 @@ std::string storageLiteral(DType dtype, const APInt &bits) {
     std::snprintf(text, sizeof text, "(uint16_t)0x%04x",
                   static_cast<unsigned>(bits.getZExtValue()));
     return text;
+  case DType::F8E4M3FN:
+  case DType::F8E4M3FNUZ:
+  case DType::F8E5M2:
+  case DType::F8E5M2FNUZ:
+  case DType::F4E2M1:
+  case DType::U4:
+  case DType::U2:
+    std::snprintf(text, sizeof text, "(uint8_t)0x%02x",
+                  static_cast<unsigned>(bits.getZExtValue()));
+    return text;
+  case DType::I4:
+  case DType::I2:
+    return "(int8_t)" + std::to_string(bits.getSExtValue());
   case DType::I1:
     return bits.isZero() ? "false" : "true";
   case DType::I8:

@@ -228,7 +228,7 @@ static inline void fusec_stream_fence(void) {}
   prelude += kCombinersSource;
   prelude += kScalarMathSource;
   if (withHalfTypes)
-    prelude += std::string("\n") + kHalfFloatSource;
+    prelude += std::string("\n") + kHalfFloatSource + "\n" + kNarrowTypesSource;
   return prelude;
 }
 
@@ -237,6 +237,8 @@ std::string fromStorage(DType dtype, const std::string &element) {
     return "fusec_f16_to_f32(" + element + ")";
   if (dtype == DType::BF16)
     return "fusec_bf16_to_f32(" + element + ")";
+  if (fusec::isNarrow(dtype) && fusec::isFloat(dtype))
+    return "fusec_" + narrowFunctionStem(dtype) + "_to_f32(" + element + ")";
   return element;
 }
 
@@ -245,6 +247,10 @@ std::string toStorage(DType dtype, const std::string &value) {
     return "fusec_f32_to_f16(" + value + ")";
   if (dtype == DType::BF16)
     return "fusec_f32_to_bf16(" + value + ")";
+  // The value is one of the format's already (casts round), E5M2's
+  // infinities too: stored exactly, so without saturation.
+  if (fusec::isNarrow(dtype) && fusec::isFloat(dtype))
+    return "fusec_f32_to_" + narrowFunctionStem(dtype) + "(" + value + ", 0)";
   return value;
 }
 

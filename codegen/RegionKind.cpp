@@ -30,7 +30,8 @@ RegionKind regionKindOf(FusionOp fusion) {
 bool regionUsesHalfTypes(FusionOp fusion) {
   auto isHalf = [](Value value) {
     fusec::DType dtype = dtypeOf(value.getType());
-    return dtype == fusec::DType::F16 || dtype == fusec::DType::BF16;
+    return dtype == fusec::DType::F16 || dtype == fusec::DType::BF16 ||
+           fusec::isNarrow(dtype);
   };
   Block &body = fusion.getBody().front();
   bool uses = llvm::any_of(body.getArguments(), isHalf);

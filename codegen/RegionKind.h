@@ -16,8 +16,8 @@ enum class RegionKind { Pointwise, Reduction, Layout, Contraction };
 
 RegionKind regionKindOf(FusionOp fusion);
 
-/// Some value of the region (argument, intermediate, result) is f16/bf16:
-/// the C++ prelude then needs the half-float helpers.
+/// Some value of the region (argument, intermediate, result) is f16, bf16
+/// or narrow: the C++ prelude then needs the conversion helpers.
 bool regionUsesHalfTypes(FusionOp fusion);
 
 /// Mnemonics of the region's ops in order, constants left out.

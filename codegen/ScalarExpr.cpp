@@ -73,8 +73,10 @@ LogicalResult ScalarExprBuilder::build(Operation &op, ScalarLets &lets) {
     value = &node;
   } else if (isa<SelectOp>(op)) {
     value = &withOperands(newNode(ScalarExpr::Kind::Select, dtype));
-  } else if (isa<CastOp>(op)) {
-    value = &withOperands(newNode(ScalarExpr::Kind::Cast, dtype));
+  } else if (auto cast = dyn_cast<CastOp>(op)) {
+    ScalarExpr &node = withOperands(newNode(ScalarExpr::Kind::Cast, dtype));
+    node.saturates = !cast.getNonSaturating();
+    value = &node;
   } else {
     return op.emitError() << "codegen: " << describeOp(&op)
                           << " cannot be part of a pointwise kernel";

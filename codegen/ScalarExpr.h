@@ -42,6 +42,7 @@ struct ScalarExpr {
   double literal = 0;  ///< Literal of a float dtype
   int64_t integer = 0; ///< Literal of an integer or bool dtype, exactly
   const ElementwiseOpInfo *op = nullptr; ///< Apply
+  bool saturates = true; ///< Cast to a float8 dtype: saturate past its range
   llvm::SmallVector<const ScalarExpr *, 3> operands;
 };
 

@@ -12,6 +12,13 @@ using fusec::DType;
 
 namespace fuse {
 
+std::string narrowFunctionStem(DType dtype) {
+  std::string stem = fusec::dtypeName(dtype);
+  for (char &c : stem)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return stem;
+}
+
 std::string ScalarExprPrinter::integerLiteral(int64_t value, DType dtype) {
   if (fusec::dtypeInfo(dtype).kind == fusec::DTypeKind::Bool)
     return value != 0 ? "true" : "false";
@@ -77,28 +84,45 @@ static std::string renameCalls(const std::string &expression,
 }
 
 /// `value` (an f32 expression) rounded to `dtype` and widened back, where
-/// `dtype` is f16 or bf16; `value` as it is otherwise.
-static std::string roundedTo(DType dtype, const std::string &value) {
-  if (dtype != DType::F16 && dtype != DType::BF16)
-    return value;
-  return std::string(dtype == DType::F16 ? "fusec_round_to_f16("
-                                         : "fusec_round_to_bf16(") +
-         value + ")";
+/// `dtype` is a float stored narrower than f32 (a narrow float saturating
+/// unless `saturates` is false); `value` as it is otherwise.
+static std::string roundedTo(DType dtype, const std::string &value,
+                             bool saturates = true) {
+  if (dtype == DType::F16 || dtype == DType::BF16)
+    return std::string(dtype == DType::F16 ? "fusec_round_to_f16("
+                                           : "fusec_round_to_bf16(") +
+           value + ")";
+  if (fusec::isNarrow(dtype) && fusec::isFloat(dtype))
+    return "fusec_round_to_" + narrowFunctionStem(dtype) + "(" + value + ", " +
+           (saturates ? "1" : "0") + ")";
+  return value;
 }
 
 /// A conversion between compute types with fusec's cast semantics.
 static std::string castExpression(const std::string &operand, DType from,
-                                  DType to) {
+                                  DType to, bool saturates) {
   if (to == DType::I1)
     return "(" + operand + " != 0)";
-  // An explicit cast to a 16-bit float rounds, even though the value stays
-  // in f32 inside the kernel. It rounds once: f64 and integers (exact in
-  // f64 up to 2^53) go through f32 rounded to odd.
-  if (to == DType::F16 || to == DType::BF16)
-    return roundedTo(
-        to, from == DType::F32 || from == DType::F16 || from == DType::BF16
-                ? "(float)(" + operand + ")"
-                : "fusec_f64_to_f32_round_odd((double)(" + operand + "))");
+  // An explicit cast to a float narrower than f32 rounds, even though the
+  // value stays in f32 inside the kernel. It rounds once: f64 and integers
+  // (exact in f64 up to 2^53) go through f32 rounded to odd.
+  if (fusec::isFloat(to) && fusec::dtypeBytes(to) < 4)
+    return roundedTo(to,
+                     fusec::isFloat(from) && fusec::dtypeBytes(from) <= 4
+                         ? "(float)(" + operand + ")"
+                         : "fusec_f64_to_f32_round_odd((double)(" + operand +
+                               "))",
+                     saturates);
+  // The 4- and 2-bit integers wrap what the integer conversion (through
+  // i64) gives.
+  if (fusec::isNarrow(to)) {
+    std::string wide = fusec::isFloat(from)
+                           ? "fusec_float_to_int<int64_t>(" + operand + ")"
+                           : "(int64_t)(" + operand + ")";
+    return std::string(fusec::isUnsigned(to) ? "fusec_wrap_unsigned("
+                                             : "fusec_wrap_signed(") +
+           wide + ", " + std::to_string(fusec::dtypeInfo(to).bits) + ")";
+  }
   const char *toType = fusec::dtypeInfo(to).computeCType;
   if (std::string(fusec::dtypeInfo(from).computeCType) == toType)
     return operand;
@@ -152,7 +176,7 @@ std::string ScalarExprPrinter::print(const ScalarExpr &expr) const {
   }
   case ScalarExpr::Kind::Cast:
     return castExpression(printOperand(expr.operands[0]),
-                          expr.operands[0]->dtype, expr.dtype);
+                          expr.operands[0]->dtype, expr.dtype, expr.saturates);
   }
   llvm_unreachable("unknown scalar expression kind");
 }

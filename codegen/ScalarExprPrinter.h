@@ -18,6 +18,10 @@
 
 namespace fuse {
 
+/// The name of a narrow dtype in runtime/NarrowTypes.h's functions
+/// (fusec_f32_to_<stem>, fusec_<stem>_to_f32, fusec_round_to_<stem>).
+std::string narrowFunctionStem(fusec::DType dtype);
+
 /// Replacement names for math functions (e.g. sin -> __sinf), applied to
 /// the calls of f32-computed expressions.
 using MathFunctionMap = llvm::StringMap<std::string>;

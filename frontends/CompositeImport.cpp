@@ -13,6 +13,7 @@
 
 #include "ir/FuseDialect.h"
 #include "ir/LayoutOps.h"
+#include "ir/TypeUtils.h"
 
 #include <algorithm>
 
@@ -127,9 +128,10 @@ FailureOr<Value> importDequantizeLinear(NodeImport &node) {
   auto scaleType = cast<RankedTensorType>(node.operands[1].getType());
   if (!type.getElementType().isInteger(8) &&
       !type.getElementType().isInteger(16) &&
-      !type.getElementType().isSignlessInteger(32))
-    return node.error() << "quantized input must be i8, u8, i16, u16 or i32, "
-                           "not "
+      !type.getElementType().isSignlessInteger(32) &&
+      !fusec::isNarrow(fuse::dtypeOf(type)))
+    return node.error() << "quantized input must be i8, u8, i16, u16, i32 "
+                           "or a float8, float4, 4-bit or 2-bit dtype, not "
                         << type.getElementType();
   if (!isa<FloatType>(scaleType.getElementType()))
     return node.error() << "scale must be a float tensor, not "

@@ -329,6 +329,15 @@ private:
     OperationState state(loc, "fuse." + node.op);
     state.addOperands(operands);
     state.addTypes(resultTypes);
+    if (node.op == "cast")
+      if (auto it = node.attrs.find("saturate"); it != node.attrs.end()) {
+        const int64_t *saturate = std::get_if<int64_t>(&it->second);
+        if (!saturate)
+          return emitError(loc) << "'cast' attr \"saturate\" must be 0 or 1";
+        if (*saturate == 0)
+          state.addAttribute(CastOp::getNonSaturatingAttrName(state.name),
+                             builder.getUnitAttr());
+      }
     Operation *op = builder.create(state);
     if (failed(verify(op)))
       return failure();

@@ -120,6 +120,12 @@ struct Unsupported {
   std::string reason;
 };
 
+// ONNX element types newer than Debian's ONNX 1.12 (its enum stops at 16).
+constexpr int32_t kOnnxFloat8E4M3FN = 17, kOnnxFloat8E4M3FNUZ = 18,
+                  kOnnxFloat8E5M2 = 19, kOnnxFloat8E5M2FNUZ = 20,
+                  kOnnxUInt4 = 21, kOnnxInt4 = 22, kOnnxFloat4E2M1 = 23,
+                  kOnnxUInt2 = 25, kOnnxInt2 = 26;
+
 std::optional<DType> dtypeOfOnnx(int32_t elemType) {
   switch (elemType) {
   case onnx::TensorProto::FLOAT:
@@ -148,6 +154,25 @@ std::optional<DType> dtypeOfOnnx(int32_t elemType) {
     return DType::U32;
   case onnx::TensorProto::UINT64:
     return DType::U64;
+  // Newer than Debian's ONNX (1.12), whose enum stops at BFLOAT16 (16).
+  case kOnnxFloat8E4M3FN:
+    return DType::F8E4M3FN;
+  case kOnnxFloat8E4M3FNUZ:
+    return DType::F8E4M3FNUZ;
+  case kOnnxFloat8E5M2:
+    return DType::F8E5M2;
+  case kOnnxFloat8E5M2FNUZ:
+    return DType::F8E5M2FNUZ;
+  case kOnnxUInt4:
+    return DType::U4;
+  case kOnnxInt4:
+    return DType::I4;
+  case kOnnxFloat4E2M1:
+    return DType::F4E2M1;
+  case kOnnxUInt2:
+    return DType::U2;
+  case kOnnxInt2:
+    return DType::I2;
   default:
     return std::nullopt;
   }
@@ -166,6 +191,21 @@ std::string onnxTypeName(int32_t elemType) {
   if (onnx::TensorProto_DataType_IsValid(elemType))
     return onnx::TensorProto_DataType_Name(
         static_cast<onnx::TensorProto_DataType>(elemType));
+  static const std::map<int32_t, const char *> kNewerNames = {
+      {kOnnxFloat8E4M3FN, "FLOAT8E4M3FN"},
+      {kOnnxFloat8E4M3FNUZ, "FLOAT8E4M3FNUZ"},
+      {kOnnxFloat8E5M2, "FLOAT8E5M2"},
+      {kOnnxFloat8E5M2FNUZ, "FLOAT8E5M2FNUZ"},
+      {kOnnxUInt4, "UINT4"},
+      {kOnnxInt4, "INT4"},
+      {kOnnxFloat4E2M1, "FLOAT4E2M1"},
+      {24, "FLOAT8E8M0"},
+      {kOnnxUInt2, "UINT2"},
+      {kOnnxInt2, "INT2"},
+      {27, "FLOAT6E2M3"},
+      {28, "FLOAT6E3M2"}};
+  if (auto it = kNewerNames.find(elemType); it != kNewerNames.end())
+    return it->second;
   return "type " + std::to_string(elemType);
 }
 
@@ -243,32 +283,60 @@ Tensor tensorFromProto(const onnx::TensorProto &proto,
     count *= dim;
   }
   int64_t bytes = count * static_cast<int64_t>(dtypeBytes(*dtype));
+  // 4- and 2-bit elements come packed, the first in the lowest bits: fusec
+  // holds each in a byte of its own.
+  const int bits = dtypeInfo(*dtype).bits;
+  const int perByte = bits < 8 ? 8 / bits : 1;
+  auto unpacked = [&](auto packedByte) {
+    Tensor tensor(*dtype, shape);
+    for (int64_t i = 0; i < count; ++i) {
+      uint32_t field = static_cast<uint8_t>(packedByte(i / perByte));
+      uint32_t code = (field >> (bits * (i % perByte))) & ((1u << bits) - 1);
+      if (isFloat(*dtype))
+        tensor.as<uint8_t>()[i] = static_cast<uint8_t>(code);
+      else
+        tensor.set(i, code); // the signed ones wrap to negative values
+    }
+    return tensor;
+  };
   auto sizeError = [&](const std::string &field, int64_t have) {
     return Unsupported{"tensor '" + proto.name() + "' dims [" +
                        formatShape(shape) + "] need " + std::to_string(count) +
                        " elements but " + field + " holds " +
                        std::to_string(have)};
   };
+  const int64_t packedBytes =
+      perByte > 1 ? (count + perByte - 1) / perByte : bytes;
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
     // The file's size is checked first: nothing is allocated for dims the
     // file cannot hold.
-    TensorBytes data = readExternalData(proto, modelDir, bytes);
+    TensorBytes data = readExternalData(proto, modelDir, packedBytes);
+    if (perByte > 1)
+      return unpacked([&](int64_t at) { return data[at]; });
     Tensor tensor(*dtype, {});
     tensor.shape = shape;
     tensor.bytes = std::move(data);
     return tensor;
   }
   if (proto.has_raw_data()) {
-    if (static_cast<int64_t>(proto.raw_data().size()) != bytes)
+    if (static_cast<int64_t>(proto.raw_data().size()) != packedBytes)
       throw sizeError("raw_data (bytes)",
                       static_cast<int64_t>(proto.raw_data().size()));
+    if (perByte > 1)
+      return unpacked([&](int64_t at) { return proto.raw_data()[at]; });
     Tensor tensor(*dtype, shape);
     if (bytes > 0) // an empty tensor's data() may be null
       std::memcpy(tensor.data(), proto.raw_data().data(), bytes);
     return tensor;
   }
-  // Typed fields: f16/bf16 bits, i8, i16, u8, u16 and bool live in
-  // int32_data, u32 and u64 in uint64_data.
+  // Typed fields: f16/bf16 and float8 bits, i8, i16, u8, u16 and bool live
+  // in int32_data (4- and 2-bit elements packed as in raw_data), u32 and u64
+  // in uint64_data.
+  if (perByte > 1) {
+    if (static_cast<int64_t>(proto.int32_data_size()) != packedBytes)
+      throw sizeError("int32_data (packed bytes)", proto.int32_data_size());
+    return unpacked([&](int64_t at) { return proto.int32_data(at); });
+  }
   auto fill = [&](const auto &field, const std::string &name) {
     if (static_cast<int64_t>(field.size()) != count)
       throw sizeError(name, field.size());
@@ -276,6 +344,8 @@ Tensor tensorFromProto(const onnx::TensorProto &proto,
     for (int64_t i = 0; i < count; ++i) {
       if (*dtype == DType::F16 || *dtype == DType::BF16)
         tensor.as<uint16_t>()[i] = static_cast<uint16_t>(field.Get(i));
+      else if (isNarrow(*dtype) && isFloat(*dtype))
+        tensor.as<uint8_t>()[i] = static_cast<uint8_t>(field.Get(i));
       else if (*dtype == DType::I64)
         tensor.as<int64_t>()[i] = static_cast<int64_t>(field.Get(i));
       else if (*dtype == DType::U64)
@@ -558,15 +628,22 @@ void coerceTo2DBeforeOpset13(OnnxConverter &converter,
   becomeView(node, normalized, shape);
 }
 
-/// Cast's and CastLike's saturate (opset 19) and round_mode (24) apply to
-/// conversions to float8 types only, which fusec does not have.
-void dropFloat8Attributes(GraphNode &node) {
-  node.attrs.erase("saturate");
+/// Cast's and CastLike's saturate (opset 19) applies to float8 targets; the
+/// cast keeps it (fuse.cast's non_saturating). round_mode (24) applies to
+/// float8e8m0 only, which fusec does not have.
+void keepSaturate(GraphNode &node) {
   node.attrs.erase("round_mode");
+  auto it = node.attrs.find("saturate");
+  if (it == node.attrs.end())
+    return;
+  int64_t saturate = std::get<int64_t>(it->second);
+  if (saturate != 0 && saturate != 1)
+    throw Unsupported{"saturate must be 0 or 1, not " +
+                      std::to_string(saturate)};
 }
 
 void castTarget(OnnxConverter &, const onnx::NodeProto &, GraphNode &node) {
-  dropFloat8Attributes(node);
+  keepSaturate(node);
   auto it = node.attrs.find("to");
   if (it == node.attrs.end())
     throw Unsupported{"Cast needs attribute 'to'"};
@@ -728,6 +805,12 @@ Tensor scalarTensor(DType dtype, double value) {
 Tensor extremeScalar(DType dtype, bool highest) {
   Tensor tensor(dtype, {});
   const double infinity = std::numeric_limits<double>::infinity();
+  const int bits = dtypeInfo(dtype).bits;
+  if (isInteger(dtype) && isNarrow(dtype)) { // 4 and 2 bits: exact in double
+    double count = std::ldexp(1.0, isUnsigned(dtype) ? bits : bits - 1);
+    tensor.set(0, highest ? count - 1 : (isUnsigned(dtype) ? 0 : -count));
+    return tensor;
+  }
   switch (dtypeInfo(dtype).kind) {
   case DTypeKind::Float:
     tensor.set(0, highest ? infinity : -infinity);
@@ -774,7 +857,7 @@ void castLikeTarget(OnnxConverter &converter, const onnx::NodeProto &,
                     GraphNode &node) {
   if (node.inputs.size() != 2 || node.inputs[1].empty())
     throw Unsupported{"CastLike takes an input and a target_type tensor"};
-  dropFloat8Attributes(node);
+  keepSaturate(node);
   DType dtype = converter.requireDType(node.inputs[1], "CastLike");
   node.inputs.resize(1);
   node.attrs["dtype"] = std::string(dtypeName(dtype));
@@ -1628,10 +1711,12 @@ void padValue(OnnxConverter &converter, const onnx::NodeProto &,
       it->second = list->empty() ? 0.0 : static_cast<double>((*list)[0]);
 }
 
-/// QuantizeLinear to u8/i8 (opsets 10-17): round(x / scale) half to even,
-/// plus the zero point, saturated to the output dtype, as ONNX's reference
-/// computes it; a per-axis scale and zero point broadcast along `axis`.
-/// int32 inputs divide in f64, as the reference's NumPy promotes them.
+/// QuantizeLinear to integers: round(x / scale) half to even, plus the zero
+/// point, saturated to the output dtype, as ONNX's reference computes it; a
+/// per-axis scale and zero point broadcast along `axis`. int32 inputs
+/// divide in f64, as the reference's NumPy promotes them. To float8 and
+/// float4: x / scale plus the zero point, converted (rounded to nearest
+/// even; float8 saturating unless saturate=0).
 void quantizeLinear(OnnxConverter &converter, const onnx::NodeProto &,
                     GraphNode &node) {
   if (node.inputs.size() < 2 || node.inputs[0].empty() ||
@@ -1655,11 +1740,14 @@ void quantizeLinear(OnnxConverter &converter, const onnx::NodeProto &,
                         " is not supported"};
     outputType = *type;
   }
+  const bool toFloat = isFloat(outputType);
   if (outputType != DType::U8 && outputType != DType::I8 &&
-      outputType != DType::U16 && outputType != DType::I16)
+      outputType != DType::U16 && outputType != DType::I16 &&
+      !isNarrow(outputType))
     throw Unsupported{std::string("QuantizeLinear to ") +
                       dtypeName(outputType) +
-                      " is not supported (u8, i8, u16, i16)"};
+                      " is not supported (u8, i8, u16, i16, float8, float4, "
+                      "4-bit and 2-bit integers)"};
   if (intAttr(node, "block_size", 0) != 0)
     throw Unsupported{"QuantizeLinear's blocked quantization (block_size) is "
                       "not supported"};
@@ -1715,6 +1803,28 @@ void quantizeLinear(OnnxConverter &converter, const onnx::NodeProto &,
         converter.addStep(node, "cast", {x}, "wide", {{"dtype", computeName}});
   std::string scaled = converter.addStep(
       node, "div", {value, alongAxis(scale, "scale")}, "scaled");
+  if (toFloat) {
+    // ONNX's reference leaves float8's zero point out (it must be 0, and
+    // adding +0 would turn -0 into +0); float4's is added.
+    std::string shifted = scaled;
+    bool zeroPointIsZero = false;
+    if (const Tensor *given =
+            zeroPoint.empty() ? nullptr : converter.constantOrNull(zeroPoint)) {
+      zeroPointIsZero = true;
+      for (int64_t i = 0; i < given->numElements(); ++i)
+        zeroPointIsZero &= given->at(i) == 0;
+    }
+    if (!zeroPoint.empty() &&
+        !(zeroPointIsZero && dtypeInfo(outputType).bits == 8))
+      shifted = converter.addStep(
+          node, "add", {scaled, alongAxis(zeroPoint, "zero_point")}, "shifted");
+    int64_t saturate = intAttr(node, "saturate", 1);
+    node.op = "cast";
+    node.inputs = {shifted};
+    node.attrs = {{"dtype", std::string(dtypeName(outputType))},
+                  {"saturate", saturate}};
+    return;
+  }
   std::string rounded = converter.addStep(node, "round", {scaled}, "rounded");
   // The zero point is added and the sum saturated exactly: in f32 (f64 for
   // i32 inputs), where f16 or bf16 would round 16-bit zero points.
@@ -1752,6 +1862,18 @@ void dequantizeOutputType(OnnxConverter &converter, const onnx::NodeProto &,
     throw Unsupported{"DequantizeLinear's blocked quantization (block_size) "
                       "is not supported"};
   node.attrs.erase("block_size");
+  // A one-element zero point of a scalar scale (or the reverse) is the same
+  // per-tensor quantization; ONNX's reference broadcasts them.
+  if (node.inputs.size() > 2 && !node.inputs[2].empty()) {
+    Shape scaleShape =
+        converter.requireShape(node.inputs[1], "DequantizeLinear");
+    Shape zeroShape =
+        converter.requireShape(node.inputs[2], "DequantizeLinear");
+    if (scaleShape != zeroShape && numElements(scaleShape) == 1 &&
+        numElements(zeroShape) == 1)
+      node.inputs[2] = viewStep(converter, node, node.inputs[2], scaleShape,
+                                "zero_point_like_scale");
+  }
   int64_t given = intAttr(node, "output_dtype", 0);
   node.attrs.erase("output_dtype");
   if (given == 0)

@@ -313,6 +313,11 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   if (!input)
     return {};
   auto resultType = cast<RankedTensorType>(getType());
+  // Casts to and from the narrow dtypes are left to the kernels, the one
+  // implementation of their conversions (runtime/NarrowTypes.h).
+  if (fusec::isNarrow(dtypeOf(getOperand().getType())) ||
+      fusec::isNarrow(dtypeOf(getType())))
+    return {};
   bool fromFloat = isa<FloatType>(input.getElementType());
   if (!foldsInInt64(input.getElementType()) ||
       !foldsInInt64(resultType.getElementType()))

@@ -146,6 +146,9 @@ const ElementwiseOpInfo *lookupElementwiseOp(std::string_view mnemonic) {
 
 bool ElementwiseOpInfo::accepts(DType dtype) const {
   DTypeKind kind = fusec::dtypeInfo(dtype).kind;
+  // The narrow dtypes (storage only) are in Any alone (ir/FuseDialect.td).
+  if (fusec::isNarrow(dtype) && operands != OperandClass::Any)
+    return false;
   switch (operands) {
   case OperandClass::Float:
     return kind == DTypeKind::Float;

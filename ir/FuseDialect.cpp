@@ -86,6 +86,24 @@ std::optional<fusec::DType> fuse::toDType(Type type) {
     return fusec::DType::U32;
   if (type.isUnsignedInteger(64))
     return fusec::DType::U64;
+  if (isa<Float8E4M3FNType>(type))
+    return fusec::DType::F8E4M3FN;
+  if (isa<Float8E4M3FNUZType>(type))
+    return fusec::DType::F8E4M3FNUZ;
+  if (isa<Float8E5M2Type>(type))
+    return fusec::DType::F8E5M2;
+  if (isa<Float8E5M2FNUZType>(type))
+    return fusec::DType::F8E5M2FNUZ;
+  if (isa<Float4E2M1FNType>(type))
+    return fusec::DType::F4E2M1;
+  if (type.isSignlessInteger(4))
+    return fusec::DType::I4;
+  if (type.isUnsignedInteger(4))
+    return fusec::DType::U4;
+  if (type.isSignlessInteger(2))
+    return fusec::DType::I2;
+  if (type.isUnsignedInteger(2))
+    return fusec::DType::U2;
   return std::nullopt;
 }
 
@@ -120,6 +138,24 @@ Type fuse::toElementType(MLIRContext *context, fusec::DType dtype) {
     return b.getIntegerType(32, /*isSigned=*/false);
   case fusec::DType::U64:
     return b.getIntegerType(64, /*isSigned=*/false);
+  case fusec::DType::F8E4M3FN:
+    return b.getType<Float8E4M3FNType>();
+  case fusec::DType::F8E4M3FNUZ:
+    return b.getType<Float8E4M3FNUZType>();
+  case fusec::DType::F8E5M2:
+    return b.getType<Float8E5M2Type>();
+  case fusec::DType::F8E5M2FNUZ:
+    return b.getType<Float8E5M2FNUZType>();
+  case fusec::DType::F4E2M1:
+    return b.getType<Float4E2M1FNType>();
+  case fusec::DType::I4:
+    return b.getIntegerType(4);
+  case fusec::DType::U4:
+    return b.getIntegerType(4, /*isSigned=*/false);
+  case fusec::DType::I2:
+    return b.getIntegerType(2);
+  case fusec::DType::U2:
+    return b.getIntegerType(2, /*isSigned=*/false);
   }
   return {};
 }

@@ -96,9 +96,13 @@ def Fuse_CastOp : Fuse_Op<"cast", [Pure, Fuse_FusionKindOpInterface]> {
   let extraClassDeclaration = Fuse_KindIs<"Elementwise">.kindDeclaration;
   let summary = "elementwise dtype conversion";
   let description = [{
-    Float to integer truncates toward zero; anything to i1 is `x != 0`.
+    Float to integer truncates toward zero; anything to i1 is `x != 0`;
+    anything to a 4- or 2-bit integer wraps into its bits. To a float8
+    dtype, a value past its range saturates to the largest finite value,
+    or with `non_saturating` becomes its NaN (E5M2: infinity), ONNX Cast's
+    saturate=0.
   }];
-  let arguments = (ins Fuse_AnyTensor:$operand);
+  let arguments = (ins Fuse_AnyTensor:$operand, UnitAttr:$non_saturating);
   let results = (outs Fuse_AnyTensor:$result);
   let assemblyFormat = "$operand attr-dict `:` type($operand) `to` type($result)";
   let hasVerifier = 1;
@@ -267,9 +271,9 @@ def Fuse_DequantizeLinearOp : Fuse_CompositeOp<"dequantize_linear"> {
     ONNX reference does, rounded once to the scale's dtype, which is the
     result's.
   }];
-  let arguments = (ins StaticShapeTensorOf<[I8, UI8, I16, UI16, I32]>:$operand,
+  let arguments = (ins Fuse_QuantizedTensor:$operand,
                        Fuse_FloatTensor:$scale,
-                       Optional<StaticShapeTensorOf<[I8, UI8, I16, UI16, I32]>>:$zero_point,
+                       Optional<Fuse_QuantizedTensor>:$zero_point,
                        DefaultValuedAttr<I64Attr, "1">:$axis);
   let results = (outs Fuse_FloatTensor:$result);
   let assemblyFormat = [{

@@ -23,6 +23,17 @@ Tolerance toleranceFor(DType dtype) {
   case DType::U32:
   case DType::U64:
   case DType::I1:
+  // The narrow dtypes hold exact conversions: a cast or a quantization
+  // gives one code, not a neighbour.
+  case DType::F8E4M3FN:
+  case DType::F8E4M3FNUZ:
+  case DType::F8E5M2:
+  case DType::F8E5M2FNUZ:
+  case DType::F4E2M1:
+  case DType::I4:
+  case DType::U4:
+  case DType::I2:
+  case DType::U2:
     return {0, 0};
   }
   return {0, 0};

@@ -3,8 +3,8 @@
 namespace fusec {
 
 static const DTypeInfo kDTypeInfos[] = {
-#define FUSEC_DTYPE(Enum, name, bytes, npy, storage, compute, kind)            \
-  {name, bytes, npy, storage, compute, DTypeKind::kind},
+#define FUSEC_DTYPE(Enum, name, bytes, bits, npy, storage, compute, kind)      \
+  {name, bytes, bits, npy, storage, compute, DTypeKind::kind},
 #include "runtime/DTypes.def"
 };
 

@@ -18,6 +18,7 @@ enum class DTypeKind { Float, Int, UInt, Bool };
 struct DTypeInfo {
   const char *name;
   std::size_t bytes;
+  int bits;
   const char *npyDescr;
   const char *storageCType;
   const char *computeCType;
@@ -37,6 +38,14 @@ inline bool isInteger(DType dtype) {
 }
 inline bool isUnsigned(DType dtype) {
   return dtypeInfo(dtype).kind == DTypeKind::UInt;
+}
+/// The float8/float4 dtypes and the 4- and 2-bit integers: storage types
+/// (casts, quantization, moves) that no arithmetic op takes, converted by
+/// runtime/NarrowTypes.h.
+inline bool isNarrow(DType dtype) {
+  const DTypeInfo &info = dtypeInfo(dtype);
+  return info.bits < 8 * static_cast<int>(info.bytes) ||
+         (info.kind == DTypeKind::Float && info.bytes == 1);
 }
 std::optional<DType> parseDType(std::string_view name);
 /// Every dtype, in table order.

@@ -118,12 +118,15 @@ Tensor readNpy(const std::string &path, std::optional<DType> expected) {
     elements *= std::max<int64_t>(shape.back(), 1);
   }
 
+  // bf16 and the narrow dtypes borrow an integer's descriptor: they are
+  // read as such where that is the dtype expected.
   std::optional<DType> dtype;
-  for (const DType *it = allDTypesBegin(); it != allDTypesEnd(); ++it)
-    if (descr == dtypeInfo(*it).npyDescr && *it != DType::BF16)
+  if (expected && descr == dtypeInfo(*expected).npyDescr)
+    dtype = expected;
+  for (const DType *it = allDTypesBegin(); !dtype && it != allDTypesEnd(); ++it)
+    if (descr == dtypeInfo(*it).npyDescr && *it != DType::BF16 &&
+        !isNarrow(*it))
       dtype = *it;
-  if (descr == "<u2" && expected == DType::BF16)
-    dtype = DType::BF16;
   if (descr == "<i1")
     dtype = DType::I8;
   if (!dtype)

@@ -1,6 +1,7 @@
 #include "runtime/Tensor.h"
 
 #include "runtime/HalfFloat.h"
+#include "runtime/NarrowTypes.h"
 
 #include <cmath>
 #include <cstring>
@@ -22,6 +23,21 @@ template <typename T> T wrapInteger(double value) {
   if (value >= 9223372036854775808.0)
     return static_cast<T>(static_cast<uint64_t>(value));
   return static_cast<T>(static_cast<uint64_t>(static_cast<int64_t>(value)));
+}
+/// The saturating code of `value` in a narrow float dtype.
+uint8_t narrowFloatCode(DType dtype, float value) {
+  switch (dtype) {
+  case DType::F8E4M3FN:
+    return fusec_f32_to_f8e4m3fn(value, 1);
+  case DType::F8E4M3FNUZ:
+    return fusec_f32_to_f8e4m3fnuz(value, 1);
+  case DType::F8E5M2:
+    return fusec_f32_to_f8e5m2(value, 1);
+  case DType::F8E5M2FNUZ:
+    return fusec_f32_to_f8e5m2fnuz(value, 1);
+  default:
+    return fusec_f32_to_f4e2m1fn(value, 1);
+  }
 }
 } // namespace
 
@@ -53,6 +69,22 @@ double Tensor::at(int64_t i) const {
     return load<uint32_t>(bytes, i);
   case DType::U64:
     return static_cast<double>(load<uint64_t>(bytes, i));
+  case DType::F8E4M3FN:
+    return fusec_f8e4m3fn_to_f32(load<uint8_t>(bytes, i));
+  case DType::F8E4M3FNUZ:
+    return fusec_f8e4m3fnuz_to_f32(load<uint8_t>(bytes, i));
+  case DType::F8E5M2:
+    return fusec_f8e5m2_to_f32(load<uint8_t>(bytes, i));
+  case DType::F8E5M2FNUZ:
+    return fusec_f8e5m2fnuz_to_f32(load<uint8_t>(bytes, i));
+  case DType::F4E2M1:
+    return fusec_f4e2m1fn_to_f32(load<uint8_t>(bytes, i));
+  case DType::I4:
+  case DType::I2:
+    return load<int8_t>(bytes, i);
+  case DType::U4:
+  case DType::U2:
+    return load<uint8_t>(bytes, i);
   }
   return 0;
 }
@@ -85,6 +117,24 @@ void Tensor::set(int64_t i, double value) {
     return store<uint32_t>(bytes, i, wrapInteger<uint32_t>(value));
   case DType::U64:
     return store<uint64_t>(bytes, i, wrapInteger<uint64_t>(value));
+  // The narrow floats saturate, ONNX's default for them.
+  case DType::F8E4M3FN:
+  case DType::F8E4M3FNUZ:
+  case DType::F8E5M2:
+  case DType::F8E5M2FNUZ:
+  case DType::F4E2M1:
+    return store<uint8_t>(
+        bytes, i, narrowFloatCode(dtype, fusec_f64_to_f32_round_odd(value)));
+  case DType::I4:
+  case DType::I2:
+    return store<int8_t>(
+        bytes, i,
+        fusec_wrap_signed(wrapInteger<int64_t>(value), dtypeInfo(dtype).bits));
+  case DType::U4:
+  case DType::U2:
+    return store<uint8_t>(bytes, i,
+                          fusec_wrap_unsigned(wrapInteger<int64_t>(value),
+                                              dtypeInfo(dtype).bits));
   }
 }
 

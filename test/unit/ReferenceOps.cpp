@@ -160,6 +160,11 @@ int64_t intMin(DType dtype) {
     return std::numeric_limits<int64_t>::min();
   case DType::I16:
     return std::numeric_limits<int16_t>::min();
+  case DType::I4:
+  case DType::I2:
+    return -(int64_t(1) << (dtypeInfo(dtype).bits - 1));
+  case DType::U4:
+  case DType::U2:
   case DType::I1:
   case DType::U8:
   case DType::U16:
@@ -183,6 +188,12 @@ int64_t intMax(DType dtype) {
     return 1;
   case DType::I16:
     return std::numeric_limits<int16_t>::max();
+  case DType::I4:
+  case DType::I2:
+    return (int64_t(1) << (dtypeInfo(dtype).bits - 1)) - 1;
+  case DType::U4:
+  case DType::U2:
+    return (int64_t(1) << dtypeInfo(dtype).bits) - 1;
   case DType::U8:
     return std::numeric_limits<uint8_t>::max();
   case DType::U16:

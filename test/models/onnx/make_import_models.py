@@ -1135,3 +1135,55 @@ save("recurrent", nodes,
       value("rnn_h", F, [1, batch, hidden])], 22)
 write_tensors("recurrent", list(feeds.values()),
               reference("recurrent", feeds))
+
+
+# narrow_dtypes: weight-only linears of float8 (E4M3FN, per output
+# channel) and packed int4 (with zero points) weights, QuantizeLinear to
+# float8 E5M2 without saturation and to uint4, and casts through float8
+# E4M3FNUZ and float4 E2M1 (transposed in between); against onnx.reference
+# (ml_dtypes' conversions).
+import ml_dtypes
+
+rng = np.random.default_rng(23)
+x = (rng.standard_normal((4, 16)) * 3).astype(np.float32)
+x[0, :6] = [0.0, -0.0, 1e6, -1e6, np.nan, 0.0009]
+feeds = {"x": x}
+w8 = (rng.standard_normal((16, 8)) * 40).astype(ml_dtypes.float8_e4m3fn)
+w4 = rng.integers(-8, 8, (16, 8)).astype(ml_dtypes.int4)
+initializers = [
+    numpy_helper.from_array(w8, "w8"),
+    numpy_helper.from_array(
+        (rng.random(8) * 0.05 + 0.01).astype(np.float32), "w8_scale"),
+    numpy_helper.from_array(w4, "w4"),
+    numpy_helper.from_array(
+        (rng.random(8) * 0.2 + 0.05).astype(np.float32), "w4_scale"),
+    numpy_helper.from_array(
+        rng.integers(-2, 3, 8).astype(ml_dtypes.int4), "w4_zero"),
+    numpy_helper.from_array(np.array(0.25, np.float32), "x_scale"),
+    numpy_helper.from_array(np.array(0, ml_dtypes.float8_e5m2), "e5m2_zero"),
+    numpy_helper.from_array(np.array(7, ml_dtypes.uint4), "u4_zero")]
+nodes = [
+    helper.make_node("DequantizeLinear", ["w8", "w8_scale"], ["w8_f32"],
+                     axis=1),
+    helper.make_node("MatMul", ["x", "w8_f32"], ["linear_f8"]),
+    helper.make_node("DequantizeLinear", ["w4", "w4_scale", "w4_zero"],
+                     ["w4_f32"], axis=1),
+    helper.make_node("MatMul", ["x", "w4_f32"], ["linear_i4"]),
+    helper.make_node("QuantizeLinear", ["x", "x_scale", "e5m2_zero"],
+                     ["x_e5m2"], saturate=0),
+    helper.make_node("QuantizeLinear", ["x", "x_scale", "u4_zero"],
+                     ["x_u4"]),
+    helper.make_node("Cast", ["x"], ["x_fnuz"],
+                     to=TensorProto.FLOAT8E4M3FNUZ),
+    helper.make_node("Cast", ["x_fnuz"], ["fnuz_f16"], to=F16),
+    helper.make_node("Cast", ["x"], ["x_f4"], to=TensorProto.FLOAT4E2M1),
+    helper.make_node("Transpose", ["x_f4"], ["x_f4_t"]),
+    helper.make_node("Cast", ["x_f4_t"], ["f4_t_f32"], to=F)]
+save("narrow_dtypes", nodes, [value("x", F, [4, 16])],
+     [value("linear_f8", F, [4, 8]), value("linear_i4", F, [4, 8]),
+      value("x_e5m2", TensorProto.FLOAT8E5M2, [4, 16]),
+      value("x_u4", TensorProto.UINT4, [4, 16]),
+      value("fnuz_f16", F16, [4, 16]), value("f4_t_f32", F, [16, 4])], 23,
+     initializers)
+write_tensors("narrow_dtypes", list(feeds.values()),
+              reference("narrow_dtypes", feeds))
