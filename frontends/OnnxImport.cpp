@@ -1206,16 +1206,20 @@ void depthToSpace(OnnxConverter &converter, const onnx::NodeProto &proto,
   becomeView(node, moved, result);
 }
 
-/// BatchNormalization at inference: scale * (x - mean) / sqrt(var +
-/// epsilon) + B, each parameter a vector along dim 1, in the order ONNX's
-/// reference computes it (and its test data was made with). Training mode
-/// (batch statistics, running outputs) is refused.
-void batchNormInference(OnnxConverter &converter, const onnx::NodeProto &,
+/// BatchNormalization: scale * (x - mean) / sqrt(var + epsilon) + B, each
+/// parameter a vector along dim 1, in the order ONNX's reference computes
+/// it (and its test data was made with). In training mode (opset 14 on)
+/// mean and var are the batch's (over every dim but 1; the variance the
+/// population's), and the optional outputs are the running statistics,
+/// input * momentum + batch's * (1 - momentum).
+void batchNormalization(OnnxConverter &converter, const onnx::NodeProto &,
                         GraphNode &node) {
-  if (auto it = node.attrs.find("training_mode");
-      it != node.attrs.end() && std::get<int64_t>(it->second) != 0)
-    throw Unsupported{"training_mode is 1: BatchNormalization then uses the "
-                      "batch's statistics, and fusec compiles inference only"};
+  const bool training = intAttr(node, "training_mode", 0) != 0;
+  const double momentum = node.attrs.count("momentum")
+                              ? std::get<double>(node.attrs.at("momentum"))
+                              : static_cast<double>(0.9f);
+  node.attrs.erase("training_mode");
+  node.attrs.erase("momentum");
   // Before opset 7, is_test (default 0) chose the batch's statistics;
   // before opset 9, spatial 0 asked for statistics per activation.
   auto flag = [&](const char *name, int64_t fallback) {
@@ -1235,12 +1239,15 @@ void batchNormInference(OnnxConverter &converter, const onnx::NodeProto &,
                       "supported"};
   node.attrs.erase("is_test");
   node.attrs.erase("spatial");
-  size_t outputs =
-      std::count_if(node.outputs.begin(), node.outputs.end(),
-                    [](const std::string &o) { return !o.empty(); });
-  if (outputs != 1)
+  const std::vector<std::string> outputs = node.outputs;
+  if (!training &&
+      std::count_if(outputs.begin() + 1, outputs.end(),
+                    [](const std::string &o) { return !o.empty(); }))
     throw Unsupported{"BatchNormalization's running mean and variance "
                       "outputs exist in training mode only"};
+  if (training && outputs.size() > 3)
+    throw Unsupported{"BatchNormalization has 3 outputs in training mode "
+                      "(opset 14 on: Y, running_mean, running_var)"};
   node.outputs.resize(1);
   if (node.inputs.size() != 5 ||
       std::count(node.inputs.begin(), node.inputs.end(), std::string()))
@@ -1252,6 +1259,15 @@ void batchNormInference(OnnxConverter &converter, const onnx::NodeProto &,
     throw Unsupported{"BatchNormalization's input must have rank >= 2"};
   Shape along(shape.size() - 1, 1);
   along[0] = shape[1];
+  // f16 and bf16 compute in f32 and round once (ONNX's reference mixes:
+  // its f32 epsilon and momentum widen part of the arithmetic).
+  const DType compute =
+      isFloat(dtype) && dtypeBytes(dtype) < 4 ? DType::F32 : dtype;
+  const std::string computeName = dtypeName(compute);
+  std::string input = x;
+  if (compute != dtype)
+    input = converter.addStep(node, "cast", {x}, "x_wide",
+                              {{"dtype", computeName}});
   const char *names[] = {"scale", "B", "mean", "var"};
   std::string params[4];
   for (int i = 0; i < 4; ++i) {
@@ -1261,10 +1277,10 @@ void batchNormInference(OnnxConverter &converter, const onnx::NodeProto &,
       throw Unsupported{std::string("BatchNormalization's ") + names[i] +
                         " must be a vector of the " + std::to_string(shape[1]) +
                         " channels"};
-    if (converter.requireDType(value, names[i]) != dtype)
+    if (converter.requireDType(value, names[i]) != compute)
       value = converter.addStep(node, "cast", {value},
                                 std::string(names[i]) + "_cast",
-                                {{"dtype", std::string(dtypeName(dtype))}});
+                                {{"dtype", computeName}});
     params[i] = viewStep(converter, node, value, along,
                          std::string(names[i]) + "_view");
   }
@@ -1272,21 +1288,96 @@ void batchNormInference(OnnxConverter &converter, const onnx::NodeProto &,
   double epsilon = epsilonAttr == node.attrs.end()
                        ? static_cast<double>(1e-5f)
                        : std::get<double>(epsilonAttr->second);
-  std::string epsilonValue =
-      converter.addStepConstant(node, "epsilon", scalarTensor(dtype, epsilon));
-  std::string centered =
-      converter.addStep(node, "sub", {x, params[2]}, "centered");
+  std::string epsilonValue = converter.addStepConstant(
+      node, "epsilon", scalarTensor(compute, epsilon));
+  if (training) {
+    std::vector<int64_t> axes;
+    for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+      if (d != 1)
+        axes.push_back(d);
+    std::map<std::string, AttrValue> over = {{"axes", axes},
+                                             {"keepdims", int64_t(0)}};
+    // The batch's statistics are values of x's dtype (ReduceMean's
+    // results), rounded to it as the reference's are.
+    auto roundedToInput = [&](const std::string &value) {
+      if (compute == dtype)
+        return value;
+      return converter.addStep(
+          node, "cast",
+          {converter.addStep(node, "cast", {value}, value + "_narrow",
+                             {{"dtype", std::string(dtypeName(dtype))}})},
+          value + "_rounded", {{"dtype", computeName}});
+    };
+    std::string batchMean = roundedToInput(
+        converter.addStep(node, "reduce_mean", {input}, "batch_mean", over));
+    std::string meanAlong =
+        viewStep(converter, node, batchMean, along, "batch_mean_view");
+    std::string deviations =
+        converter.addStep(node, "sub", {input, meanAlong}, "deviations");
+    std::string batchVar = roundedToInput(converter.addStep(
+        node, "reduce_mean",
+        {converter.addStep(node, "mul", {deviations, deviations}, "squares")},
+        "batch_var", over));
+    // Running statistics: the input mean and var blended with the batch's
+    // (in the compute dtype), in the input's dtype.
+    for (int i : {1, 2}) {
+      if (static_cast<int>(outputs.size()) <= i || outputs[i].empty())
+        continue;
+      const std::string name = names[i + 1];
+      DType outputType = converter.requireDType(node.inputs[i + 2], name);
+      auto scaled = [&](const std::string &value, double factor,
+                        const std::string &suffix) {
+        return converter.addStep(
+            node, "mul",
+            {value, converter.addStepConstant(node, name + "_" + suffix,
+                                              scalarTensor(compute, factor))},
+            name + "_" + suffix + "_part");
+      };
+      std::string running = viewStep(converter, node, params[i + 1],
+                                     Shape{shape[1]}, name + "_vector");
+      std::string blend = converter.addStep(
+          node, "add",
+          {scaled(running, momentum, "momentum"),
+           scaled(i == 1 ? batchMean : batchVar, 1.0 - momentum, "rest")},
+          name + "_running");
+      converter.addOutputStep(node, "cast", {blend}, outputs[i],
+                              {{"dtype", std::string(dtypeName(outputType))}});
+    }
+    params[2] = meanAlong;
+    params[3] = viewStep(converter, node, batchVar, along, "batch_var_view");
+  }
+  // scale * (x - mean) is x's dtype (two ops of T, each rounded); the
+  // rest is the compute dtype (epsilon is an f32 attribute).
+  auto ofInput = [&](const std::string &value) {
+    return compute == dtype
+               ? value
+               : converter.addStep(node, "cast", {value}, value + "_narrow",
+                                   {{"dtype", std::string(dtypeName(dtype))}});
+  };
+  std::string centered = converter.addStep(
+      node, "sub", {ofInput(input), ofInput(params[2])}, "centered");
+  std::string scaled =
+      converter.addStep(node, "mul", {ofInput(params[0]), centered}, "scaled");
+  if (compute != dtype)
+    scaled = converter.addStep(node, "cast", {scaled}, "scaled_wide",
+                               {{"dtype", computeName}});
   std::string shifted =
       converter.addStep(node, "add", {params[3], epsilonValue}, "var_eps");
   std::string deviation =
       converter.addStep(node, "sqrt", {shifted}, "deviation");
-  std::string scaled =
-      converter.addStep(node, "mul", {params[0], centered}, "scaled");
   std::string normalized =
       converter.addStep(node, "div", {scaled, deviation}, "normalized");
-  node.op = "add";
-  node.inputs = {normalized, params[1]};
-  node.attrs.clear();
+  if (compute == dtype) {
+    node.op = "add";
+    node.inputs = {normalized, params[1]};
+  } else {
+    node.op = "cast";
+    node.inputs = {
+        converter.addStep(node, "add", {normalized, params[1]}, "shifted")};
+  }
+  node.attrs = {};
+  if (compute != dtype)
+    node.attrs["dtype"] = std::string(dtypeName(dtype));
 }
 
 /// MeanVarianceNormalization, as its function body: (x - E[x]) /
@@ -1408,6 +1499,127 @@ void gatherElementsFlat(OnnxConverter &converter, const onnx::NodeProto &,
       converter.requireDType(indices, "GatherElements"),
       converter.requireShape(data, "GatherElements"),
       converter.requireShape(indices, "GatherElements"), axis);
+  node.op = "gather";
+  node.inputs = {operands.flatData, operands.linearIndices};
+  node.attrs = {{"axis", int64_t(0)}};
+}
+
+/// AffineGrid: theta [N, 2, 3] (or [N, 3, 4]) applied to the normalized
+/// positions of an output of `size` [N, C, (D,) H, W], homogeneous (x, y,
+/// (z,) 1), as ONNX's reference computes it: the positions in f64 (start +
+/// i * step, NumPy's arange), theta widened to f64, one matmul, the result
+/// rounded to theta's dtype.
+void affineGrid(OnnxConverter &converter, const onnx::NodeProto &,
+                GraphNode &node) {
+  if (node.inputs.size() != 2 || node.inputs[0].empty() ||
+      node.inputs[1].empty())
+    throw Unsupported{"AffineGrid takes theta and size"};
+  const std::string theta = node.inputs[0];
+  std::vector<int64_t> size = integersOf(
+      converter.constantValue(node.inputs[1], "input 1 (size)"), "size");
+  const bool alignCorners = intAttr(node, "align_corners", 0) != 0;
+  if (size.size() != 4 && size.size() != 5)
+    throw Unsupported{"AffineGrid's size must be [N, C, H, W] or [N, C, D, "
+                      "H, W]"};
+  const int64_t spatial = size.size() - 2;
+  Shape thetaShape = converter.requireShape(theta, "AffineGrid");
+  DType dtype = converter.requireDType(theta, "AffineGrid");
+  if (thetaShape != Shape{size[0], spatial, spatial + 1})
+    throw Unsupported{"AffineGrid's theta must be [" + std::to_string(size[0]) +
+                      ", " + std::to_string(spatial) + ", " +
+                      std::to_string(spatial + 1) + "] for that size"};
+  int64_t positions = 1;
+  for (int64_t d = 2; d < static_cast<int64_t>(size.size()); ++d) {
+    if (size[d] <= 0)
+      throw Unsupported{"AffineGrid's size must be positive"};
+    positions *= size[d];
+  }
+  checkConstantElements(positions * (spatial + 1), "AffineGrid's positions");
+  // Row p of the transposed grid: (x, y, (z,) 1) of position p; x runs
+  // along the last dim.
+  Tensor grid(DType::F64, {spatial + 1, positions});
+  for (int64_t p = 0; p < positions; ++p) {
+    int64_t rest = p;
+    for (int64_t k = 0; k < spatial; ++k) {
+      const int64_t dim = size[size.size() - 1 - k];
+      const int64_t i = rest % dim;
+      rest /= dim;
+      double coordinate;
+      if (alignCorners)
+        coordinate = dim == 1 ? -1.0 : -1.0 + i * (2.0 / (dim - 1));
+      else
+        coordinate = (-1.0 + (2.0 / dim) / 2) + i * (2.0 / dim);
+      grid.set(k * positions + p, coordinate);
+    }
+    grid.set(spatial * positions + p, 1.0);
+  }
+  std::string wide = theta;
+  if (dtype != DType::F64)
+    wide = converter.addStep(node, "cast", {theta}, "theta_f64",
+                             {{"dtype", std::string("f64")}});
+  std::string product = converter.addStep(
+      node, "matmul", {wide, converter.addStepConstant(node, "grid", grid)},
+      "product");
+  std::string moved =
+      converter.addStep(node, "transpose", {product}, "moved",
+                        {{"perm", std::vector<int64_t>{0, 2, 1}}});
+  if (dtype != DType::F64)
+    moved = converter.addStep(node, "cast", {moved}, "rounded",
+                              {{"dtype", std::string(dtypeName(dtype))}});
+  Shape result = {size[0]};
+  for (int64_t d = 2; d < static_cast<int64_t>(size.size()); ++d)
+    result.push_back(size[d]);
+  result.push_back(spatial);
+  becomeView(node, moved, result);
+}
+
+/// ReverseSequence: along time_axis, each batch entry's first
+/// sequence_lens[b] elements reversed and the rest kept, as a GatherElements
+/// of x by index = t < len ? len - 1 - t : t.
+void reverseSequence(OnnxConverter &converter, const onnx::NodeProto &,
+                     GraphNode &node) {
+  if (node.inputs.size() != 2 || node.inputs[0].empty() ||
+      node.inputs[1].empty())
+    throw Unsupported{"ReverseSequence takes input and sequence_lens"};
+  const std::string x = node.inputs[0], lens = node.inputs[1];
+  Shape shape = converter.requireShape(x, "ReverseSequence");
+  const int64_t rank = shape.size();
+  const int64_t batchAxis = intAttr(node, "batch_axis", 1);
+  const int64_t timeAxis = intAttr(node, "time_axis", 0);
+  if (rank < 2 ||
+      !((batchAxis == 0 && timeAxis == 1) || (batchAxis == 1 && timeAxis == 0)))
+    throw Unsupported{"ReverseSequence needs rank >= 2 and batch_axis, "
+                      "time_axis of 0 and 1 (in either order)"};
+  if (converter.requireShape(lens, "ReverseSequence") !=
+      Shape{shape[batchAxis]})
+    throw Unsupported{"ReverseSequence's sequence_lens must hold one length "
+                      "per batch entry (" +
+                      std::to_string(shape[batchAxis]) + ")"};
+  std::string length = lens;
+  if (converter.requireDType(lens, "ReverseSequence") != DType::I64)
+    length = converter.addStep(node, "cast", {lens}, "lens_i64",
+                               {{"dtype", std::string("i64")}});
+  Shape alongBatch(rank, 1);
+  alongBatch[batchAxis] = shape[batchAxis];
+  length = viewStep(converter, node, length, alongBatch, "lens_along_batch");
+  std::string time = converter.addStepConstant(
+      node, "time", indicesAlong(rank, timeAxis, shape[timeAxis]));
+  std::string last = converter.addStep(
+      node, "sub",
+      {length,
+       converter.addStepConstant(node, "one", scalarTensor(DType::I64, 1))},
+      "last");
+  std::string reversed =
+      converter.addStep(node, "sub", {last, time}, "reversed");
+  std::string inSequence =
+      converter.addStep(node, "lt", {time, length}, "in_sequence");
+  std::string index = converter.addStep(
+      node, "select", {inSequence, reversed, time}, "index_2d");
+  index = converter.addStep(
+      node, "broadcast_to", {index}, "index",
+      {{"shape", std::vector<int64_t>(shape.begin(), shape.end())}});
+  FlatGather operands = flatGatherOperands(converter, node, x, index,
+                                           DType::I64, shape, shape, timeAxis);
   node.op = "gather";
   node.inputs = {operands.flatData, operands.linearIndices};
   node.attrs = {{"axis", int64_t(0)}};
@@ -5952,6 +6164,14 @@ const std::vector<OnnxOp> &onnxOps() {
     table.push_back(
         {"GatherElements", "gather", {"axis"}, {}, gatherElementsFlat});
     table.push_back(
+        {"AffineGrid", "reshape", {"align_corners"}, {}, affineGrid, 20});
+    table.push_back({"ReverseSequence",
+                     "gather",
+                     {"batch_axis", "time_axis"},
+                     {},
+                     reverseSequence,
+                     10});
+    table.push_back(
         {"QuantizeLinear",
          "cast",
          {"axis", "saturate", "block_size", "output_dtype", "precision"},
@@ -6148,7 +6368,7 @@ const std::vector<OnnxOp> &onnxOps() {
          "add",
          {"epsilon", "momentum", "training_mode", "is_test", "spatial"},
          {},
-         batchNormInference});
+         batchNormalization});
     table.push_back({"MeanVarianceNormalization",
                      "div",
                      {"axes"},

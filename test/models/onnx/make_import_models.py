@@ -1187,3 +1187,74 @@ save("narrow_dtypes", nodes, [value("x", F, [4, 16])],
      initializers)
 write_tensors("narrow_dtypes", list(feeds.values()),
               reference("narrow_dtypes", feeds))
+
+
+# batchnorm_reverse_affine: BatchNormalization in training mode (batch
+# statistics; running mean and variance outputs, f32 and f16), ReverseSequence
+# along either layout, AffineGrid 2-D and 3-D with and without
+# align_corners (size a constant, as fusec's static shapes need); against
+# onnx.reference.
+rng = np.random.default_rng(29)
+feeds = {"bn_x": rng.standard_normal((3, 4, 2, 5)).astype(np.float32),
+         "seq_tb": rng.standard_normal((5, 3, 2)).astype(np.float32),
+         "seq_bt": rng.integers(-9, 9, (3, 5)).astype(np.int32),
+         "lens": np.array([5, 1, 3], np.int64),
+         "theta2": rng.standard_normal((2, 2, 3)).astype(np.float32),
+         "theta3": rng.standard_normal((1, 3, 4)).astype(np.float32)}
+initializers = [
+    numpy_helper.from_array(rng.random(4).astype(np.float32) + 0.5, "bn_s"),
+    numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "bn_b"),
+    numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "bn_m"),
+    numpy_helper.from_array(rng.random(4).astype(np.float32) + 0.5, "bn_v"),
+    numpy_helper.from_array(np.array([2, 1, 3, 4], np.int64), "size2"),
+    numpy_helper.from_array(np.array([1, 1, 2, 3, 4], np.int64), "size3")]
+nodes = [
+    helper.make_node("BatchNormalization",
+                     ["bn_x", "bn_s", "bn_b", "bn_m", "bn_v"],
+                     ["bn_y", "bn_running_mean", "bn_running_var"],
+                     training_mode=1, momentum=0.8, epsilon=1e-3),
+    helper.make_node("ReverseSequence", ["seq_tb", "lens"], ["reversed_tb"]),
+    helper.make_node("ReverseSequence", ["seq_bt", "lens"], ["reversed_bt"],
+                     batch_axis=0, time_axis=1),
+    helper.make_node("AffineGrid", ["theta2", "size2"], ["grid2"]),
+    helper.make_node("AffineGrid", ["theta2", "size2"], ["grid2_corners"],
+                     align_corners=1),
+    helper.make_node("AffineGrid", ["theta3", "size3"], ["grid3"]),
+    helper.make_node("AffineGrid", ["theta3", "size3"], ["grid3_corners"],
+                     align_corners=1)]
+elem = {np.float32: F, np.float16: F16, np.int32: I32, np.int64: I64}
+save("batchnorm_reverse_affine", nodes,
+     [value(name, elem[array.dtype.type], list(array.shape))
+      for name, array in feeds.items()],
+     [value("bn_y", F, [3, 4, 2, 5]), value("bn_running_mean", F, [4]),
+      value("bn_running_var", F, [4]),
+      value("reversed_tb", F, [5, 3, 2]), value("reversed_bt", I32, [3, 5]),
+      value("grid2", F, [2, 3, 4, 2]), value("grid2_corners", F, [2, 3, 4, 2]),
+      value("grid3", F, [1, 2, 3, 4, 3]),
+      value("grid3_corners", F, [1, 2, 3, 4, 3])], 20, initializers)
+write_tensors("batchnorm_reverse_affine", list(feeds.values()),
+              reference("batchnorm_reverse_affine", feeds))
+
+
+# batchnorm_f16_training: BatchNormalization in training mode on f16. The
+# reference computes scale * (x - mean) in f16 and the rest in f32 (its f32
+# epsilon widens it), as fusec does, but its batch variance is NumPy's f16
+# var, whose rounding fusec's (f32, rounded once to f16) does not follow:
+# within 2 f16 ulps of 1 (atol 2e-3).
+rng = np.random.default_rng(31)
+feeds = {"x16": rng.standard_normal((2, 3, 6)).astype(np.float16)}
+initializers = [
+    numpy_helper.from_array(np.array([1, 0.5, 2], np.float16), "s16"),
+    numpy_helper.from_array(np.array([0, 0.25, -1], np.float16), "b16"),
+    numpy_helper.from_array(np.array([0.5, 0, -0.5], np.float16), "m16"),
+    numpy_helper.from_array(np.array([1, 2, 0.5], np.float16), "v16")]
+save("batchnorm_f16_training",
+     [helper.make_node("BatchNormalization",
+                       ["x16", "s16", "b16", "m16", "v16"],
+                       ["y16", "running_mean16", "running_var16"],
+                       training_mode=1)],
+     [value("x16", F16, [2, 3, 6])],
+     [value("y16", F16, [2, 3, 6]), value("running_mean16", F16, [3]),
+      value("running_var16", F16, [3])], 15, initializers)
+write_tensors("batchnorm_f16_training", list(feeds.values()),
+              reference("batchnorm_f16_training", feeds))
