@@ -61,6 +61,7 @@ std::string storageLiteral(DType dtype, const APInt &bits) {
   case DType::F8E5M2:
   case DType::F8E5M2FNUZ:
   case DType::F4E2M1:
+  case DType::F8E8M0:
   case DType::U4:
   case DType::U2:
     std::snprintf(text, sizeof text, "(uint8_t)0x%02x",

@@ -248,7 +248,10 @@ std::string toStorage(DType dtype, const std::string &value) {
   if (dtype == DType::BF16)
     return "fusec_f32_to_bf16(" + value + ")";
   // The value is one of the format's already (casts round), E5M2's
-  // infinities too: stored exactly, so without saturation.
+  // infinities too: stored exactly, so without saturation (and E8M0's
+  // 2^-127, an f32 subnormal, rounded down).
+  if (dtype == DType::F8E8M0)
+    return "fusec_f32_to_f8e8m0fnu_rounded(" + value + ", 0, 1)";
   if (fusec::isNarrow(dtype) && fusec::isFloat(dtype))
     return "fusec_f32_to_" + narrowFunctionStem(dtype) + "(" + value + ", 0)";
   return value;

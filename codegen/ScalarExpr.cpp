@@ -76,6 +76,8 @@ LogicalResult ScalarExprBuilder::build(Operation &op, ScalarLets &lets) {
   } else if (auto cast = dyn_cast<CastOp>(op)) {
     ScalarExpr &node = withOperands(newNode(ScalarExpr::Kind::Cast, dtype));
     node.saturates = !cast.getNonSaturating();
+    std::optional<StringRef> mode = cast.getRoundMode();
+    node.roundMode = !mode || *mode == "up" ? 0 : *mode == "down" ? 1 : 2;
     value = &node;
   } else {
     return op.emitError() << "codegen: " << describeOp(&op)

@@ -43,6 +43,7 @@ struct ScalarExpr {
   int64_t integer = 0; ///< Literal of an integer or bool dtype, exactly
   const ElementwiseOpInfo *op = nullptr; ///< Apply
   bool saturates = true; ///< Cast to a float8 dtype: saturate past its range
+  int roundMode = 0;     ///< Cast to f8E8M0FNU: 0 up, 1 down, 2 to nearest
   llvm::SmallVector<const ScalarExpr *, 3> operands;
 };
 

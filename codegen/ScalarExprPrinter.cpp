@@ -100,9 +100,12 @@ static std::string roundedTo(DType dtype, const std::string &value,
 
 /// A conversion between compute types with fusec's cast semantics.
 static std::string castExpression(const std::string &operand, DType from,
-                                  DType to, bool saturates) {
+                                  DType to, bool saturates, int roundMode) {
   if (to == DType::I1)
     return "(" + operand + " != 0)";
+  if (to == DType::F8E8M0)
+    return "fusec_round_to_f8e8m0fnu_by((float)(" + operand + "), " +
+           (saturates ? "1" : "0") + ", " + std::to_string(roundMode) + ")";
   // An explicit cast to a float narrower than f32 rounds, even though the
   // value stays in f32 inside the kernel. It rounds once: f64 and integers
   // (exact in f64 up to 2^53) go through f32 rounded to odd.
@@ -176,7 +179,8 @@ std::string ScalarExprPrinter::print(const ScalarExpr &expr) const {
   }
   case ScalarExpr::Kind::Cast:
     return castExpression(printOperand(expr.operands[0]),
-                          expr.operands[0]->dtype, expr.dtype, expr.saturates);
+                          expr.operands[0]->dtype, expr.dtype, expr.saturates,
+                          expr.roundMode);
   }
   llvm_unreachable("unknown scalar expression kind");
 }

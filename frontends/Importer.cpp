@@ -338,6 +338,15 @@ private:
           state.addAttribute(CastOp::getNonSaturatingAttrName(state.name),
                              builder.getUnitAttr());
       }
+    if (node.op == "cast")
+      if (auto it = node.attrs.find("round_mode"); it != node.attrs.end()) {
+        const std::string *mode = std::get_if<std::string>(&it->second);
+        if (!mode)
+          return emitError(loc)
+                 << "'cast' attr \"round_mode\" must be a string";
+        state.addAttribute(CastOp::getRoundModeAttrName(state.name),
+                           builder.getStringAttr(*mode));
+      }
     Operation *op = builder.create(state);
     if (failed(verify(op)))
       return failure();

@@ -124,7 +124,7 @@ struct Unsupported {
 constexpr int32_t kOnnxFloat8E4M3FN = 17, kOnnxFloat8E4M3FNUZ = 18,
                   kOnnxFloat8E5M2 = 19, kOnnxFloat8E5M2FNUZ = 20,
                   kOnnxUInt4 = 21, kOnnxInt4 = 22, kOnnxFloat4E2M1 = 23,
-                  kOnnxUInt2 = 25, kOnnxInt2 = 26;
+                  kOnnxFloat8E8M0 = 24, kOnnxUInt2 = 25, kOnnxInt2 = 26;
 
 std::optional<DType> dtypeOfOnnx(int32_t elemType) {
   switch (elemType) {
@@ -169,6 +169,8 @@ std::optional<DType> dtypeOfOnnx(int32_t elemType) {
     return DType::I4;
   case kOnnxFloat4E2M1:
     return DType::F4E2M1;
+  case kOnnxFloat8E8M0:
+    return DType::F8E8M0;
   case kOnnxUInt2:
     return DType::U2;
   case kOnnxInt2:
@@ -199,7 +201,7 @@ std::string onnxTypeName(int32_t elemType) {
       {kOnnxUInt4, "UINT4"},
       {kOnnxInt4, "INT4"},
       {kOnnxFloat4E2M1, "FLOAT4E2M1"},
-      {24, "FLOAT8E8M0"},
+      {kOnnxFloat8E8M0, "FLOAT8E8M0"},
       {kOnnxUInt2, "UINT2"},
       {kOnnxInt2, "INT2"},
       {27, "FLOAT6E2M3"},
@@ -628,11 +630,16 @@ void coerceTo2DBeforeOpset13(OnnxConverter &converter,
   becomeView(node, normalized, shape);
 }
 
-/// Cast's and CastLike's saturate (opset 19) applies to float8 targets; the
-/// cast keeps it (fuse.cast's non_saturating). round_mode (24) applies to
-/// float8e8m0 only, which fusec does not have.
+/// Cast's and CastLike's saturate (opset 19) applies to float8 targets, and
+/// round_mode (24) to float8e8m0: the cast keeps them (fuse.cast's
+/// non_saturating and round_mode).
 void keepSaturate(GraphNode &node) {
-  node.attrs.erase("round_mode");
+  if (auto mode = node.attrs.find("round_mode"); mode != node.attrs.end()) {
+    const std::string &name = std::get<std::string>(mode->second);
+    if (name != "up" && name != "down" && name != "nearest")
+      throw Unsupported{"round_mode must be up, down or nearest, not '" + name +
+                        "'"};
+  }
   auto it = node.attrs.find("saturate");
   if (it == node.attrs.end())
     return;

@@ -96,6 +96,8 @@ std::optional<fusec::DType> fuse::toDType(Type type) {
     return fusec::DType::F8E5M2FNUZ;
   if (isa<Float4E2M1FNType>(type))
     return fusec::DType::F4E2M1;
+  if (isa<Float8E8M0FNUType>(type))
+    return fusec::DType::F8E8M0;
   if (type.isSignlessInteger(4))
     return fusec::DType::I4;
   if (type.isUnsignedInteger(4))
@@ -148,6 +150,8 @@ Type fuse::toElementType(MLIRContext *context, fusec::DType dtype) {
     return b.getType<Float8E5M2FNUZType>();
   case fusec::DType::F4E2M1:
     return b.getType<Float4E2M1FNType>();
+  case fusec::DType::F8E8M0:
+    return b.getType<Float8E8M0FNUType>();
   case fusec::DType::I4:
     return b.getIntegerType(4);
   case fusec::DType::U4:
@@ -210,6 +214,11 @@ LogicalResult CastOp::verify() {
     return emitOpError() << "changes the shape from " << typeString(from)
                          << " to " << typeString(to)
                          << "; a cast only converts the dtype";
+  if (std::optional<StringRef> mode = getRoundMode();
+      mode && *mode != "up" && *mode != "down" && *mode != "nearest")
+    return emitOpError() << "round_mode must be \"up\", \"down\" or "
+                            "\"nearest\", not \""
+                         << *mode << "\"";
   return success();
 }
 

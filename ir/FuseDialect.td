@@ -33,7 +33,7 @@ def Fuse_QuantizedTensor : StaticShapeTensorOf<[I8, UI8, I16, UI16, I32,
 // Any takes the narrow storage dtypes too (runtime/NarrowTypes.h): the ops
 // that move values, select them, compare them or cast them.
 def Fuse_AnyTensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I8, I16, I32, I64, UI8, UI16, UI32, UI64, I1,
-    F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, F4E2M1FN, I<4>, UI<4>, I<2>, UI<2>]>;
+    F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, F4E2M1FN, F8E8M0FNU, I<4>, UI<4>, I<2>, UI<2>]>;
 
 // Result constraints named by the table's (Result, Operands) columns.
 defvar Fuse_SameResultOfFloat = Fuse_FloatTensor;

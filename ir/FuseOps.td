@@ -100,9 +100,11 @@ def Fuse_CastOp : Fuse_Op<"cast", [Pure, Fuse_FusionKindOpInterface]> {
     anything to a 4- or 2-bit integer wraps into its bits. To a float8
     dtype, a value past its range saturates to the largest finite value,
     or with `non_saturating` becomes its NaN (E5M2: infinity), ONNX Cast's
-    saturate=0.
+    saturate=0. To f8E8M0FNU (a power of two) the exponent rounds by
+    `round_mode`: "up" (the default), "down" or "nearest".
   }];
-  let arguments = (ins Fuse_AnyTensor:$operand, UnitAttr:$non_saturating);
+  let arguments = (ins Fuse_AnyTensor:$operand, UnitAttr:$non_saturating,
+                       OptionalAttr<StrAttr>:$round_mode);
   let results = (outs Fuse_AnyTensor:$result);
   let assemblyFormat = "$operand attr-dict `:` type($operand) `to` type($result)";
   let hasVerifier = 1;

@@ -30,6 +30,7 @@ Tolerance toleranceFor(DType dtype) {
   case DType::F8E5M2:
   case DType::F8E5M2FNUZ:
   case DType::F4E2M1:
+  case DType::F8E8M0:
   case DType::I4:
   case DType::U4:
   case DType::I2:

@@ -156,6 +156,49 @@ FUSEC_NARROW_FN float fusec_round_to_f4e2m1fn(float value, int saturate) {
   return fusec_f4e2m1fn_to_f32(fusec_f32_to_f4e2m1fn(value, saturate));
 }
 
+/* float8 E8M0 (the MX formats' scale): a power of two 2^(code - 127), no
+ * sign, 0xFF is NaN. ONNX's Cast reads |x|'s exponent and rounds by
+ * `roundMode` (0 up, the default; 1 down; 2 to nearest), saturating at
+ * 2^127 unless `saturate` is 0, as its reference does (numpy_helper's
+ * to_float8e8m0). */
+FUSEC_NARROW_FN uint8_t fusec_f32_to_f8e8m0fnu_rounded(float value,
+                                                       int saturate,
+                                                       int roundMode) {
+  const uint32_t bits = fusec_narrow_bits(value);
+  uint32_t exponent = (bits >> 23) & 0xffu;
+  if (exponent == 0xffu)
+    return 0xffu;
+  int roundUp = 0;
+  if (roundMode == 0) {
+    roundUp = (bits & 0x7fffffu) != 0;
+  } else if (roundMode == 2) {
+    const int guard = (bits & 0x400000u) != 0, round = (bits & 0x200000u) != 0;
+    const int sticky = (bits & 0x1fffffu) != 0, lsb = exponent > 0;
+    roundUp = guard && (round || sticky || lsb);
+  }
+  if (saturate && exponent == 0xfeu)
+    roundUp = 0;
+  return (uint8_t)(exponent + (uint32_t)roundUp);
+}
+FUSEC_NARROW_FN uint8_t fusec_f32_to_f8e8m0fnu(float value, int saturate) {
+  return fusec_f32_to_f8e8m0fnu_rounded(value, saturate, 0);
+}
+FUSEC_NARROW_FN float fusec_f8e8m0fnu_to_f32(uint8_t code) {
+  if (code == 0xffu)
+    return fusec_narrow_float(0x7fc00000u);
+  if (code == 0)
+    return fusec_narrow_float(0x400000u); /* 2^-127, an f32 subnormal */
+  return fusec_narrow_float((uint32_t)code << 23);
+}
+FUSEC_NARROW_FN float fusec_round_to_f8e8m0fnu(float value, int saturate) {
+  return fusec_f8e8m0fnu_to_f32(fusec_f32_to_f8e8m0fnu(value, saturate));
+}
+FUSEC_NARROW_FN float fusec_round_to_f8e8m0fnu_by(float value, int saturate,
+                                                  int roundMode) {
+  return fusec_f8e8m0fnu_to_f32(
+      fusec_f32_to_f8e8m0fnu_rounded(value, saturate, roundMode));
+}
+
 /* The 4- and 2-bit integers: the low `bits` of an integer, two's
  * complement for the signed ones (a wider integer wraps into them). */
 FUSEC_NARROW_FN int8_t fusec_wrap_signed(int64_t value, int bits) {

@@ -35,6 +35,8 @@ uint8_t narrowFloatCode(DType dtype, float value) {
     return fusec_f32_to_f8e5m2(value, 1);
   case DType::F8E5M2FNUZ:
     return fusec_f32_to_f8e5m2fnuz(value, 1);
+  case DType::F8E8M0:
+    return fusec_f32_to_f8e8m0fnu(value, 1);
   default:
     return fusec_f32_to_f4e2m1fn(value, 1);
   }
@@ -79,6 +81,8 @@ double Tensor::at(int64_t i) const {
     return fusec_f8e5m2fnuz_to_f32(load<uint8_t>(bytes, i));
   case DType::F4E2M1:
     return fusec_f4e2m1fn_to_f32(load<uint8_t>(bytes, i));
+  case DType::F8E8M0:
+    return fusec_f8e8m0fnu_to_f32(load<uint8_t>(bytes, i));
   case DType::I4:
   case DType::I2:
     return load<int8_t>(bytes, i);
@@ -123,6 +127,7 @@ void Tensor::set(int64_t i, double value) {
   case DType::F8E5M2:
   case DType::F8E5M2FNUZ:
   case DType::F4E2M1:
+  case DType::F8E8M0:
     return store<uint8_t>(
         bytes, i, narrowFloatCode(dtype, fusec_f64_to_f32_round_odd(value)));
   case DType::I4:

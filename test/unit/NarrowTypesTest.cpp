@@ -229,6 +229,72 @@ void checkNarrowIntegers(Target target) {
   }
 }
 
+/// ONNX Cast to float8 E8M0 (2^(code - 127)), from the definition of its
+/// rounding modes in values: x's sign is ignored; |x| between 2^e and
+/// 2^(e+1) goes up (unless it is 2^e), down, or to nearest (up from 1.5 *
+/// 2^e); below the smallest normal f32 the code is 0 and any nonzero value
+/// goes up (nearest: above 2^-127). Past 2^127 it saturates or is NaN.
+double e8m0Reference(double x, int mode, bool saturate) {
+  if (!std::isfinite(x))
+    return NAN;
+  const double a = std::fabs(static_cast<float>(x));
+  const double smallest = std::ldexp(1.0, -126);
+  int code;
+  bool up;
+  if (a < smallest) {
+    code = 0;
+    const double half = std::ldexp(1.0, -127);
+    up = mode == 0 ? a != 0 : mode == 2 ? a > half : false;
+  } else {
+    int e = std::ilogb(a);
+    code = e + 127;
+    double power = std::ldexp(1.0, e);
+    up = mode == 0 ? a != power : mode == 2 ? a >= 1.5 * power : false;
+  }
+  if (up && !(saturate && code == 254))
+    ++code;
+  if (code == 255)
+    return NAN;
+  return std::ldexp(1.0, code - 127);
+}
+
+void checkE8M0(Target target) {
+  std::vector<double> values = {0.0,  -0.0, 1.0,    -2.0,     1.25,  1.5,
+                                1.75, 3.0,  0.375,  1e-30,    1e-39, 1e-44,
+                                3e38, 2e38, 1.7e38, INFINITY, NAN,   65504};
+  for (int k = -130; k <= 127; k += 7)
+    for (double m : {1.0, 1.2, 1.5, 1.9})
+      values.push_back(std::ldexp(m, k));
+  const int64_t n = values.size();
+  Tensor x(DType::F32, {n});
+  for (int64_t i = 0; i < n; ++i)
+    x.set(i, values[i]);
+  const char *modes[] = {"up", "down", "nearest"};
+  GraphBuilder b("e8m0");
+  std::string v = b.input("x", DType::F32, {n});
+  for (const char *mode : modes)
+    for (int64_t saturate : {1, 0})
+      b.output(b.op("cast",
+                    {b.op("cast", {v},
+                          {{"dtype", std::string("f8E8M0FNU")},
+                           {"round_mode", std::string(mode)},
+                           {"saturate", saturate}})},
+                    {{"dtype", std::string("f32")}}));
+  test::compileForGpus(b.build());
+  std::vector<Tensor> out =
+      compile(b.build(), test::testOptions(true, target)).run({x});
+  REQUIRE(out.size() == 6);
+  for (int m = 0; m < 3; ++m)
+    for (int saturate : {1, 0}) {
+      INFO(modes[m] << (saturate ? ", saturating" : ""));
+      const Tensor &got = out[m * 2 + (saturate ? 0 : 1)];
+      for (int64_t i = 0; i < n; ++i) {
+        INFO("x " << values[i]);
+        CHECK(sameValue(got.at(i), e8m0Reference(values[i], m, saturate)));
+      }
+    }
+}
+
 } // namespace
 
 TEST_CASE("float8 and float4 convert as ONNX Cast defines", "[ops]") {
@@ -280,4 +346,13 @@ TEST_CASE("narrow dtypes move through layout ops and select exactly", "[ops]") {
       double value = codes.at(r * columns + c);
       CHECK(out[2].bytes[r * columns + c] == (value >= 0 ? at : transposed));
     }
+}
+
+TEST_CASE("float8 E8M0 rounds by round_mode", "[ops]") {
+  checkE8M0(Target::Cpu);
+}
+
+TEST_CASE("float8 E8M0 rounds by round_mode on the GPU", "[ops][gpu]") {
+  FUSEC_SKIP_IF(cuda::unavailableReason());
+  checkE8M0(Target::Cuda);
 }
