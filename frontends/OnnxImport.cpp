@@ -2448,8 +2448,9 @@ void poolBySlices(OnnxConverter &converter, const onnx::NodeProto &proto,
                   GraphNode &node) {
   const bool isMax = proto.op_type() == "MaxPool";
   std::vector<std::string> outputs = node.outputs;
-  if (outputs.size() > 1 && !outputs[1].empty())
-    throw Unsupported{"MaxPool's Indices output is not supported"};
+  const bool wantsIndices = outputs.size() > 1 && !outputs[1].empty();
+  const bool columnMajor = intAttr(node, "storage_order", 0) != 0;
+  node.attrs.erase("storage_order");
   node.outputs.resize(1);
   const std::string x = node.inputs.at(0);
   Shape shape = converter.requireShape(x, proto.op_type());
@@ -2521,6 +2522,60 @@ void poolBySlices(OnnxConverter &converter, const onnx::NodeProto &proto,
   std::vector<int64_t> axes(spatial);
   for (int64_t i = 0; i < spatial; ++i)
     axes[i] = i + 2;
+  // MaxPool's Indices, as ONNX's reference finds them: the window's
+  // positions inside the input in order (the last dim fastest), the first
+  // one taken and replaced only by a greater value; each index is the
+  // position in the flattened input (storage_order 1: the spatial dims
+  // column-major).
+  if (wantsIndices && (!isMax || isLp))
+    throw Unsupported{proto.op_type() + " has one output"};
+  std::string best, bestIndex;
+  Shape windowShape(rank, 1);
+  for (int64_t i = 0; i < spatial; ++i)
+    windowShape[i + 2] = out[i];
+  auto trackArgmax = [&](const std::string &tap,
+                         const std::vector<int64_t> &starts, int64_t o) {
+    const std::string tag = std::to_string(o);
+    Tensor position(DType::I64, windowShape);
+    for (int64_t e = 0; e < position.numElements(); ++e) {
+      int64_t rest = e, flat = 0, stride = 1;
+      bool inside = true;
+      std::vector<int64_t> at(spatial);
+      for (int64_t i = spatial; i-- > 0;) {
+        at[i] = (rest % out[i]) * strides[i] + starts[i] - padBefore[i];
+        rest /= out[i];
+        inside &= at[i] >= 0 && at[i] < shape[i + 2];
+      }
+      for (int64_t k = 0; k < spatial; ++k) {
+        int64_t i = columnMajor ? k : spatial - 1 - k;
+        flat += at[i] * stride;
+        stride *= shape[i + 2];
+      }
+      position.set(e, inside ? static_cast<double>(flat) : -1.0);
+    }
+    std::string index =
+        converter.addStepConstant(node, "tap_index_" + tag, position);
+    if (o == 0) {
+      best = tap;
+      bestIndex = index;
+      return;
+    }
+    std::string none = converter.addStepConstant(node, "no_index_" + tag,
+                                                 scalarTensor(DType::I64, -1));
+    std::string take = converter.addStep(
+        node, "and",
+        {converter.addStep(node, "ne", {index, none}, "tap_inside_" + tag),
+         converter.addStep(
+             node, "or",
+             {converter.addStep(node, "eq", {bestIndex, none},
+                                "nothing_yet_" + tag),
+              converter.addStep(node, "gt", {tap, best}, "greater_" + tag)},
+             "better_" + tag)},
+        "take_" + tag);
+    best = converter.addStep(node, "select", {take, tap, best}, "best_" + tag);
+    bestIndex = converter.addStep(node, "select", {take, index, bestIndex},
+                                  "best_index_" + tag);
+  };
   for (int64_t o = 0; o < taps; ++o) {
     std::vector<int64_t> starts(spatial), ends(spatial);
     int64_t rest = o;
@@ -2541,6 +2596,24 @@ void poolBySlices(OnnxConverter &converter, const onnx::NodeProto &proto,
             ? slice
             : converter.addStep(node, isMax ? "max" : "add", {combined, slice},
                                 "taps_" + std::to_string(o));
+    if (wantsIndices)
+      trackArgmax(slice, starts, o);
+  }
+  if (wantsIndices) {
+    // The flat index of each (n, c) plane's first element, added last.
+    Shape planeShape(rank, 1);
+    planeShape[0] = shape[0];
+    planeShape[1] = shape[1];
+    Tensor planes(DType::I64, planeShape);
+    int64_t planeSize = 1;
+    for (int64_t i = 0; i < spatial; ++i)
+      planeSize *= shape[i + 2];
+    for (int64_t p = 0; p < shape[0] * shape[1]; ++p)
+      planes.set(p, static_cast<double>(p * planeSize));
+    converter.addOutputStep(
+        node, "add",
+        {bestIndex, converter.addStepConstant(node, "plane_offsets", planes)},
+        outputs[1]);
   }
   if (isMax || isLp) {
     Shape result{shape[0], shape[1]};

@@ -1258,3 +1258,39 @@ save("batchnorm_f16_training",
       value("running_var16", F16, [3])], 15, initializers)
 write_tensors("batchnorm_f16_training", list(feeds.values()),
               reference("batchnorm_f16_training", feeds))
+
+
+# maxpool_indices: MaxPool's Indices output (2-D with pads, dilations and
+# ceil_mode, ties and -inf in a window, column-major storage_order; 1-D;
+# 3-D), against onnx.reference (the first greatest position of each window
+# in order). The u8 pool gives no indices here: onnx.reference's u8 indices
+# name positions outside their windows (3 for a window of 0, 1, 5, 6).
+rng = np.random.default_rng(37)
+x2 = rng.integers(-3, 4, (2, 3, 7, 6)).astype(np.float32)
+x2[0, 0, :2, :2] = -np.inf
+feeds = {"x2": x2,
+         "x1": rng.standard_normal((1, 2, 9)).astype(np.float32),
+         "x3": rng.standard_normal((1, 1, 4, 5, 3)).astype(np.float32),
+         "xu8": rng.integers(0, 4, (1, 2, 5, 5)).astype(np.uint8)}
+nodes = [
+    helper.make_node("MaxPool", ["x2"], ["p2", "i2"], kernel_shape=[3, 2],
+                     pads=[1, 0, 1, 1], strides=[2, 1], dilations=[1, 2],
+                     ceil_mode=1),
+    helper.make_node("MaxPool", ["x2"], ["p2c", "i2c"], kernel_shape=[2, 2],
+                     strides=[2, 2], storage_order=1),
+    helper.make_node("MaxPool", ["x1"], ["p1", "i1"], kernel_shape=[3],
+                     strides=[2], pads=[1, 1]),
+    helper.make_node("MaxPool", ["x3"], ["p3", "i3"], kernel_shape=[2, 2, 2],
+                     strides=[1, 2, 1]),
+    helper.make_node("MaxPool", ["xu8"], ["pu8"], kernel_shape=[2, 2])]
+save("maxpool_indices", nodes,
+     [value("x2", F, [2, 3, 7, 6]), value("x1", F, [1, 2, 9]),
+      value("x3", F, [1, 1, 4, 5, 3]), value("xu8", TensorProto.UINT8,
+                                             [1, 2, 5, 5])],
+     [value("p2", F, [2, 3, 4, 5]), value("i2", I64, [2, 3, 4, 5]),
+      value("p2c", F, [2, 3, 3, 3]), value("i2c", I64, [2, 3, 3, 3]),
+      value("p1", F, [1, 2, 5]), value("i1", I64, [1, 2, 5]),
+      value("p3", F, [1, 1, 3, 2, 2]), value("i3", I64, [1, 1, 3, 2, 2]),
+      value("pu8", TensorProto.UINT8, [1, 2, 4, 4])], 12)
+write_tensors("maxpool_indices", list(feeds.values()),
+              reference("maxpool_indices", feeds))
