@@ -1535,10 +1535,13 @@ void affineGrid(OnnxConverter &converter, const onnx::NodeProto &,
     throw Unsupported{"AffineGrid's theta must be [" + std::to_string(size[0]) +
                       ", " + std::to_string(spatial) + ", " +
                       std::to_string(spatial + 1) + "] for that size"};
+  // The positions become a constant: their count is bounded before it is
+  // multiplied out (2^26, as every constant a converter builds).
   int64_t positions = 1;
   for (int64_t d = 2; d < static_cast<int64_t>(size.size()); ++d) {
-    if (size[d] <= 0)
-      throw Unsupported{"AffineGrid's size must be positive"};
+    if (size[d] <= 0 || size[d] > (int64_t(1) << 26) / positions)
+      throw Unsupported{"AffineGrid's size dims must be positive, with at "
+                        "most 2^26 positions in all"};
     positions *= size[d];
   }
   checkConstantElements(positions * (spatial + 1), "AffineGrid's positions");
@@ -2536,6 +2539,7 @@ void poolBySlices(OnnxConverter &converter, const onnx::NodeProto &proto,
   auto trackArgmax = [&](const std::string &tap,
                          const std::vector<int64_t> &starts, int64_t o) {
     const std::string tag = std::to_string(o);
+    checkConstantElements(numElements(windowShape), "MaxPool's indices");
     Tensor position(DType::I64, windowShape);
     for (int64_t e = 0; e < position.numElements(); ++e) {
       int64_t rest = e, flat = 0, stride = 1;
