@@ -1353,21 +1353,36 @@ void batchNormalization(OnnxConverter &converter, const onnx::NodeProto &,
     params[2] = meanAlong;
     params[3] = viewStep(converter, node, batchVar, along, "batch_var_view");
   }
-  // scale * (x - mean) is x's dtype (two ops of T, each rounded); the
-  // rest is the compute dtype (epsilon is an f32 attribute).
+  // x - mean, and scale times it, are x's dtype where their operands are
+  // (ops of T, each rounded; a wider parameter widens them, as NumPy
+  // promotes); the rest is the compute dtype (epsilon is an f32 attribute).
   auto ofInput = [&](const std::string &value) {
-    return compute == dtype
-               ? value
-               : converter.addStep(node, "cast", {value}, value + "_narrow",
-                                   {{"dtype", std::string(dtypeName(dtype))}});
+    return converter.addStep(node, "cast", {value}, value + "_narrow",
+                             {{"dtype", std::string(dtypeName(dtype))}});
   };
-  std::string centered = converter.addStep(
-      node, "sub", {ofInput(input), ofInput(params[2])}, "centered");
+  auto widened = [&](const std::string &value) {
+    return converter.addStep(node, "cast", {value}, value + "_wide",
+                             {{"dtype", computeName}});
+  };
+  const bool narrowCentered =
+      compute != dtype &&
+      (training || converter.requireDType(node.inputs[3], "mean") == dtype);
+  const bool narrowScaled =
+      narrowCentered &&
+      converter.requireDType(node.inputs[1], "scale") == dtype;
+  std::string centered =
+      narrowCentered
+          ? converter.addStep(node, "sub", {ofInput(input), ofInput(params[2])},
+                              "centered")
+          : converter.addStep(node, "sub", {input, params[2]}, "centered");
   std::string scaled =
-      converter.addStep(node, "mul", {ofInput(params[0]), centered}, "scaled");
-  if (compute != dtype)
-    scaled = converter.addStep(node, "cast", {scaled}, "scaled_wide",
-                               {{"dtype", computeName}});
+      narrowScaled
+          ? widened(converter.addStep(node, "mul",
+                                      {ofInput(params[0]), centered}, "scaled"))
+          : converter.addStep(
+                node, "mul",
+                {params[0], narrowCentered ? widened(centered) : centered},
+                "scaled");
   std::string shifted =
       converter.addStep(node, "add", {params[3], epsilonValue}, "var_eps");
   std::string deviation =
@@ -1513,9 +1528,9 @@ void gatherElementsFlat(OnnxConverter &converter, const onnx::NodeProto &,
 
 /// AffineGrid: theta [N, 2, 3] (or [N, 3, 4]) applied to the normalized
 /// positions of an output of `size` [N, C, (D,) H, W], homogeneous (x, y,
-/// (z,) 1), as ONNX's reference computes it: the positions in f64 (start +
-/// i * step, NumPy's arange), theta widened to f64, one matmul, the result
-/// rounded to theta's dtype.
+/// (z,) 1), as ONNX's reference computes it: the positions in f64 (NumPy's
+/// arange), theta widened to f64, one matmul, the result rounded to theta's
+/// dtype.
 void affineGrid(OnnxConverter &converter, const onnx::NodeProto &,
                 GraphNode &node) {
   if (node.inputs.size() != 2 || node.inputs[0].empty() ||
@@ -1555,10 +1570,12 @@ void affineGrid(OnnxConverter &converter, const onnx::NodeProto &,
       const int64_t i = rest % dim;
       rest /= dim;
       double coordinate;
-      if (alignCorners)
-        coordinate = dim == 1 ? -1.0 : -1.0 + i * (2.0 / (dim - 1));
-      else
-        coordinate = (-1.0 + (2.0 / dim) / 2) + i * (2.0 / dim);
+      // NumPy's arange: start + i * ((start + step) - start).
+      const double step = alignCorners ? 2.0 / (dim - 1) : 2.0 / dim;
+      const double start = alignCorners ? -1.0 : -1.0 + step / 2;
+      coordinate = alignCorners && dim == 1
+                       ? -1.0
+                       : start + i * ((start + step) - start);
       grid.set(k * positions + p, coordinate);
     }
     grid.set(spatial * positions + p, 1.0);
@@ -1585,7 +1602,8 @@ void affineGrid(OnnxConverter &converter, const onnx::NodeProto &,
 
 /// ReverseSequence: along time_axis, each batch entry's first
 /// sequence_lens[b] elements reversed and the rest kept, as a GatherElements
-/// of x by index = t < len ? len - 1 - t : t.
+/// of x by index = t < len ? len - 1 - t : t (len clamped as ONNX's
+/// reference slices it).
 void reverseSequence(OnnxConverter &converter, const onnx::NodeProto &,
                      GraphNode &node) {
   if (node.inputs.size() != 2 || node.inputs[0].empty() ||
@@ -1609,6 +1627,27 @@ void reverseSequence(OnnxConverter &converter, const onnx::NodeProto &,
   if (converter.requireDType(lens, "ReverseSequence") != DType::I64)
     length = converter.addStep(node, "cast", {lens}, "lens_i64",
                                {{"dtype", std::string("i64")}});
+  // A length past the time dim reverses all of it; a negative one counts
+  // from the end (the reference's NumPy slices: [0, len) and [len - 1, 0]).
+  auto i64 = [&](const std::string &suffix, int64_t value) {
+    return converter.addStepConstant(node, suffix,
+                                     scalarTensor(DType::I64, value));
+  };
+  const int64_t steps = shape[timeAxis];
+  std::string fromEnd = converter.addStep(
+      node, "max",
+      {converter.addStep(node, "add", {length, i64("steps", steps)},
+                         "lens_from_end"),
+       i64("lens_floor", 0)},
+      "lens_from_end_clamped");
+  length = converter.addStep(
+      node, "select",
+      {converter.addStep(node, "lt", {length, i64("zero_lens", 0)},
+                         "lens_negative"),
+       fromEnd,
+       converter.addStep(node, "min", {length, i64("steps_cap", steps)},
+                         "lens_capped")},
+      "lens_effective");
   Shape alongBatch(rank, 1);
   alongBatch[batchAxis] = shape[batchAxis];
   length = viewStep(converter, node, length, alongBatch, "lens_along_batch");
@@ -1965,7 +2004,7 @@ void quantizeLinear(OnnxConverter &converter, const onnx::NodeProto &,
   const bool toFloat = isFloat(outputType);
   if (outputType != DType::U8 && outputType != DType::I8 &&
       outputType != DType::U16 && outputType != DType::I16 &&
-      !isNarrow(outputType))
+      (!isNarrow(outputType) || outputType == DType::F8E8M0))
     throw Unsupported{std::string("QuantizeLinear to ") +
                       dtypeName(outputType) +
                       " is not supported (u8, i8, u16, i16, float8, float4, "
@@ -2604,7 +2643,10 @@ void poolBySlices(OnnxConverter &converter, const onnx::NodeProto &proto,
       trackArgmax(slice, starts, o);
   }
   if (wantsIndices) {
-    // The flat index of each (n, c) plane's first element, added last.
+    // The flat index of each (n, c) plane's first element, added last; a
+    // window wholly in the padding keeps -1, as the reference leaves it.
+    if (shape[0] > 0 && shape[1] > (int64_t(1) << 26) / shape[0])
+      throw Unsupported{"MaxPool's indices would need more than 2^26 planes"};
     Shape planeShape(rank, 1);
     planeShape[0] = shape[0];
     planeShape[1] = shape[1];
@@ -2614,9 +2656,16 @@ void poolBySlices(OnnxConverter &converter, const onnx::NodeProto &proto,
       planeSize *= shape[i + 2];
     for (int64_t p = 0; p < shape[0] * shape[1]; ++p)
       planes.set(p, static_cast<double>(p * planeSize));
+    std::string none = converter.addStepConstant(node, "no_index",
+                                                 scalarTensor(DType::I64, -1));
     converter.addOutputStep(
-        node, "add",
-        {bestIndex, converter.addStepConstant(node, "plane_offsets", planes)},
+        node, "select",
+        {converter.addStep(node, "eq", {bestIndex, none}, "window_outside"),
+         none,
+         converter.addStep(node, "add",
+                           {bestIndex, converter.addStepConstant(
+                                           node, "plane_offsets", planes)},
+                           "flat_index")},
         outputs[1]);
   }
   if (isMax || isLp) {

@@ -52,10 +52,15 @@ struct MakeBroadcastsExplicit
                                   cast<RankedTensorType>(source.getType())
                                       .clone(resultType.getShape()),
                                   source);
-        if (castOp)
-          broadcast =
+        if (castOp) {
+          // The same conversion (saturation and rounding mode too).
+          auto repeated =
               CastOp::create(builder, castOp.getLoc(),
                              type.clone(resultType.getShape()), broadcast);
+          repeated.setNonSaturating(castOp.getNonSaturating());
+          repeated.setRoundModeAttr(castOp.getRoundModeAttr());
+          broadcast = repeated;
+        }
         operand.set(broadcast);
         ++numBroadcasts;
       }

@@ -130,15 +130,15 @@ FUSEC_FLOAT8(f8e5m2fnuz, 2, 16, 0x7fu, 1, 0)
 
 /* float4 E2M1: a sign bit (0x8) over 2 exponent and 1 fraction bits, no
  * infinity or NaN: out of range saturates to 6 whatever `saturate` says
- * (ONNX: the attribute applies to float8 only), and NaN becomes 0x8 as in
- * ONNX's reference (ml_dtypes). */
+ * (ONNX: the attribute applies to float8 only), and NaN becomes a zero of
+ * the opposite sign (NaN -0, -NaN +0), as in ONNX's reference (ml_dtypes). */
 FUSEC_NARROW_FN uint8_t fusec_f32_to_f4e2m1fn(float value, int saturate) {
   (void)saturate;
   const uint32_t bits = fusec_narrow_bits(value);
   const uint32_t sign = (bits >> 28) & 0x8u;
   const uint32_t magnitude = bits & 0x7fffffffu;
   if (magnitude > 0x7f800000u)
-    return 0x8u;
+    return sign ^ 0x8u;
   uint32_t code =
       magnitude == 0x7f800000u ? 0x7u : fusec_narrow_round(magnitude, 1, 1);
   return (uint8_t)(sign | (code > 0x7u ? 0x7u : code));

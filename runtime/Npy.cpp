@@ -145,6 +145,18 @@ Tensor readNpy(const std::string &path, std::optional<DType> expected) {
     throw fail("truncated .npy data: expected " +
                std::to_string(tensor.bytes.size()) + " bytes for " +
                tensor.typeString());
+  // The 4- and 2-bit integers travel a byte each: every byte must hold one.
+  if (isInteger(*dtype) && isNarrow(*dtype)) {
+    const int bits = dtypeInfo(*dtype).bits;
+    const int64_t low = isUnsigned(*dtype) ? 0 : -(int64_t(1) << (bits - 1));
+    const int64_t high = low + (int64_t(1) << bits) - 1;
+    for (int64_t i = 0; i < tensor.numElements(); ++i)
+      if (tensor.at(i) < low || tensor.at(i) > high)
+        throw fail("element " + std::to_string(i) + " (" +
+                   std::to_string(static_cast<int64_t>(tensor.at(i))) +
+                   ") is outside " + dtypeName(*dtype) + "'s range [" +
+                   std::to_string(low) + ", " + std::to_string(high) + "]");
+  }
   return tensor;
 }
 

@@ -66,8 +66,8 @@ double valueOf(const FloatFormat &f, int code) {
 
 /// ONNX Cast of `x` to the format, as a value (NaN for NaN).
 double converted(const FloatFormat &f, double x, bool saturate) {
-  if (std::isnan(x))
-    return f.dtype == DType::F4E2M1 ? -0.0 : NAN; // float4 has no NaN
+  if (std::isnan(x)) // float4 has no NaN: a zero of the other sign
+    return f.dtype == DType::F4E2M1 ? (std::signbit(x) ? 0.0 : -0.0) : NAN;
   double largest = 0;
   for (int code = 0; code < codeCount(f); ++code)
     if (std::isfinite(valueOf(f, code)))
@@ -113,8 +113,8 @@ bool sameValue(double a, double b) {
 /// Values around every one of the format's: itself, the midpoints to its
 /// neighbours and just either side of them, past the range, specials.
 std::vector<double> probeValues(const FloatFormat &f) {
-  std::vector<double> values = {0.0,   -0.0,  NAN,    INFINITY, -INFINITY, 1e30,
-                                -1e30, 1e-30, -1e-30, 1e-45,    3.4e38};
+  std::vector<double> values = {0.0,  -0.0,  NAN,   -NAN,   INFINITY, -INFINITY,
+                                1e30, -1e30, 1e-30, -1e-30, 1e-45,    3.4e38};
   std::vector<double> finite;
   for (int code = 0; code < codeCount(f); ++code)
     if (std::isfinite(valueOf(f, code)))
@@ -355,4 +355,44 @@ TEST_CASE("float8 E8M0 rounds by round_mode", "[ops]") {
 TEST_CASE("float8 E8M0 rounds by round_mode on the GPU", "[ops][gpu]") {
   FUSEC_SKIP_IF(cuda::unavailableReason());
   checkE8M0(Target::Cuda);
+}
+
+TEST_CASE("a cast moved behind a broadcast keeps its saturation and rounding",
+          "[ops]") {
+  // fuse-make-broadcasts-explicit repeats a cast per element after the
+  // broadcast it feeds: the repeated cast must convert the same way.
+  GraphBuilder b("broadcast_cast");
+  std::string x = b.input("x", DType::F32, {4});
+  std::string pick = b.input("pick", DType::I1, {3, 4});
+  std::string other = b.input("other", DType::F32, {3, 4});
+  auto selected = [&](const std::string &dtype, const std::string &attr,
+                      AttrValue value) {
+    std::string narrow =
+        b.op("cast", {x}, {{"dtype", dtype}, {attr, std::move(value)}});
+    std::string fallback = b.op("cast", {other}, {{"dtype", dtype}});
+    return b.op("cast", {b.op("select", {pick, narrow, fallback})},
+                {{"dtype", std::string("f32")}});
+  };
+  b.output(selected("f8E4M3FN", "saturate", int64_t(0)));
+  b.output(selected("f8E8M0FNU", "round_mode", std::string("down")));
+  Tensor xs(DType::F32, {4}), picks(DType::I1, {3, 4}),
+      others(DType::F32, {3, 4});
+  const double values[] = {1000, 3, -1e6, 0.3};
+  for (int i = 0; i < 4; ++i)
+    xs.set(i, values[i]);
+  for (int i = 0; i < 12; ++i)
+    picks.set(i, 1);
+  for (bool fuse : {true, false}) {
+    INFO((fuse ? "fused" : "unfused"));
+    std::vector<Tensor> out =
+        compile(b.build(), test::testOptions(fuse)).run({xs, picks, others});
+    for (int row = 0; row < 3; ++row) {
+      CHECK(std::isnan(out[0].at(row * 4 + 0))); // past 448, not saturated
+      CHECK(out[0].at(row * 4 + 1) == 3);
+      CHECK(std::isnan(out[0].at(row * 4 + 2)));
+      CHECK(out[1].at(row * 4 + 0) == 512); // 1000 rounded down
+      CHECK(out[1].at(row * 4 + 1) == 2);
+      CHECK(out[1].at(row * 4 + 3) == 0.25);
+    }
+  }
 }

@@ -1191,14 +1191,15 @@ write_tensors("narrow_dtypes", list(feeds.values()),
 
 # batchnorm_reverse_affine: BatchNormalization in training mode (batch
 # statistics; running mean and variance outputs, f32 and f16), ReverseSequence
-# along either layout, AffineGrid 2-D and 3-D with and without
-# align_corners (size a constant, as fusec's static shapes need); against
-# onnx.reference.
+# along either layout (lengths past the time dim and negative, as NumPy
+# slices them), AffineGrid 2-D and 3-D with and without align_corners
+# (size a constant, as fusec's static shapes need; 37 x 7, where NumPy's
+# arange steps show); against onnx.reference.
 rng = np.random.default_rng(29)
 feeds = {"bn_x": rng.standard_normal((3, 4, 2, 5)).astype(np.float32),
          "seq_tb": rng.standard_normal((5, 3, 2)).astype(np.float32),
          "seq_bt": rng.integers(-9, 9, (3, 5)).astype(np.int32),
-         "lens": np.array([5, 1, 3], np.int64),
+         "lens": np.array([7, -2, 3], np.int64),
          "theta2": rng.standard_normal((2, 2, 3)).astype(np.float32),
          "theta3": rng.standard_normal((1, 3, 4)).astype(np.float32)}
 initializers = [
@@ -1206,7 +1207,7 @@ initializers = [
     numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "bn_b"),
     numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "bn_m"),
     numpy_helper.from_array(rng.random(4).astype(np.float32) + 0.5, "bn_v"),
-    numpy_helper.from_array(np.array([2, 1, 3, 4], np.int64), "size2"),
+    numpy_helper.from_array(np.array([2, 1, 37, 7], np.int64), "size2"),
     numpy_helper.from_array(np.array([1, 1, 2, 3, 4], np.int64), "size3")]
 nodes = [
     helper.make_node("BatchNormalization",
@@ -1229,7 +1230,8 @@ save("batchnorm_reverse_affine", nodes,
      [value("bn_y", F, [3, 4, 2, 5]), value("bn_running_mean", F, [4]),
       value("bn_running_var", F, [4]),
       value("reversed_tb", F, [5, 3, 2]), value("reversed_bt", I32, [3, 5]),
-      value("grid2", F, [2, 3, 4, 2]), value("grid2_corners", F, [2, 3, 4, 2]),
+      value("grid2", F, [2, 37, 7, 2]),
+      value("grid2_corners", F, [2, 37, 7, 2]),
       value("grid3", F, [1, 2, 3, 4, 3]),
       value("grid3_corners", F, [1, 2, 3, 4, 3])], 20, initializers)
 write_tensors("batchnorm_reverse_affine", list(feeds.values()),
@@ -1248,14 +1250,23 @@ initializers = [
     numpy_helper.from_array(np.array([0, 0.25, -1], np.float16), "b16"),
     numpy_helper.from_array(np.array([0.5, 0, -0.5], np.float16), "m16"),
     numpy_helper.from_array(np.array([1, 2, 0.5], np.float16), "v16")]
+initializers += [
+    numpy_helper.from_array(np.array([1, 0.3, 2], np.float32), "s32"),
+    numpy_helper.from_array(np.array([0.1, 0.25, -1], np.float32), "b32"),
+    numpy_helper.from_array(np.array([0.3, 0, -0.7], np.float32), "m32"),
+    numpy_helper.from_array(np.array([1, 2.5, 0.5], np.float32), "v32")]
 save("batchnorm_f16_training",
      [helper.make_node("BatchNormalization",
                        ["x16", "s16", "b16", "m16", "v16"],
                        ["y16", "running_mean16", "running_var16"],
-                       training_mode=1)],
+                       training_mode=1),
+      # Inference with f32 parameters: x - mean in f32 (NumPy promotes).
+      helper.make_node("BatchNormalization",
+                       ["x16", "s32", "b32", "m32", "v32"], ["y16_f32_params"])],
      [value("x16", F16, [2, 3, 6])],
      [value("y16", F16, [2, 3, 6]), value("running_mean16", F16, [3]),
-      value("running_var16", F16, [3])], 15, initializers)
+      value("running_var16", F16, [3]),
+      value("y16_f32_params", F16, [2, 3, 6])], 15, initializers)
 write_tensors("batchnorm_f16_training", list(feeds.values()),
               reference("batchnorm_f16_training", feeds))
 
