@@ -67,12 +67,11 @@ std::string storageLiteral(DType dtype, const APInt &bits) {
     std::snprintf(text, sizeof text, "(uint8_t)0x%02x",
                   static_cast<unsigned>(bits.getZExtValue()));
     return text;
-  case DType::I4:
-  case DType::I2:
-    return "(int8_t)" + std::to_string(bits.getSExtValue());
   case DType::I1:
     return bits.isZero() ? "false" : "true";
   case DType::I8:
+  case DType::I4:
+  case DType::I2:
     return "(int8_t)" + std::to_string(bits.getSExtValue());
   case DType::I32:
     if (bits.getSExtValue() == INT32_MIN)
