@@ -1,7 +1,6 @@
 //===- Compiler.cpp - Wiring the stages together -------------------------===//
 
 #include "compiler/Compiler.h"
-#include "compiler/FuseContext.h"
 
 #include "compiler/Driver.h"
 #include "frontends/Onnx.h"
@@ -202,27 +201,13 @@ LogicalResult checkTensorSizes(ModuleOp module) {
   return failure(walked.wasInterrupted());
 }
 
-} // namespace
-
-std::unique_ptr<MLIRContext> newFuseContext() {
-  DialectRegistry registry;
-  registry.insert<fuse::FuseDialect, func::FuncDialect>();
-  auto context = std::make_unique<MLIRContext>(registry);
-  context->loadAllAvailableDialects();
-  context->disableMultithreading();
-  context->printOpOnDiagnostic(false);
-  return context;
-}
-
-namespace {
-
 /// Runs the stages after the frontend on `makeModule`'s module.
 template <typename MakeModule>
 Lowering lower(const CompileOptions &options, bool captureIR, Stage stopAfter,
                MakeModule makeModule) {
   static std::once_flag registered;
   std::call_once(registered, [] { fuse::registerAllFusePasses(); });
-  std::unique_ptr<MLIRContext> ownedContext = newFuseContext();
+  std::unique_ptr<MLIRContext> ownedContext = fuse::newFuseContext();
   MLIRContext &context = *ownedContext;
   DiagnosticCollector diagnostics(context, options.onRemark);
 

@@ -10,7 +10,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Driver.h"
-#include "compiler/FuseContext.h"
 
 #include "codegen/RegionKind.h"
 #include "frontends/Importer.h"
@@ -432,7 +431,7 @@ std::string findOnPath(const std::string &program) {
 std::string fusionGraphDot(const std::string &path,
                            const CompileOptions &options,
                            const Program &program) {
-  std::unique_ptr<MLIRContext> ownedContext = newFuseContext();
+  std::unique_ptr<MLIRContext> ownedContext = fuse::newFuseContext();
   MLIRContext &context = *ownedContext;
 
   DenseMap<Location, int> tagOf;

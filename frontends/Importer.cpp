@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/SourceMgr.h"
@@ -21,6 +22,16 @@ using fusec::Graph;
 using fusec::GraphNode;
 
 namespace fuse {
+
+std::unique_ptr<MLIRContext> newFuseContext() {
+  DialectRegistry registry;
+  registry.insert<FuseDialect, func::FuncDialect>();
+  auto context = std::make_unique<MLIRContext>(registry);
+  context->loadAllAvailableDialects();
+  context->disableMultithreading();
+  context->printOpOnDiagnostic(false);
+  return context;
+}
 
 namespace {
 
@@ -82,6 +93,43 @@ public:
     if (failed(verify(*module)))
       return nullptr;
     return module;
+  }
+
+  /// GraphValueTypes: imports into `body` what the graph gained since the
+  /// last call, its inputs and constants as arguments of `body` (only their
+  /// types matter there), its nodes in their order; a node that does not
+  /// import leaves its output undefined.
+  void importAdded(Block *body) {
+    builder.setInsertionPointToEnd(body);
+    auto addArgument = [&](const std::string &name, fusec::DType dtype,
+                           const fusec::Shape &shape) {
+      if (llvm::all_of(shape, [](int64_t dim) { return dim >= 0; }))
+        values.try_emplace(
+            name, body->addArgument(tensorType(dtype, shape), nodeLoc(name)));
+    };
+    for (; importedInputs < graph.inputs.size(); ++importedInputs) {
+      const fusec::GraphInput &input = graph.inputs[importedInputs];
+      addArgument(input.name, input.dtype, input.shape);
+    }
+    for (; importedConstants < graph.constants.size(); ++importedConstants) {
+      const fusec::GraphConstant &constant = graph.constants[importedConstants];
+      addArgument(constant.name, constant.value.dtype, constant.value.shape);
+    }
+    for (; importedNodes < graph.nodes.size(); ++importedNodes) {
+      const GraphNode &node = graph.nodes[importedNodes];
+      if (llvm::all_of(node.inputs, [&](const std::string &input) {
+            return input.empty() || values.count(input);
+          }))
+        (void)importNode(node);
+    }
+  }
+
+  /// The type of value `name` imported so far, or null.
+  RankedTensorType importedType(const std::string &name) const {
+    auto it = values.find(name);
+    return it == values.end()
+               ? RankedTensorType()
+               : dyn_cast<RankedTensorType>(it->second.getType());
   }
 
 private:
@@ -357,6 +405,7 @@ private:
   const Graph &graph;
   MLIRContext *context;
   OpBuilder builder;
+  size_t importedInputs = 0, importedConstants = 0, importedNodes = 0;
   Location fileLoc = UnknownLoc();
   std::map<std::string, std::string> definedBy;
   std::map<std::string, size_t> producer;
@@ -367,6 +416,44 @@ private:
 
 OwningOpRef<ModuleOp> importGraph(const Graph &graph, MLIRContext *context) {
   return GraphImporter(graph, context).run();
+}
+
+struct GraphValueTypes::State {
+  explicit State(const Graph &graph)
+      : context(newFuseContext()),
+        quiet(context.get(), [](Diagnostic &) { return success(); }),
+        importer(graph, context.get()) {
+    OpBuilder builder(context.get());
+    Location loc = UnknownLoc::get(context.get());
+    module = ModuleOp::create(loc);
+    builder.setInsertionPointToEnd(module->getBody());
+    auto func = func::FuncOp::create(builder, loc, "typing",
+                                     builder.getFunctionType({}, {}));
+    body = func.addEntryBlock();
+  }
+
+  std::unique_ptr<MLIRContext> context;
+  ScopedDiagnosticHandler quiet;
+  OwningOpRef<ModuleOp> module;
+  Block *body = nullptr;
+  GraphImporter importer;
+};
+
+GraphValueTypes::GraphValueTypes(const Graph &graph)
+    : state(std::make_unique<State>(graph)) {}
+
+GraphValueTypes::~GraphValueTypes() = default;
+
+std::optional<std::pair<fusec::DType, fusec::Shape>>
+GraphValueTypes::typeOf(const std::string &name) {
+  state->importer.importAdded(state->body);
+  RankedTensorType type = state->importer.importedType(name);
+  if (!type)
+    return std::nullopt;
+  std::optional<fusec::DType> dtype = toDType(type.getElementType());
+  if (!dtype)
+    return std::nullopt;
+  return std::make_pair(*dtype, toShape(type));
 }
 
 OwningOpRef<ModuleOp> parseMlirFile(const std::string &path,

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "frontends/Importer.h"
 #include "frontends/Onnx.h"
 #include "frontends/OnnxInferenceCopy.h"
 #include "frontends/OnnxShapeFolding.h"
@@ -549,6 +550,24 @@ private:
   void convertConstantOfShape(const onnx::NodeProto &node);
   void convertRange(const onnx::NodeProto &node);
   void convertNode(const onnx::NodeProto &node);
+  /// A node of the model or of a subgraph: folded to constants where its
+  /// inputs allow, converted otherwise.
+  void convertOrFold(const onnx::NodeProto &node);
+  /// Control flow, unrolled: fusec's shapes are static, so If's taken
+  /// branch, Loop's trip count and Scan's length must be known here (a
+  /// runtime If condition selects between both branches' outputs).
+  void convertIf(const onnx::NodeProto &node);
+  void convertLoop(const onnx::NodeProto &node);
+  void convertScan(const onnx::NodeProto &node);
+  /// Converts a subgraph's nodes in place, its own values renamed under
+  /// `scope` (sibling branches and unrolled iterations reuse names), its
+  /// inputs standing for `inputs`; returns the values of its outputs.
+  std::vector<std::string>
+  convertSubgraph(const onnx::GraphProto &body, const std::string &scope,
+                  const std::vector<std::string> &inputs,
+                  const std::string &what);
+  /// Subgraph nodes converted so far, against kMaxUnrolledNodes.
+  size_t unrolledNodes = 0;
   static bool isVariadic(const std::string &opType);
   void convertVariadic(const onnx::NodeProto &node, const GraphNode &pattern);
   void addConstant(const std::string &name, Tensor value) {
@@ -573,6 +592,15 @@ private:
   std::map<std::string, Shape> inferredShapes;
   std::map<std::string, std::vector<int64_t>> shapeValues;
   std::map<std::string, DType> inferredTypes;
+  /// The types of converted values ONNX's inference left unknown, from the
+  /// fuse ops they became (made on the first such value).
+  mutable std::unique_ptr<fuse::GraphValueTypes> convertedTypes;
+  std::optional<std::pair<DType, Shape>>
+  convertedTypeOf(const std::string &name) const {
+    if (!convertedTypes)
+      convertedTypes = std::make_unique<fuse::GraphValueTypes>(graph);
+    return convertedTypes->typeOf(resolve(name));
+  }
   /// namesUsedAsConstants: the values that must be constants.
   std::set<std::string> boundNames;
   std::vector<std::string> errors;
@@ -6538,12 +6566,55 @@ int64_t defaultOpset(const onnx::ModelProto &model) {
   return version;
 }
 
+/// A node's inputs and outputs for namesUsedAsConstants, with the nodes of
+/// its subgraphs (If's branches, Loop's and Scan's bodies) before it: the
+/// node then reads, besides its inputs, its subgraphs' outputs (which read
+/// outer values by name), and a Loop or Scan reads its trip count and
+/// condition as constants (they fix the number of iterations, and so the
+/// shapes).
+struct BindingNode {
+  const onnx::NodeProto *node; ///< null for a node with subgraphs
+  std::vector<std::string> inputs, outputs;
+};
+
+void flattenForBinding(const onnx::GraphProto &graph,
+                       std::vector<BindingNode> &flat,
+                       std::set<std::string> &names) {
+  for (const onnx::NodeProto &node : graph.node()) {
+    BindingNode entry{&node,
+                      {node.input().begin(), node.input().end()},
+                      {node.output().begin(), node.output().end()}};
+    for (const onnx::AttributeProto &attr : node.attribute()) {
+      std::vector<const onnx::GraphProto *> bodies;
+      if (attr.has_g())
+        bodies.push_back(&attr.g());
+      for (const onnx::GraphProto &body : attr.graphs())
+        bodies.push_back(&body);
+      for (const onnx::GraphProto *body : bodies) {
+        flattenForBinding(*body, flat, names);
+        for (const onnx::ValueInfoProto &output : body->output())
+          entry.inputs.push_back(output.name());
+        entry.node = nullptr;
+      }
+    }
+    if (node.op_type() == "Loop")
+      for (int i = 0; i < std::min(node.input_size(), 2); ++i)
+        names.insert(node.input(i));
+    flat.push_back(std::move(entry));
+  }
+}
+
 /// Values the table reads as attributes (the constant inputs of nodes), and
 /// the values they are computed from (a Range's limit from a window size
 /// input); Shape and Size read only their input's shape.
 std::set<std::string> namesUsedAsConstants(const onnx::GraphProto &graph) {
   std::set<std::string> names;
-  for (const onnx::NodeProto &node : graph.node()) {
+  std::vector<BindingNode> flat;
+  flattenForBinding(graph, flat, names);
+  for (const BindingNode &entry : flat) {
+    if (!entry.node)
+      continue;
+    const onnx::NodeProto &node = *entry.node;
     // Range and ConstantOfShape read every input as a constant.
     if (node.op_type() == "Range" || node.op_type() == "ConstantOfShape")
       names.insert(node.input().begin(), node.input().end());
@@ -6573,21 +6644,26 @@ std::set<std::string> namesUsedAsConstants(const onnx::GraphProto &graph) {
          type == "BlackmanWindow") &&
         node.input_size() > 0)
       names.insert(node.input(0));
+    // AffineGrid's size is its output's shape.
+    if (type == "AffineGrid" && node.input_size() > 1)
+      names.insert(node.input(1));
     for (const OnnxOp &op : onnxOps())
       if (node.op_type() == op.onnxName)
         for (const OnnxOp::ConstantInput &input : op.constantInputs)
           if (input.index < static_cast<size_t>(node.input_size()))
             names.insert(node.input(input.index));
   }
-  // Nodes come in topological order: one backward pass closes the set.
-  for (int i = graph.node_size(); i-- > 0;) {
-    const onnx::NodeProto &node = graph.node(i);
-    if (node.op_type() == "Shape" || node.op_type() == "Size")
+  // Nodes come in topological order (a subgraph's before the node that
+  // holds it): one backward pass closes the set.
+  for (size_t i = flat.size(); i-- > 0;) {
+    const BindingNode &entry = flat[i];
+    if (entry.node &&
+        (entry.node->op_type() == "Shape" || entry.node->op_type() == "Size"))
       continue;
     if (std::any_of(
-            node.output().begin(), node.output().end(),
+            entry.outputs.begin(), entry.outputs.end(),
             [&](const std::string &output) { return names.count(output); }))
-      names.insert(node.input().begin(), node.input().end());
+      names.insert(entry.inputs.begin(), entry.inputs.end());
   }
   names.erase("");
   return names;
@@ -6890,6 +6966,8 @@ std::optional<Shape> OnnxConverter::shapeOf(const std::string &name) const {
     return it->second.shape;
   if (auto it = inferredShapes.find(name); it != inferredShapes.end())
     return it->second;
+  if (auto type = convertedTypeOf(name))
+    return type->second;
   return std::nullopt;
 }
 
@@ -6901,6 +6979,8 @@ std::optional<DType> OnnxConverter::dtypeOf(const std::string &name) const {
     return it->second.dtype;
   if (auto it = inferredTypes.find(name); it != inferredTypes.end())
     return it->second;
+  if (auto type = convertedTypeOf(name))
+    return type->first;
   return std::nullopt;
 }
 
@@ -7091,6 +7171,33 @@ void OnnxConverter::convertSplit(const onnx::NodeProto &node) {
   if (total != (*shape)[axis])
     throw Unsupported{"Split's sizes add up to " + std::to_string(total) +
                       ", not the dim of " + std::to_string((*shape)[axis])};
+  // A small constant (a shape being taken apart) splits into constants,
+  // which Reshape, Expand and ConstantOfShape can read.
+  if (const Tensor *value = constantOrNull(input);
+      value && value->numElements() <= 4096) {
+    size_t width = dtypeBytes(value->dtype);
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d)
+      outer *= (*shape)[d];
+    for (int64_t d = axis + 1; d < rank; ++d)
+      inner *= (*shape)[d];
+    int64_t offset = 0;
+    for (int i = 0; i < node.output_size(); ++i) {
+      Shape part = *shape;
+      part[axis] = sizes[i];
+      Tensor piece(value->dtype, part);
+      size_t row = sizes[i] * inner * width;
+      for (int64_t o = 0; o < outer; ++o)
+        std::memcpy(piece.bytes.data() + o * row,
+                    value->bytes.data() +
+                        ((o * (*shape)[axis] + offset) * inner) * width,
+                    row);
+      if (!node.output(i).empty())
+        addConstant(node.output(i), std::move(piece));
+      offset += sizes[i];
+    }
+    return;
+  }
   int64_t offset = 0;
   for (int i = 0; i < node.output_size(); ++i) {
     if (!node.output(i).empty()) {
@@ -7277,6 +7384,483 @@ void OnnxConverter::convertIdentity(const onnx::NodeProto &node) {
   aliases[node.output(0)] = resolve(node.input(0));
 }
 
+/// The names a subgraph defines: its inputs, initializers and node outputs.
+std::set<std::string> namesDefinedIn(const onnx::GraphProto &graph) {
+  std::set<std::string> names;
+  for (const onnx::ValueInfoProto &input : graph.input())
+    names.insert(input.name());
+  for (const onnx::TensorProto &initializer : graph.initializer())
+    names.insert(initializer.name());
+  for (const onnx::NodeProto &node : graph.node())
+    names.insert(node.output().begin(), node.output().end());
+  names.erase("");
+  return names;
+}
+
+/// Prefixes every name of `scoped` in `graph`: its definitions (where
+/// `definitions`) and every reference to them, in nested subgraphs too (a
+/// name a nested subgraph defines itself is its own there).
+void renameScoped(onnx::GraphProto &graph, std::set<std::string> scoped,
+                  const std::string &prefix, bool definitions) {
+  if (!definitions)
+    for (const std::string &own : namesDefinedIn(graph))
+      scoped.erase(own);
+  auto rename = [&](std::string *name) {
+    if (scoped.count(*name))
+      *name = prefix + *name;
+  };
+  if (definitions) {
+    for (onnx::ValueInfoProto &input : *graph.mutable_input())
+      rename(input.mutable_name());
+    for (onnx::TensorProto &initializer : *graph.mutable_initializer())
+      rename(initializer.mutable_name());
+  }
+  for (onnx::NodeProto &node : *graph.mutable_node()) {
+    for (std::string &input : *node.mutable_input())
+      rename(&input);
+    if (definitions)
+      for (std::string &output : *node.mutable_output())
+        rename(&output);
+    for (onnx::AttributeProto &attr : *node.mutable_attribute()) {
+      if (attr.has_g())
+        renameScoped(*attr.mutable_g(), scoped, prefix, false);
+      for (onnx::GraphProto &nested : *attr.mutable_graphs())
+        renameScoped(nested, scoped, prefix, false);
+    }
+  }
+  for (onnx::ValueInfoProto &output : *graph.mutable_output())
+    rename(output.mutable_name());
+}
+
+/// The subgraph attribute `name` of a control-flow node; any attribute not
+/// in `known` is refused.
+const onnx::GraphProto &subgraphAttr(const onnx::NodeProto &node,
+                                     const std::string &name,
+                                     const std::set<std::string> &known) {
+  const onnx::GraphProto *found = nullptr;
+  for (const onnx::AttributeProto &attr : node.attribute()) {
+    if (!known.count(attr.name()))
+      throw Unsupported{"attribute '" + attr.name() + "' is not supported"};
+    if (attr.name() == name && attr.type() == onnx::AttributeProto::GRAPH)
+      found = &attr.g();
+  }
+  if (!found)
+    throw Unsupported{node.op_type() + " needs the graph attribute '" + name +
+                      "'"};
+  return *found;
+}
+
+/// Unrolled control flow is bounded: a Loop of a million iterations would
+/// be a graph of millions of nodes (iterations count apart from the body's
+/// nodes: each also adds steps of its own).
+constexpr size_t kMaxUnrolledNodes = 1 << 16;
+constexpr int64_t kMaxLoopIterations = 1 << 14;
+
+/// The index'th slice of `value` along `axis`, the axis dropped.
+std::string sliceAt(OnnxConverter &converter, const GraphNode &owner,
+                    const std::string &value, const Shape &shape, int64_t axis,
+                    int64_t index, const std::string &suffix) {
+  Shape element = shape;
+  element.erase(element.begin() + axis);
+  std::string slice =
+      converter.addStep(owner, "slice", {value}, suffix + "_slice",
+                        {{"starts", std::vector<int64_t>{index}},
+                         {"ends", std::vector<int64_t>{index + 1}},
+                         {"axes", std::vector<int64_t>{axis}}});
+  return viewStep(converter, owner, slice, element, suffix);
+}
+
+/// `values` (of one shape) stacked along a new dim `axis`, as `output`.
+void stackAlong(OnnxConverter &converter, const GraphNode &owner,
+                const std::vector<std::string> &values, int64_t axis,
+                const std::string &output) {
+  Shape element = converter.requireShape(values.at(0), owner.name);
+  Shape unit = element;
+  unit.insert(unit.begin() + axis, 1);
+  std::vector<std::string> units;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (converter.requireShape(values[i], owner.name) != element)
+      throw Unsupported{"the values stacked into output '" + output +
+                        "' change shape between iterations"};
+    units.push_back(viewStep(converter, owner, values[i], unit,
+                             output + "_" + std::to_string(i)));
+  }
+  converter.addOutputStep(owner, "concat", units, output, {{"axis", axis}});
+}
+
+void OnnxConverter::convertOrFold(const onnx::NodeProto &node) {
+  if (!foldShapeNode(node) && !foldToConstants(node))
+    convertNode(node);
+}
+
+std::vector<std::string> OnnxConverter::convertSubgraph(
+    const onnx::GraphProto &body, const std::string &scope,
+    const std::vector<std::string> &inputs, const std::string &what) {
+  if (body.input_size() != static_cast<int>(inputs.size()))
+    throw Unsupported{what + " declares " + std::to_string(body.input_size()) +
+                      " inputs but is given " + std::to_string(inputs.size())};
+  onnx::GraphProto scoped = body;
+  renameScoped(scoped, namesDefinedIn(body), scope + "/", true);
+  for (int i = 0; i < scoped.input_size(); ++i)
+    aliases[scoped.input(i).name()] = resolve(inputs[i]);
+  for (const onnx::TensorProto &initializer : scoped.initializer())
+    addConstant(initializer.name(), tensorFromProto(initializer, modelDir));
+  for (const onnx::NodeProto &node : scoped.node()) {
+    if (++unrolledNodes > kMaxUnrolledNodes)
+      throw Unsupported{"its control flow unrolls to more than " +
+                        std::to_string(kMaxUnrolledNodes) + " nodes"};
+    try {
+      convertOrFold(node);
+    } catch (const Unsupported &inner) {
+      throw Unsupported{what + ", node '" + node.name() + "' (" +
+                        node.op_type() + "): " + inner.reason};
+    }
+  }
+  std::vector<std::string> outputs;
+  for (const onnx::ValueInfoProto &output : scoped.output())
+    outputs.push_back(resolve(output.name()));
+  return outputs;
+}
+
+/// If: a condition known here (a constant, or folded from static shapes)
+/// converts the taken branch alone; one computed at run time converts both
+/// and selects each output, which then must have one type in both.
+void OnnxConverter::convertIf(const onnx::NodeProto &node) {
+  const std::set<std::string> known = {"then_branch", "else_branch"};
+  const onnx::GraphProto &thenBranch = subgraphAttr(node, "then_branch", known);
+  const onnx::GraphProto &elseBranch = subgraphAttr(node, "else_branch", known);
+  if (node.input_size() != 1 || node.input(0).empty())
+    throw Unsupported{"If takes one input, cond"};
+  for (const onnx::GraphProto *branch : {&thenBranch, &elseBranch})
+    if (branch->output_size() != node.output_size())
+      throw Unsupported{"If has " + std::to_string(node.output_size()) +
+                        " outputs but a branch gives " +
+                        std::to_string(branch->output_size())};
+  const std::string scope = node.name().empty() ? node.output(0) : node.name();
+  const std::string cond = resolve(node.input(0));
+  if (const Tensor *value = constantOrNull(cond)) {
+    if (value->numElements() != 1)
+      throw Unsupported{"If's cond must have one element, not " +
+                        std::to_string(value->numElements())};
+    bool taken = value->at(0) != 0;
+    std::vector<std::string> outputs = convertSubgraph(
+        taken ? thenBranch : elseBranch, scope + (taken ? "/then" : "/else"),
+        {}, taken ? "then_branch" : "else_branch");
+    for (int i = 0; i < node.output_size(); ++i)
+      aliases[node.output(i)] = outputs[i];
+    return;
+  }
+  Shape condShape = requireShape(cond, "If");
+  if (requireDType(cond, "If") != DType::I1 || numElements(condShape) != 1)
+    throw Unsupported{"If's cond must be one bool"};
+  std::vector<std::string> thenValues =
+      convertSubgraph(thenBranch, scope + "/then", {}, "then_branch");
+  std::vector<std::string> elseValues =
+      convertSubgraph(elseBranch, scope + "/else", {}, "else_branch");
+  GraphNode owner;
+  owner.name = scope;
+  owner.outputs = {node.output(0)};
+  std::string flag =
+      condShape.empty() ? cond : viewStep(*this, owner, cond, {}, "cond");
+  for (int i = 0; i < node.output_size(); ++i) {
+    if (node.output(i).empty())
+      continue;
+    Shape thenShape = requireShape(thenValues[i], "If"),
+          elseShape = requireShape(elseValues[i], "If");
+    DType thenType = requireDType(thenValues[i], "If"),
+          elseType = requireDType(elseValues[i], "If");
+    if (thenShape != elseShape || thenType != elseType)
+      throw Unsupported{
+          "its cond is computed at run time and output " + std::to_string(i) +
+          " is " + dtypeName(thenType) + "[" + formatShape(thenShape) +
+          "] in then_branch but " + dtypeName(elseType) + "[" +
+          formatShape(elseShape) +
+          "] in else_branch: fusec's shapes are static, so both branches "
+          "must give one type"};
+    if (thenValues[i] == elseValues[i]) {
+      aliases[node.output(i)] = thenValues[i];
+      continue;
+    }
+    addOutputStep(owner, "select", {flag, thenValues[i], elseValues[i]},
+                  node.output(i));
+  }
+}
+
+/// Loop, unrolled: its trip count M and its condition must be known here
+/// before each iteration (constants, or folded from them), since they fix
+/// how many iterations there are and so its scan outputs' shapes.
+void OnnxConverter::convertLoop(const onnx::NodeProto &node) {
+  const onnx::GraphProto &body = subgraphAttr(node, "body", {"body"});
+  if (node.input_size() < 2)
+    throw Unsupported{"Loop takes M, cond and the loop-carried values"};
+  const size_t carriedCount = node.input_size() - 2;
+  if (body.input_size() != static_cast<int>(carriedCount) + 2 ||
+      body.output_size() < static_cast<int>(carriedCount) + 1)
+    throw Unsupported{"Loop's body must take the iteration number, the "
+                      "condition and the " +
+                      std::to_string(carriedCount) +
+                      " loop-carried values, and give the condition and "
+                      "them back"};
+  const size_t scanCount = body.output_size() - 1 - carriedCount;
+  if (static_cast<size_t>(node.output_size()) > carriedCount + scanCount)
+    throw Unsupported{"Loop has more outputs than its body gives"};
+  std::optional<int64_t> tripCount;
+  if (!node.input(0).empty()) {
+    const Tensor &m =
+        constantValue(resolve(node.input(0)), "Loop's trip count M");
+    std::vector<int64_t> values = integersOf(m, "Loop's trip count M");
+    if (values.size() != 1)
+      throw Unsupported{"Loop's trip count M must be one integer"};
+    tripCount = values[0];
+  }
+  const bool checksCond = !node.input(1).empty();
+  if (!tripCount && !checksCond)
+    throw Unsupported{"a Loop with neither a trip count nor a condition "
+                      "never ends"};
+  const std::string scope = node.name().empty() ? node.output(0) : node.name();
+  GraphNode owner;
+  owner.name = scope;
+  owner.outputs = {scope};
+  auto condNow = [&](const std::string &value) {
+    const Tensor *known = constantOrNull(value);
+    if (!known || known->numElements() != 1)
+      throw Unsupported{"Loop's condition is computed at run time: its trip "
+                        "count, and so its outputs' shapes, are not known "
+                        "here (fusec's shapes are static)"};
+    return known->at(0) != 0;
+  };
+  std::string cond =
+      checksCond ? resolve(node.input(1))
+                 : addStepConstant(owner, "true", scalarTensor(DType::I1, 1));
+  std::vector<std::string> carried;
+  for (size_t i = 0; i < carriedCount; ++i)
+    carried.push_back(resolve(node.input(2 + i)));
+  std::vector<std::vector<std::string>> scans(scanCount);
+  int64_t iteration = 0;
+  for (; !tripCount || iteration < *tripCount; ++iteration) {
+    if (checksCond && !condNow(cond))
+      break;
+    if (iteration >= kMaxLoopIterations)
+      throw Unsupported{"Loop runs more than " +
+                        std::to_string(kMaxLoopIterations) +
+                        " iterations, past what fusec unrolls"};
+    const std::string at = std::to_string(iteration);
+    std::vector<std::string> inputs = {
+        addStepConstant(owner, at + "_iteration_num",
+                        scalarTensor(DType::I64, iteration)),
+        cond};
+    inputs.insert(inputs.end(), carried.begin(), carried.end());
+    std::vector<std::string> outputs = convertSubgraph(
+        body, scope + "/" + at, inputs, "Loop's body (iteration " + at + ")");
+    if (checksCond)
+      cond = outputs[0];
+    std::copy(outputs.begin() + 1, outputs.begin() + 1 + carriedCount,
+              carried.begin());
+    for (size_t k = 0; k < scanCount; ++k)
+      scans[k].push_back(outputs[1 + carriedCount + k]);
+  }
+  for (int i = 0; i < node.output_size(); ++i) {
+    if (node.output(i).empty())
+      continue;
+    if (static_cast<size_t>(i) < carriedCount) {
+      aliases[node.output(i)] = carried[i];
+      continue;
+    }
+    const std::vector<std::string> &values = scans[i - carriedCount];
+    if (values.empty())
+      throw Unsupported{"Loop runs no iteration, so its scan output '" +
+                        node.output(i) + "' has no known shape"};
+    stackAlong(*this, owner, values, 0, node.output(i));
+  }
+}
+
+/// Scan, unrolled over its scan inputs' static length: each iteration's
+/// body reads the state and one slice of every scan input (along its axis,
+/// from the end where its direction is 1); the scan outputs stack each
+/// iteration's values along their axes (last first where reversed). Scan-8
+/// has a batch dim first on every input and output, each batch element
+/// scanned on its own, and sequence_lens (which must be the full length).
+void OnnxConverter::convertScan(const onnx::NodeProto &node) {
+  const bool batched = opset < 9;
+  const std::set<std::string> known =
+      batched ? std::set<std::string>{"body", "num_scan_inputs", "directions"}
+              : std::set<std::string>{"body",
+                                      "num_scan_inputs",
+                                      "scan_input_axes",
+                                      "scan_input_directions",
+                                      "scan_output_axes",
+                                      "scan_output_directions"};
+  const onnx::GraphProto &body = subgraphAttr(node, "body", known);
+  int64_t scanInputCount = -1;
+  std::vector<int64_t> inputAxes, inputDirections, outputAxes, outputDirections;
+  for (const onnx::AttributeProto &attr : node.attribute()) {
+    std::vector<int64_t> ints(attr.ints().begin(), attr.ints().end());
+    if (attr.name() == "num_scan_inputs")
+      scanInputCount = attr.i();
+    else if (attr.name() == "scan_input_axes")
+      inputAxes = ints;
+    else if (attr.name() == "scan_input_directions" ||
+             attr.name() == "directions")
+      inputDirections = ints;
+    else if (attr.name() == "scan_output_axes")
+      outputAxes = ints;
+    else if (attr.name() == "scan_output_directions")
+      outputDirections = ints;
+  }
+  const int first = batched ? 1 : 0; // Scan-8's sequence_lens
+  const int64_t inputCount = node.input_size() - first;
+  if (scanInputCount < 1 || scanInputCount > inputCount)
+    throw Unsupported{"Scan's num_scan_inputs must be 1 to the number of its "
+                      "inputs"};
+  const int64_t stateCount = inputCount - scanInputCount;
+  const int64_t scanOutputCount = body.output_size() - stateCount;
+  if (body.input_size() != static_cast<int>(inputCount))
+    throw Unsupported{"Scan's body takes " + std::to_string(body.input_size()) +
+                      " inputs but is given " + std::to_string(inputCount) +
+                      " (" + std::to_string(stateCount) + " states, " +
+                      std::to_string(scanInputCount) + " scan slices)"};
+  if (scanOutputCount < 0 || node.output_size() > body.output_size())
+    throw Unsupported{
+        "Scan's body gives " + std::to_string(body.output_size()) +
+        " outputs, fewer than its " + std::to_string(stateCount) +
+        " states or Scan's " + std::to_string(node.output_size()) + " outputs"};
+  auto listOf = [](std::vector<int64_t> given, int64_t count,
+                   const char *name) {
+    if (given.empty())
+      given.assign(count, 0);
+    if (static_cast<int64_t>(given.size()) != count)
+      throw Unsupported{std::string("Scan's ") + name + " has " +
+                        std::to_string(given.size()) + " entries for " +
+                        std::to_string(count) + " values"};
+    return given;
+  };
+  inputAxes = listOf(inputAxes, scanInputCount, "scan_input_axes");
+  inputDirections =
+      listOf(inputDirections, scanInputCount, "scan_input_directions");
+  outputAxes = listOf(outputAxes, scanOutputCount, "scan_output_axes");
+  outputDirections =
+      listOf(outputDirections, scanOutputCount, "scan_output_directions");
+  const std::string scope = node.name().empty() ? node.output(0) : node.name();
+  GraphNode owner;
+  owner.name = scope;
+  owner.outputs = {scope};
+  std::vector<std::string> inputs;
+  std::vector<Shape> shapes;
+  for (int64_t i = 0; i < inputCount; ++i) {
+    if (node.input(first + i).empty())
+      throw Unsupported{"Scan's input " + std::to_string(first + i) +
+                        " is missing"};
+    inputs.push_back(resolve(node.input(first + i)));
+    shapes.push_back(requireShape(inputs.back(), "Scan"));
+    if (batched && shapes.back().empty())
+      throw Unsupported{"Scan-8's inputs have a batch dim first"};
+  }
+  const int64_t batch = batched ? shapes[0][0] : 1;
+  // The scan axis of each scan input, within a batch element.
+  int64_t length = -1;
+  for (int64_t j = 0; j < scanInputCount; ++j) {
+    const Shape &shape = shapes[stateCount + j];
+    int64_t rank = static_cast<int64_t>(shape.size()) - (batched ? 1 : 0);
+    int64_t axis = inputAxes[j] < 0 ? inputAxes[j] + rank : inputAxes[j];
+    if (axis < 0 || axis >= rank)
+      throw Unsupported{"Scan's scan input " + std::to_string(j) +
+                        " has no axis " + std::to_string(inputAxes[j])};
+    inputAxes[j] = axis;
+    int64_t dim = shape[axis + (batched ? 1 : 0)];
+    if (length >= 0 && dim != length)
+      throw Unsupported{"Scan's scan inputs have different lengths (" +
+                        std::to_string(length) + " and " + std::to_string(dim) +
+                        ")"};
+    length = dim;
+  }
+  if (batched && node.input_size() > 0 && !node.input(0).empty()) {
+    const Tensor &lengths =
+        constantValue(resolve(node.input(0)), "Scan's sequence_lens");
+    for (int64_t value : integersOf(lengths, "Scan's sequence_lens"))
+      if (value != length)
+        throw Unsupported{"Scan's sequence_lens must all be the full length " +
+                          std::to_string(length)};
+  }
+  if (length > 0 && batch > kMaxLoopIterations / length)
+    throw Unsupported{"Scan runs " + std::to_string(batch) + " x " +
+                      std::to_string(length) + " steps, more than the " +
+                      std::to_string(kMaxLoopIterations) + " fusec unrolls"};
+  if (length == 0 && scanOutputCount > 0)
+    throw Unsupported{"Scan's scan inputs are empty, so its scan outputs "
+                      "have no known shape"};
+  // Per batch element: the final states and each scan output's values.
+  std::vector<std::vector<std::string>> finalStates(stateCount),
+      scanned(scanOutputCount);
+  for (int64_t b = 0; b < batch; ++b) {
+    const std::string batchTag = batched ? "b" + std::to_string(b) + "_" : "";
+    std::vector<std::string> states;
+    for (int64_t i = 0; i < stateCount; ++i)
+      states.push_back(batched
+                           ? sliceAt(*this, owner, inputs[i], shapes[i], 0, b,
+                                     batchTag + "state" + std::to_string(i))
+                           : inputs[i]);
+    std::vector<std::string> sequences;
+    std::vector<Shape> sequenceShapes;
+    for (int64_t j = 0; j < scanInputCount; ++j) {
+      const Shape &shape = shapes[stateCount + j];
+      sequences.push_back(
+          batched ? sliceAt(*this, owner, inputs[stateCount + j], shape, 0, b,
+                            batchTag + "scan" + std::to_string(j))
+                  : inputs[stateCount + j]);
+      sequenceShapes.push_back(batched ? Shape(shape.begin() + 1, shape.end())
+                                       : shape);
+    }
+    std::vector<std::vector<std::string>> steps(scanOutputCount);
+    for (int64_t t = 0; t < length; ++t) {
+      const std::string at = batchTag + std::to_string(t);
+      std::vector<std::string> bodyInputs = states;
+      for (int64_t j = 0; j < scanInputCount; ++j) {
+        int64_t index = inputDirections[j] ? length - 1 - t : t;
+        bodyInputs.push_back(sliceAt(*this, owner, sequences[j],
+                                     sequenceShapes[j], inputAxes[j], index,
+                                     at + "_in" + std::to_string(j)));
+      }
+      std::vector<std::string> outputs = convertSubgraph(
+          body, scope + "/" + at, bodyInputs, "Scan's body (step " + at + ")");
+      std::copy(outputs.begin(), outputs.begin() + stateCount, states.begin());
+      for (int64_t k = 0; k < scanOutputCount; ++k)
+        steps[k].push_back(outputs[stateCount + k]);
+    }
+    for (int64_t i = 0; i < stateCount; ++i)
+      finalStates[i].push_back(states[i]);
+    for (int64_t k = 0; k < scanOutputCount; ++k) {
+      if (outputDirections[k])
+        std::reverse(steps[k].begin(), steps[k].end());
+      int64_t rank =
+          static_cast<int64_t>(requireShape(steps[k][0], "Scan").size()) + 1;
+      int64_t axis = outputAxes[k] < 0 ? outputAxes[k] + rank : outputAxes[k];
+      if (axis < 0 || axis >= rank)
+        throw Unsupported{"Scan's scan output " + std::to_string(k) +
+                          " has no axis " + std::to_string(outputAxes[k])};
+      std::string stacked =
+          batched ? scope + "_" + batchTag + "out" + std::to_string(k)
+                  : node.output(stateCount + k);
+      if (!batched && stacked.empty())
+        continue;
+      stackAlong(*this, owner, steps[k], axis, stacked);
+      scanned[k].push_back(stacked);
+    }
+  }
+  for (int i = 0; i < node.output_size(); ++i) {
+    if (node.output(i).empty())
+      continue;
+    bool isState = i < stateCount;
+    const std::vector<std::string> &values =
+        isState ? finalStates[i] : scanned[i - stateCount];
+    if (!batched) {
+      if (isState)
+        aliases[node.output(i)] = values[0];
+      continue;
+    }
+    stackAlong(*this, owner, values, 0, node.output(i));
+  }
+}
+
 /// Dropout at inference (training_mode absent or false, or a ratio of 0):
 /// the identity, and a mask of all true. Training mode drops random
 /// elements, which fusec does not compile.
@@ -7339,7 +7923,10 @@ OnnxConverter::specialOps() {
       {"Identity", &OnnxConverter::convertIdentity},
       {"Shape", &OnnxConverter::convertShapeOrSize},
       {"Size", &OnnxConverter::convertShapeOrSize},
-      {"Dropout", &OnnxConverter::convertDropout}};
+      {"Dropout", &OnnxConverter::convertDropout},
+      {"If", &OnnxConverter::convertIf},
+      {"Loop", &OnnxConverter::convertLoop},
+      {"Scan", &OnnxConverter::convertScan}};
   return ops;
 }
 

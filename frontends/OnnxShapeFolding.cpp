@@ -615,6 +615,18 @@ foldShapeComputation(const onnx::NodeProto &node, int64_t opset,
       result = elementwise(
           {&a, &*operands[1], &*operands[2]}, operands[1]->dtype,
           [](const std::vector<int64_t> &v) { return v[0] ? v[1] : v[2]; });
+  } else if (op == "Max" || op == "Min") {
+    // Variadic, broadcasting (CenterCropPad's padded size: Max(Shape(x),
+    // shape)).
+    std::vector<const Ints *> all;
+    for (const std::optional<Ints> &operand : operands)
+      if (operand && operand->dtype == a.dtype && a.dtype != DType::I1)
+        all.push_back(&*operand);
+    if (all.size() == operands.size())
+      result = elementwise(all, a.dtype, [&](const std::vector<int64_t> &v) {
+        return op == "Max" ? *std::max_element(v.begin(), v.end())
+                           : *std::min_element(v.begin(), v.end());
+      });
   } else if (op == "Neg" || op == "Abs") {
     if (a.dtype != DType::I1)
       result = elementwise({&a}, a.dtype,

@@ -1305,3 +1305,180 @@ save("maxpool_indices", nodes,
       value("pu8", TensorProto.UINT8, [1, 2, 4, 4])], 12)
 write_tensors("maxpool_indices", list(feeds.values()),
               reference("maxpool_indices", feeds))
+
+
+# converted_types: values whose shape and dtype ONNX 1.12's inference (the
+# libonnx fusec links) does not give, here an opset-24 Pad with axes: fusec
+# types them from the fuse ops they became. CastLike reads the padded
+# value's dtype, Shape its shape (folded, then gathered into a Reshape's
+# shape); Max folds over two shapes (CenterCropPad's expansion).
+rng = np.random.default_rng(41)
+feeds = {"x": rng.standard_normal((2, 3)).astype(np.float32),
+         "mask": rng.integers(0, 2, (2, 6)).astype(np.bool_)}
+initializers = [
+    numpy_helper.from_array(np.array([1, 2], np.int64), "pads"),
+    numpy_helper.from_array(np.array(-np.inf, np.float32), "fill"),
+    numpy_helper.from_array(np.array([-1], np.int64), "last"),
+    numpy_helper.from_array(np.array([1, 0], np.int64), "swap"),
+    numpy_helper.from_array(np.array([4, 6], np.int64), "at_least")]
+nodes = [
+    helper.make_node("Pad", ["x", "pads", "fill", "last"], ["padded"]),
+    helper.make_node("CastLike", ["mask", "padded"], ["mask_f"]),
+    helper.make_node("Add", ["padded", "mask_f"], ["masked"]),
+    helper.make_node("Shape", ["padded"], ["padded_shape"]),
+    helper.make_node("Gather", ["padded_shape", "swap"], ["swapped"]),
+    helper.make_node("Reshape", ["masked", "swapped"], ["reshaped"]),
+    helper.make_node("Max", ["padded_shape", "at_least"], ["bigger"]),
+    helper.make_node("Sub", ["bigger", "padded_shape"], ["growth"]),
+    helper.make_node("Concat", ["growth", "growth"], ["more_pads"], axis=0),
+    helper.make_node("Pad", ["masked", "more_pads"], ["grown"])]
+save("converted_types", nodes,
+     [value("x", F, [2, 3]), value("mask", TensorProto.BOOL, [2, 6])],
+     [value("reshaped", F, [6, 2]), value("grown", F, [6, 6])], 24,
+     initializers)
+write_tensors("converted_types", list(feeds.values()),
+              reference("converted_types", feeds))
+
+
+def runtime_reference(name, feeds):
+    """onnxruntime's outputs for `feeds`: onnx.reference has no reversed
+    Scan directions."""
+    import onnxruntime
+    session = onnxruntime.InferenceSession(name + ".onnx",
+                                           providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+# control_flow: If, Loop and Scan, unrolled (expected outputs from
+# onnxruntime). If with a cond computed at run
+# time (both branches converted, each output selected; the branches reuse
+# value names, a nested If inside one), and with a cond folded from a
+# static shape (only the taken branch); Loop with a trip count and a
+# condition from constants, a loop-carried value and a scan output, its
+# body reading an outer value; Scan with two states, a reversed scan
+# input along axis 1 and a reversed scan output along axis 1.
+def branch(name, nodes, outputs, initializers=()):
+    return helper.make_graph(nodes, name, [], outputs, list(initializers))
+
+
+rng = np.random.default_rng(43)
+feeds = {"x": rng.standard_normal((3, 4)).astype(np.float32),
+         "flag": np.array(False),
+         "seq": rng.standard_normal((2, 5, 3)).astype(np.float32)}
+inner_if = helper.make_node(
+    "If", ["flag"], ["nested"],
+    then_branch=branch("inner_then", [
+        helper.make_node("Neg", ["x"], ["t"])], [value("t", F, [3, 4])]),
+    else_branch=branch("inner_else", [
+        helper.make_node("Abs", ["x"], ["t"])], [value("t", F, [3, 4])]))
+runtime_if = helper.make_node(
+    "If", ["flag"], ["chosen", "same"],
+    then_branch=branch("then", [
+        helper.make_node("Mul", ["x", "two"], ["t"]),
+        helper.make_node("Identity", ["x"], ["u"])],
+        [value("t", F, [3, 4]), value("u", F, [3, 4])],
+        [numpy_helper.from_array(np.array(2, np.float32), "two")]),
+    else_branch=branch("else", [
+        inner_if, helper.make_node("Add", ["nested", "x"], ["t"]),
+        helper.make_node("Identity", ["x"], ["u"])],
+        [value("t", F, [3, 4]), value("u", F, [3, 4])]))
+# cond folded from Size(x) == 12: the else branch would not convert (its
+# Reshape does not fit 12 elements) and is never looked at.
+static_if = helper.make_node(
+    "If", ["is_twelve"], ["static_chosen"],
+    then_branch=branch("static_then", [
+        helper.make_node("Reshape", ["x", "to_2x6"], ["t"])],
+        [value("t", F, [2, 6])],
+        [numpy_helper.from_array(np.array([2, 6], np.int64), "to_2x6")]),
+    else_branch=branch("static_else", [
+        helper.make_node("Reshape", ["x", "to_5x5"], ["t"])],
+        [value("t", F, [5, 5])],
+        [numpy_helper.from_array(np.array([5, 5], np.int64), "to_5x5")]))
+loop_body = helper.make_graph(
+    [helper.make_node("Cast", ["i"], ["i_f"], to=TensorProto.FLOAT),
+     helper.make_node("Mul", ["acc_in", "x"], ["scaled"]),
+     helper.make_node("Add", ["scaled", "i_f"], ["acc_out"]),
+     helper.make_node("Less", ["i", "stop_at"], ["keep_going"]),
+     helper.make_node("ReduceSum", ["acc_out"], ["total"], keepdims=0)],
+    "loop_body",
+    [value("i", I64, []), value("cond_in", TensorProto.BOOL, []),
+     value("acc_in", F, [3, 4])],
+    [value("keep_going", TensorProto.BOOL, []), value("acc_out", F, [3, 4]),
+     value("total", F, [])])
+scan_body = helper.make_graph(
+    [helper.make_node("Add", ["sum_in", "row"], ["sum_out"]),
+     helper.make_node("Max", ["max_in", "row"], ["max_out"]),
+     helper.make_node("Mul", ["sum_out", "row"], ["emitted"])],
+    "scan_body",
+    [value("sum_in", F, [2, 3]), value("max_in", F, [2, 3]),
+     value("row", F, [2, 3])],
+    [value("sum_out", F, [2, 3]), value("max_out", F, [2, 3]),
+     value("emitted", F, [2, 3])])
+initializers = [
+    numpy_helper.from_array(np.array(12, np.int64), "twelve"),
+    numpy_helper.from_array(np.array(10, np.int64), "trips"),
+    numpy_helper.from_array(np.array(True), "start"),
+    numpy_helper.from_array(np.array(2, np.int64), "stop_at"),
+    numpy_helper.from_array(np.ones((3, 4), np.float32), "acc0"),
+    numpy_helper.from_array(np.zeros((2, 3), np.float32), "sum0"),
+    numpy_helper.from_array(np.full((2, 3), -np.inf, np.float32), "max0")]
+nodes = [
+    runtime_if,
+    helper.make_node("Size", ["x"], ["size"]),
+    helper.make_node("Equal", ["size", "twelve"], ["is_twelve"]),
+    static_if,
+    helper.make_node("Loop", ["trips", "start", "acc0"],
+                     ["acc", "totals"], body=loop_body),
+    helper.make_node("Scan", ["sum0", "max0", "seq"],
+                     ["sum", "max", "emitted_all"], body=scan_body,
+                     num_scan_inputs=1, scan_input_axes=[1],
+                     scan_input_directions=[1], scan_output_axes=[1],
+                     scan_output_directions=[1])]
+save("control_flow", nodes,
+     [value("x", F, [3, 4]), value("flag", TensorProto.BOOL, []),
+      value("seq", F, [2, 5, 3])],
+     [value("chosen", F, [3, 4]), value("same", F, [3, 4]),
+      value("static_chosen", F, [2, 6]), value("acc", F, [3, 4]),
+      value("totals", F, [3]), value("sum", F, [2, 3]),
+      value("max", F, [2, 3]), value("emitted_all", F, [2, 5, 3])], 17,
+     initializers)
+write_tensors("control_flow", list(feeds.values()),
+              runtime_reference("control_flow", feeds))
+# The same with flag true: the other side of each runtime select.
+feeds["flag"] = np.array(True)
+write_tensors("control_flow_flag_true", list(feeds.values()),
+              runtime_reference("control_flow", feeds))
+
+
+# control_flow_errors: what cannot be unrolled with static shapes: an If
+# whose cond is computed at run time and whose branches give different
+# shapes; a Loop whose condition is a graph input (its trip count is not
+# known); a Scan body that does not take its states and slices.
+nodes = [
+    helper.make_node(
+        "If", ["flag"], ["shapes_differ"],
+        then_branch=branch("then", [
+            helper.make_node("Identity", ["x"], ["t"])],
+            [value("t", F, [3, 4])]),
+        else_branch=branch("else", [
+            helper.make_node("Transpose", ["x"], ["t"])],
+            [value("t", F, [4, 3])])),
+    helper.make_node("Loop", ["", "flag", "x"], ["looped"],
+                     body=helper.make_graph(
+                         [helper.make_node("Identity", ["c"], ["c_out"]),
+                          helper.make_node("Neg", ["v"], ["v_out"])],
+                         "body",
+                         [value("i", I64, []),
+                          value("c", TensorProto.BOOL, []),
+                          value("v", F, [3, 4])],
+                         [value("c_out", TensorProto.BOOL, []),
+                          value("v_out", F, [3, 4])])),
+    helper.make_node("Scan", ["x"], ["scanned"], num_scan_inputs=1,
+                     body=helper.make_graph(
+                         [helper.make_node("Neg", ["a"], ["b"])], "body",
+                         [value("a", F, [4]), value("extra", F, [4])],
+                         [value("b", F, [4])]))]
+save("control_flow_errors", nodes,
+     [value("x", F, [3, 4]), value("flag", TensorProto.BOOL, [])],
+     [value("shapes_differ", F, [3, 4]), value("looped", F, [3, 4]),
+      value("scanned", F, [3, 4])], 17)
