@@ -568,6 +568,17 @@ private:
                   const std::string &what);
   /// Subgraph nodes converted so far, against kMaxUnrolledNodes.
   size_t unrolledNodes = 0;
+  /// An op defined as a composition of other ONNX ops (as ONNX defines its
+  /// functions): one node of it, converted at once; its output is `output`
+  /// or a fresh name under the owner's.
+  std::string expand(const onnx::NodeProto &owner, const std::string &op,
+                     const std::vector<std::string> &inputs,
+                     std::vector<onnx::AttributeProto> attrs = {},
+                     const std::string &output = "");
+  std::string expandConstant(const onnx::NodeProto &owner, Tensor value);
+  size_t expandedNodes = 0;
+  void convertCausalConvWithState(const onnx::NodeProto &node);
+  void convertLinearAttention(const onnx::NodeProto &node);
   static bool isVariadic(const std::string &opType);
   void convertVariadic(const onnx::NodeProto &node, const GraphNode &pattern);
   void addConstant(const std::string &name, Tensor value) {
@@ -7861,6 +7872,292 @@ void OnnxConverter::convertScan(const onnx::NodeProto &node) {
   }
 }
 
+onnx::AttributeProto intAttribute(const std::string &name, int64_t value) {
+  onnx::AttributeProto attr;
+  attr.set_name(name);
+  attr.set_type(onnx::AttributeProto::INT);
+  attr.set_i(value);
+  return attr;
+}
+
+std::string OnnxConverter::expand(const onnx::NodeProto &owner,
+                                  const std::string &op,
+                                  const std::vector<std::string> &inputs,
+                                  std::vector<onnx::AttributeProto> attrs,
+                                  const std::string &output) {
+  onnx::NodeProto node;
+  node.set_op_type(op);
+  node.set_name(owner.name());
+  for (const std::string &input : inputs)
+    node.add_input(input);
+  node.add_output(!output.empty() ? output
+                                  : owner.output(0) + "_" + op + "_" +
+                                        std::to_string(expandedNodes++));
+  for (onnx::AttributeProto &attr : attrs)
+    *node.add_attribute() = std::move(attr);
+  convertOrFold(node);
+  return node.output(0);
+}
+
+std::string OnnxConverter::expandConstant(const onnx::NodeProto &owner,
+                                          Tensor value) {
+  std::string name =
+      owner.output(0) + "_constant_" + std::to_string(expandedNodes++);
+  addConstant(name, std::move(value));
+  return name;
+}
+
+/// CausalConvWithState (opset 27), as ONNX's function defines it: the past
+/// state (zeros where absent) before the input along the length, a
+/// depthwise Conv over that (SiLU after it where activation asks), and the
+/// last k - 1 positions of the padded sequence as the present state.
+void OnnxConverter::convertCausalConvWithState(const onnx::NodeProto &node) {
+  std::string activation = "none";
+  for (const onnx::AttributeProto &attr : node.attribute()) {
+    if (attr.name() != "activation")
+      throw Unsupported{"attribute '" + attr.name() + "' is not supported"};
+    activation = attr.s();
+  }
+  if (activation != "none" && activation != "silu" && activation != "swish")
+    throw Unsupported{"activation '" + activation +
+                      "' is not one of silu, swish, none"};
+  if (node.input_size() < 2 || node.input(0).empty() || node.input(1).empty())
+    throw Unsupported{"CausalConvWithState takes input and weight"};
+  auto optionalInput = [&](int index) {
+    return node.input_size() > index ? resolve(node.input(index))
+                                     : std::string();
+  };
+  const std::string x = resolve(node.input(0)), weight = resolve(node.input(1)),
+                    bias = optionalInput(2), past = optionalInput(3);
+  const Shape xShape = requireShape(x, "CausalConvWithState"),
+              wShape = requireShape(weight, "CausalConvWithState");
+  const DType dtype = requireDType(x, "CausalConvWithState");
+  if (xShape.size() != 3 || wShape.size() != 3 || wShape[0] != xShape[1] ||
+      wShape[1] != 1 || wShape[2] < 1)
+    throw Unsupported{"CausalConvWithState takes input [B, C, L] and weight "
+                      "[C, 1, k], not [" +
+                      formatShape(xShape) + "] and [" + formatShape(wShape) +
+                      "]"};
+  const int64_t channels = xShape[1], length = xShape[2],
+                carried = wShape[2] - 1;
+  const Shape stateShape = {xShape[0], channels, carried};
+  std::string state = past;
+  if (state.empty()) {
+    state = expandConstant(node, Tensor(dtype, stateShape));
+  } else if (requireShape(state, "CausalConvWithState") != stateShape) {
+    throw Unsupported{
+        "past_state must be [" + formatShape(stateShape) + "], not [" +
+        formatShape(requireShape(state, "CausalConvWithState")) + "]"};
+  }
+  std::string padded =
+      expand(node, "Concat", {state, x}, {intAttribute("axis", 2)});
+  std::vector<std::string> convInputs = {padded, weight};
+  if (!bias.empty())
+    convInputs.push_back(bias);
+  bool activated = activation != "none";
+  std::string convolved =
+      expand(node, "Conv", convInputs, {intAttribute("group", channels)},
+             activated ? "" : node.output(0));
+  if (activated)
+    expand(node, "Mul", {convolved, expand(node, "Sigmoid", {convolved})}, {},
+           node.output(0));
+  if (node.output_size() > 1 && !node.output(1).empty()) {
+    auto positions = [&](int64_t value) {
+      Tensor tensor(DType::I64, {1});
+      tensor.set(0, static_cast<double>(value));
+      return expandConstant(node, std::move(tensor));
+    };
+    expand(
+        node, "Slice",
+        {padded, positions(length), positions(length + carried), positions(2)},
+        {}, node.output(1));
+  }
+}
+
+/// LinearAttention (opset 27), as ONNX's reference computes it: heads
+/// unpacked and widened to f32, then the recurrence unrolled over the
+/// sequence (fusec's shapes are static): per token the state decays by
+/// exp(decay) (gated rules), the value is corrected by what the state
+/// already holds for the key, times beta (delta rules), the state gains
+/// key x value, and the output is scale * query . state, each KV head's
+/// state read by its group of query heads. The output converts back to the
+/// query's dtype, the state to past_state's (the query's without one).
+void OnnxConverter::convertLinearAttention(const onnx::NodeProto &node) {
+  std::string rule = "gated_delta";
+  int64_t queryHeads = 0, kvHeads = 0;
+  double scale = 0;
+  for (const onnx::AttributeProto &attr : node.attribute()) {
+    if (attr.name() == "update_rule")
+      rule = attr.s();
+    else if (attr.name() == "q_num_heads")
+      queryHeads = attr.i();
+    else if (attr.name() == "kv_num_heads")
+      kvHeads = attr.i();
+    else if (attr.name() == "scale")
+      scale = attr.f();
+    else if (attr.name() != "chunk_size") // a tuning hint
+      throw Unsupported{"attribute '" + attr.name() + "' is not supported"};
+  }
+  const bool gated = rule == "gated" || rule == "gated_delta";
+  const bool delta = rule == "delta" || rule == "gated_delta";
+  if (!gated && !delta && rule != "linear")
+    throw Unsupported{"update_rule '" + rule +
+                      "' is not one of linear, gated, delta, gated_delta"};
+  if (queryHeads < 1 || kvHeads < 1 || queryHeads % kvHeads != 0)
+    throw Unsupported{"q_num_heads (" + std::to_string(queryHeads) +
+                      ") must be a positive multiple of kv_num_heads (" +
+                      std::to_string(kvHeads) + ")"};
+  auto input = [&](int index) {
+    return node.input_size() > index ? resolve(node.input(index))
+                                     : std::string();
+  };
+  const std::string query = input(0), key = input(1), value = input(2),
+                    past = input(3), decay = input(4), beta = input(5);
+  if (query.empty() || key.empty() || value.empty())
+    throw Unsupported{"LinearAttention takes query, key and value"};
+  if (gated != !decay.empty() || delta != !beta.empty())
+    throw Unsupported{"update_rule '" + rule + "' " +
+                      (gated ? "needs" : "takes no") + " decay and " +
+                      (delta ? "needs" : "takes no") + " beta"};
+  const Shape qShape = requireShape(query, "LinearAttention"),
+              kShape = requireShape(key, "LinearAttention"),
+              vShape = requireShape(value, "LinearAttention");
+  if (qShape.size() != 3 || kShape.size() != 3 || vShape.size() != 3 ||
+      kShape[0] != qShape[0] || vShape[0] != qShape[0] ||
+      kShape[1] != qShape[1] || vShape[1] != qShape[1] ||
+      qShape[2] % queryHeads != 0 || vShape[2] % kvHeads != 0 ||
+      kShape[2] != qShape[2] / queryHeads * kvHeads)
+    throw Unsupported{"query, key and value must be [B, T, heads * dim] with "
+                      "the heads given, not [" +
+                      formatShape(qShape) + "], [" + formatShape(kShape) +
+                      "] and [" + formatShape(vShape) + "]"};
+  const int64_t batch = qShape[0], length = qShape[1],
+                keyDim = qShape[2] / queryHeads, valueDim = vShape[2] / kvHeads,
+                group = queryHeads / kvHeads;
+  if (length > kMaxLoopIterations)
+    throw Unsupported{"LinearAttention over " + std::to_string(length) +
+                      " tokens is more than the " +
+                      std::to_string(kMaxLoopIterations) + " fusec unrolls"};
+  const DType outputType = requireDType(query, "LinearAttention");
+  auto ints = [&](std::vector<int64_t> values) {
+    Tensor tensor(DType::I64, {static_cast<int64_t>(values.size())});
+    for (size_t i = 0; i < values.size(); ++i)
+      tensor.set(i, static_cast<double>(values[i]));
+    return expandConstant(node, std::move(tensor));
+  };
+  auto toF32 = [&](const std::string &x) {
+    return expand(node, "Cast", {x},
+                  {intAttribute("to", onnxTypeOf(DType::F32))});
+  };
+  auto permute = [&](const std::string &x, std::vector<int64_t> perm) {
+    onnx::AttributeProto attr;
+    attr.set_name("perm");
+    attr.set_type(onnx::AttributeProto::INTS);
+    for (int64_t axis : perm)
+      attr.add_ints(axis);
+    return expand(node, "Transpose", {x}, {attr});
+  };
+  // [B, T, heads * dim] -> [B, heads, T, dim], in f32.
+  auto unpack = [&](const std::string &x, int64_t heads, int64_t dim) {
+    return toF32(
+        permute(expand(node, "Reshape", {x, ints({batch, length, heads, dim})}),
+                {0, 2, 1, 3}));
+  };
+  const std::string q4 = unpack(query, queryHeads, keyDim),
+                    k4 = unpack(key, kvHeads, keyDim),
+                    v4 = unpack(value, kvHeads, valueDim);
+  std::string decay4, beta4;
+  if (gated) {
+    Shape shape = requireShape(decay, "LinearAttention");
+    if (shape.size() != 3 || shape[0] != batch || shape[1] != length ||
+        (shape[2] != kvHeads && shape[2] != kvHeads * keyDim))
+      throw Unsupported{"decay must be [B, T, kv_num_heads] or [B, T, "
+                        "kv_num_heads * d_k], not [" +
+                        formatShape(shape) + "]"};
+    decay4 = unpack(decay, kvHeads, shape[2] / kvHeads);
+  }
+  if (delta) {
+    Shape shape = requireShape(beta, "LinearAttention");
+    if (shape.size() != 3 || shape[0] != batch || shape[1] != length ||
+        (shape[2] != kvHeads && shape[2] != 1))
+      throw Unsupported{"beta must be [B, T, kv_num_heads] or [B, T, 1], "
+                        "not [" +
+                        formatShape(shape) + "]"};
+    beta4 = unpack(beta, shape[2], 1);
+  }
+  const Shape stateShape = {batch, kvHeads, keyDim, valueDim};
+  DType stateType = outputType;
+  std::string state;
+  if (past.empty()) {
+    state = expandConstant(node, Tensor(DType::F32, stateShape));
+  } else {
+    if (requireShape(past, "LinearAttention") != stateShape)
+      throw Unsupported{
+          "past_state must be [" + formatShape(stateShape) + "], not [" +
+          formatShape(requireShape(past, "LinearAttention")) + "]"};
+    stateType = requireDType(past, "LinearAttention");
+    state = toF32(past);
+  }
+  const double scaleValue =
+      scale == 0 ? 1.0 / std::sqrt(static_cast<double>(keyDim)) : scale;
+  const std::string scaleConstant =
+      expandConstant(node, scalarTensor(DType::F32, scaleValue));
+  const std::string lastAxis = ints({-1}), beforeLastAxis = ints({-2}),
+                    keyAxis = ints({2});
+  auto token = [&](const std::string &x, int64_t t) {
+    return expand(node, "Gather",
+                  {x, expandConstant(node, scalarTensor(DType::I64, t))},
+                  {intAttribute("axis", 2)});
+  };
+  auto sumOverKeys = [&](const std::string &x) {
+    return expand(node, "ReduceSum", {x, keyAxis},
+                  {intAttribute("keepdims", 0)});
+  };
+  std::vector<std::string> outputs;
+  for (int64_t t = 0; t < length; ++t) {
+    std::string k = token(k4, t), v = token(v4, t);
+    if (gated)
+      state = expand(
+          node, "Mul",
+          {state, expand(node, "Unsqueeze",
+                         {expand(node, "Exp", {token(decay4, t)}), lastAxis})});
+    std::string column = expand(node, "Unsqueeze", {k, lastAxis});
+    if (delta) {
+      std::string held = sumOverKeys(expand(node, "Mul", {state, column}));
+      v = expand(node, "Mul",
+                 {token(beta4, t), expand(node, "Sub", {v, held})});
+    }
+    state = expand(node, "Add",
+                   {state, expand(node, "Mul",
+                                  {column, expand(node, "Unsqueeze",
+                                                  {v, beforeLastAxis})})});
+    std::string read = state;
+    if (group > 1)
+      read = expand(node, "Reshape",
+                    {expand(node, "Expand",
+                            {expand(node, "Unsqueeze", {state, keyAxis}),
+                             ints({batch, kvHeads, group, keyDim, valueDim})}),
+                     ints({batch, queryHeads, keyDim, valueDim})});
+    std::string attended = sumOverKeys(
+        expand(node, "Mul",
+               {expand(node, "Unsqueeze", {token(q4, t), lastAxis}), read}));
+    outputs.push_back(
+        expand(node, "Unsqueeze",
+               {expand(node, "Mul", {scaleConstant, attended}), keyAxis}));
+  }
+  std::string stacked = outputs.size() == 1 ? outputs[0]
+                                            : expand(node, "Concat", outputs,
+                                                     {intAttribute("axis", 2)});
+  expand(node, "Cast",
+         {expand(node, "Reshape",
+                 {permute(stacked, {0, 2, 1, 3}),
+                  ints({batch, length, queryHeads * valueDim})})},
+         {intAttribute("to", onnxTypeOf(outputType))}, node.output(0));
+  if (node.output_size() > 1 && !node.output(1).empty())
+    expand(node, "Cast", {state}, {intAttribute("to", onnxTypeOf(stateType))},
+           node.output(1));
+}
+
 /// Dropout at inference (training_mode absent or false, or a ratio of 0):
 /// the identity, and a mask of all true. Training mode drops random
 /// elements, which fusec does not compile.
@@ -7926,7 +8223,9 @@ OnnxConverter::specialOps() {
       {"Dropout", &OnnxConverter::convertDropout},
       {"If", &OnnxConverter::convertIf},
       {"Loop", &OnnxConverter::convertLoop},
-      {"Scan", &OnnxConverter::convertScan}};
+      {"Scan", &OnnxConverter::convertScan},
+      {"CausalConvWithState", &OnnxConverter::convertCausalConvWithState},
+      {"LinearAttention", &OnnxConverter::convertLinearAttention}};
   return ops;
 }
 

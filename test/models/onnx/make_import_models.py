@@ -1482,3 +1482,79 @@ save("control_flow_errors", nodes,
      [value("x", F, [3, 4]), value("flag", TensorProto.BOOL, [])],
      [value("shapes_differ", F, [3, 4]), value("looped", F, [3, 4]),
       value("scanned", F, [3, 4])], 17)
+
+
+# recurrent_state_ops: opset 27's ops for linear-attention and state-space
+# models, against onnx.reference: CausalConvWithState with a bias, a past
+# state and SiLU, and without a past state (zeros); LinearAttention's
+# gated_delta rule with grouped query heads (4 query heads over 2 KV heads),
+# per-key-dim decay, a past state and an explicit scale, and its linear rule
+# on f16 without a past state.
+rng = np.random.default_rng(47)
+feeds = {"signal": rng.standard_normal((2, 3, 6)).astype(np.float32),
+         "conv_state": rng.standard_normal((2, 3, 2)).astype(np.float32),
+         "q": rng.standard_normal((1, 3, 4 * 2)).astype(np.float32),
+         "k": (rng.standard_normal((1, 3, 2 * 2)) / 2).astype(np.float32),
+         "v": rng.standard_normal((1, 3, 2 * 3)).astype(np.float32),
+         "attention_state": rng.standard_normal((1, 2, 2, 3)).astype(
+             np.float32),
+         "decay": -np.abs(rng.standard_normal((1, 3, 2 * 2))).astype(
+             np.float32),
+         "beta": rng.uniform(0, 1, (1, 3, 2)).astype(np.float32),
+         "q16": rng.standard_normal((2, 2, 4)).astype(np.float16),
+         "k16": rng.standard_normal((2, 2, 4)).astype(np.float16),
+         "v16": rng.standard_normal((2, 2, 2)).astype(np.float16)}
+initializers = [
+    numpy_helper.from_array(rng.standard_normal((3, 1, 3)).astype(np.float32),
+                            "conv_weight"),
+    numpy_helper.from_array(np.array([0.5, -1, 0.25], np.float32),
+                            "conv_bias")]
+nodes = [
+    helper.make_node("CausalConvWithState",
+                     ["signal", "conv_weight", "conv_bias", "conv_state"],
+                     ["conv_out", "conv_present"], activation="silu"),
+    helper.make_node("CausalConvWithState", ["signal", "conv_weight"],
+                     ["conv_plain", "conv_plain_present"]),
+    helper.make_node("LinearAttention",
+                     ["q", "k", "v", "attention_state", "decay", "beta"],
+                     ["attended", "attention_present"], q_num_heads=4,
+                     kv_num_heads=2, scale=0.75, update_rule="gated_delta"),
+    helper.make_node("LinearAttention", ["q16", "k16", "v16"],
+                     ["attended16", "attention_present16"], q_num_heads=2,
+                     kv_num_heads=2, update_rule="linear")]
+elem = {np.float32: F, np.float16: F16}
+save("recurrent_state_ops", nodes,
+     [value(name, elem[array.dtype.type], list(array.shape))
+      for name, array in feeds.items()],
+     [value("conv_out", F, [2, 3, 6]), value("conv_present", F, [2, 3, 2]),
+      value("conv_plain", F, [2, 3, 6]),
+      value("conv_plain_present", F, [2, 3, 2]),
+      value("attended", F, [1, 3, 12]),
+      value("attention_present", F, [1, 2, 2, 3]),
+      value("attended16", F16, [2, 2, 2]),
+      value("attention_present16", F16, [2, 2, 2, 1])], 27, initializers)
+write_tensors("recurrent_state_ops", list(feeds.values()),
+              reference("recurrent_state_ops", feeds))
+
+
+# recurrent_state_errors: an unknown activation; a gated rule without its
+# decay; query heads not a multiple of the KV heads (saved unchecked: the
+# checker's inference refuses the last two).
+nodes = [
+    helper.make_node("CausalConvWithState", ["signal", "conv_weight"],
+                     ["bad_activation", "s0"], activation="gelu"),
+    helper.make_node("LinearAttention", ["q", "k", "v"], ["no_decay", "s1"],
+                     q_num_heads=4, kv_num_heads=2, update_rule="gated"),
+    helper.make_node("LinearAttention", ["q", "k", "v"], ["bad_heads", "s2"],
+                     q_num_heads=4, kv_num_heads=3, update_rule="linear")]
+onnx.save(helper.make_model(
+    helper.make_graph(
+        nodes, "recurrent_state_errors",
+        [value("signal", F, [2, 3, 6]), value("q", F, [1, 3, 8]),
+         value("k", F, [1, 3, 4]), value("v", F, [1, 3, 6])],
+        [value("bad_activation", F, [2, 3, 6]),
+         value("no_decay", F, [1, 3, 12]), value("bad_heads", F, [1, 3, 12])],
+        [numpy_helper.from_array(np.ones((3, 1, 3), np.float32),
+                                 "conv_weight")]),
+    producer_name="fusec", opset_imports=[helper.make_opsetid("", 27)]),
+    "recurrent_state_errors.onnx")
