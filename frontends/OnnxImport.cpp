@@ -566,8 +566,23 @@ private:
   convertSubgraph(const onnx::GraphProto &body, const std::string &scope,
                   const std::vector<std::string> &inputs,
                   const std::string &what);
-  /// Subgraph nodes converted so far, against kMaxUnrolledNodes.
-  size_t unrolledNodes = 0;
+  /// What unrolling has added so far (subgraph nodes, iterations,
+  /// initializer bytes), against kMaxUnrolledNodes; throws past it.
+  size_t unrolled = 0;
+  void chargeUnrolling(size_t units);
+  /// A scope of its own for each control-flow node converted (a node inside
+  /// a loop body is converted once per iteration, under one name).
+  size_t scopes = 0;
+  std::string newScope(const onnx::NodeProto &node) {
+    const std::string &base =
+        !node.name().empty()                                ? node.name()
+        : node.output_size() > 0 && !node.output(0).empty() ? node.output(0)
+                                                            : node.op_type();
+    return base + "#" + std::to_string(scopes++);
+  }
+  /// A subgraph's initializers by their own name: the constants made of
+  /// them, reused by later iterations that hold the same value.
+  std::map<std::string, std::vector<std::string>> subgraphConstants;
   /// An op defined as a composition of other ONNX ops (as ONNX defines its
   /// functions): one node of it, converted at once; its output is `output`
   /// or a fresh name under the owner's.
@@ -2011,6 +2026,57 @@ void padValue(OnnxConverter &converter, const onnx::NodeProto &,
       it->second = list->empty() ? 0.0 : static_cast<double>((*list)[0]);
 }
 
+/// Blocked quantization's scale or zero point (x's shape but ceil(D / B)
+/// along `axis`), each block's value replicated over its B positions and
+/// cut to D: x's shape, read through a broadcast (never materialized).
+std::string replicatedBlocks(OnnxConverter &converter, const GraphNode &node,
+                             const std::string &value, const Shape &xShape,
+                             int64_t axis, int64_t blockSize,
+                             const std::string &suffix, const char *op) {
+  const Shape shape = converter.requireShape(value, op);
+  const int64_t rank = xShape.size();
+  if (axis < -rank || axis >= rank)
+    throw Unsupported{std::string(op) + "'s axis " + std::to_string(axis) +
+                      " is out of range for rank " + std::to_string(rank)};
+  if (axis < 0)
+    axis += rank;
+  bool fits = static_cast<int64_t>(shape.size()) == rank;
+  for (int64_t d = 0; fits && d < rank; ++d)
+    fits = d == axis || shape[d] == xShape[d];
+  const int64_t dim = xShape[axis], blocks = fits ? shape[axis] : 0;
+  // ceil(D / B) blocks: B within [ceil(D / S), ceil(D / (S - 1)) - 1].
+  if (!fits || blockSize < 1 || blocks < 1 ||
+      (blocks > 1 && (blockSize >= dim || (blocks - 1) * blockSize >= dim ||
+                      blocks * blockSize < dim)) ||
+      (blocks == 1 && blockSize < dim))
+    throw Unsupported{
+        std::string(op) + "'s " + suffix + " [" + formatShape(shape) +
+        "] is not blocks of " + std::to_string(blockSize) + " along axis " +
+        std::to_string(axis) + " of x [" + formatShape(xShape) + "]"};
+  if (blocks == 1)
+    return converter.addStep(node, "broadcast_to", {value},
+                             suffix + "_replicated", {{"shape", xShape}});
+  Shape split = shape;
+  split.insert(split.begin() + axis + 1, 1);
+  Shape wide = split;
+  wide[axis + 1] = blockSize;
+  Shape flat = shape;
+  flat[axis] = blocks * blockSize;
+  std::string replicated =
+      viewStep(converter, node,
+               converter.addStep(node, "broadcast_to",
+                                 {viewStep(converter, node, value, split,
+                                           suffix + "_blocks")},
+                                 suffix + "_replicated", {{"shape", wide}}),
+               flat, suffix + "_flat");
+  if (flat[axis] == dim)
+    return replicated;
+  return converter.addStep(node, "slice", {replicated}, suffix + "_cut",
+                           {{"starts", std::vector<int64_t>{0}},
+                            {"ends", std::vector<int64_t>{dim}},
+                            {"axes", std::vector<int64_t>{axis}}});
+}
+
 /// QuantizeLinear to integers: round(x / scale) half to even, plus the zero
 /// point, saturated to the output dtype, as ONNX's reference computes it; a
 /// per-axis scale and zero point broadcast along `axis`. int32 inputs
@@ -2048,9 +2114,7 @@ void quantizeLinear(OnnxConverter &converter, const onnx::NodeProto &,
                       dtypeName(outputType) +
                       " is not supported (u8, i8, u16, i16, float8, float4, "
                       "4-bit and 2-bit integers)"};
-  if (intAttr(node, "block_size", 0) != 0)
-    throw Unsupported{"QuantizeLinear's blocked quantization (block_size) is "
-                      "not supported"};
+  const int64_t blockSize = intAttr(node, "block_size", 0);
   if (inputType != DType::I32 && !isFloat(inputType))
     throw Unsupported{std::string("QuantizeLinear of ") + dtypeName(inputType) +
                       " is not supported (floats, i32)"};
@@ -2079,6 +2143,9 @@ void quantizeLinear(OnnxConverter &converter, const onnx::NodeProto &,
     if (converter.requireDType(value, "QuantizeLinear") != compute)
       result = converter.addStep(node, "cast", {value}, suffix + "_wide",
                                  {{"dtype", computeName}});
+    if (blockSize != 0)
+      return replicatedBlocks(converter, node, result, shape, axis, blockSize,
+                              suffix, "QuantizeLinear");
     if (numElements(valueShape) == 1)
       return valueShape.empty()
                  ? result
@@ -2154,17 +2221,28 @@ void quantizeLinear(OnnxConverter &converter, const onnx::NodeProto &,
 
 /// DequantizeLinear's output_dtype (opset 23): the scale's dtype, or any
 /// float for an f32 scale (the f32 result then converts once, as ONNX's
-/// reference computes it). Blocked scales (block_size, opset 21) are
-/// refused.
+/// reference computes it). Blocked scales and zero points (block_size,
+/// opset 21) are replicated over their blocks: the dequantization is then
+/// per element.
 void dequantizeOutputType(OnnxConverter &converter, const onnx::NodeProto &,
                           GraphNode &node) {
-  if (intAttr(node, "block_size", 0) != 0)
-    throw Unsupported{"DequantizeLinear's blocked quantization (block_size) "
-                      "is not supported"};
+  if (node.inputs.size() < 2 || node.inputs[0].empty() ||
+      node.inputs[1].empty())
+    throw Unsupported{"DequantizeLinear takes x and x_scale"};
+  const int64_t blockSize = intAttr(node, "block_size", 0);
   node.attrs.erase("block_size");
-  // A one-element zero point of a scalar scale (or the reverse) is the same
-  // per-tensor quantization; ONNX's reference broadcasts them.
-  if (node.inputs.size() > 2 && !node.inputs[2].empty()) {
+  if (blockSize != 0) {
+    const Shape xShape =
+        converter.requireShape(node.inputs[0], "DequantizeLinear");
+    const int64_t axis = intAttr(node, "axis", 1);
+    for (size_t i = 1; i < std::min<size_t>(node.inputs.size(), 3); ++i)
+      if (!node.inputs[i].empty())
+        node.inputs[i] = replicatedBlocks(
+            converter, node, node.inputs[i], xShape, axis, blockSize,
+            i == 1 ? "scale" : "zero_point", "DequantizeLinear");
+  } else if (node.inputs.size() > 2 && !node.inputs[2].empty()) {
+    // A one-element zero point of a scalar scale (or the reverse) is the
+    // same per-tensor quantization; ONNX's reference broadcasts them.
     Shape scaleShape =
         converter.requireShape(node.inputs[1], "DequantizeLinear");
     Shape zeroShape =
@@ -7499,6 +7577,14 @@ void stackAlong(OnnxConverter &converter, const GraphNode &owner,
   converter.addOutputStep(owner, "concat", units, output, {{"axis", axis}});
 }
 
+void OnnxConverter::chargeUnrolling(size_t units) {
+  unrolled += units;
+  if (unrolled > kMaxUnrolledNodes)
+    throw Unsupported{"its control flow unrolls to more than " +
+                      std::to_string(kMaxUnrolledNodes) +
+                      " nodes, past what fusec unrolls"};
+}
+
 void OnnxConverter::convertOrFold(const onnx::NodeProto &node) {
   if (!foldShapeNode(node) && !foldToConstants(node))
     convertNode(node);
@@ -7510,16 +7596,43 @@ std::vector<std::string> OnnxConverter::convertSubgraph(
   if (body.input_size() != static_cast<int>(inputs.size()))
     throw Unsupported{what + " declares " + std::to_string(body.input_size()) +
                       " inputs but is given " + std::to_string(inputs.size())};
+  // Copying the body costs its size, nested subgraphs included, whether or
+  // not their nodes are converted.
+  std::function<size_t(const onnx::GraphProto &)> size =
+      [&](const onnx::GraphProto &graph) {
+        size_t total = 1 + graph.node_size() + graph.initializer_size();
+        for (const onnx::NodeProto &node : graph.node())
+          for (const onnx::AttributeProto &attr : node.attribute()) {
+            if (attr.has_g())
+              total += size(attr.g());
+            for (const onnx::GraphProto &nested : attr.graphs())
+              total += size(nested);
+          }
+        return total;
+      };
+  chargeUnrolling(size(body));
   onnx::GraphProto scoped = body;
   renameScoped(scoped, namesDefinedIn(body), scope + "/", true);
   for (int i = 0; i < scoped.input_size(); ++i)
     aliases[scoped.input(i).name()] = resolve(inputs[i]);
-  for (const onnx::TensorProto &initializer : scoped.initializer())
-    addConstant(initializer.name(), tensorFromProto(initializer, modelDir));
+  for (int i = 0; i < body.initializer_size(); ++i) {
+    Tensor value = tensorFromProto(body.initializer(i), modelDir);
+    chargeUnrolling(value.bytes.size() / 65536);
+    std::vector<std::string> &made =
+        subgraphConstants[body.initializer(i).name()];
+    auto same = std::find_if(made.begin(), made.end(), [&](const auto &name) {
+      const Tensor &other = constants.at(name);
+      return other.dtype == value.dtype && other.shape == value.shape &&
+             other.bytes == value.bytes;
+    });
+    if (same != made.end()) {
+      aliases[scoped.initializer(i).name()] = *same;
+      continue;
+    }
+    made.push_back(scoped.initializer(i).name());
+    addConstant(made.back(), std::move(value));
+  }
   for (const onnx::NodeProto &node : scoped.node()) {
-    if (++unrolledNodes > kMaxUnrolledNodes)
-      throw Unsupported{"its control flow unrolls to more than " +
-                        std::to_string(kMaxUnrolledNodes) + " nodes"};
     try {
       convertOrFold(node);
     } catch (const Unsupported &inner) {
@@ -7547,7 +7660,7 @@ void OnnxConverter::convertIf(const onnx::NodeProto &node) {
       throw Unsupported{"If has " + std::to_string(node.output_size()) +
                         " outputs but a branch gives " +
                         std::to_string(branch->output_size())};
-  const std::string scope = node.name().empty() ? node.output(0) : node.name();
+  const std::string scope = newScope(node);
   const std::string cond = resolve(node.input(0));
   if (const Tensor *value = constantOrNull(cond)) {
     if (value->numElements() != 1)
@@ -7628,7 +7741,7 @@ void OnnxConverter::convertLoop(const onnx::NodeProto &node) {
   if (!tripCount && !checksCond)
     throw Unsupported{"a Loop with neither a trip count nor a condition "
                       "never ends"};
-  const std::string scope = node.name().empty() ? node.output(0) : node.name();
+  const std::string scope = newScope(node);
   GraphNode owner;
   owner.name = scope;
   owner.outputs = {scope};
@@ -7655,6 +7768,7 @@ void OnnxConverter::convertLoop(const onnx::NodeProto &node) {
       throw Unsupported{"Loop runs more than " +
                         std::to_string(kMaxLoopIterations) +
                         " iterations, past what fusec unrolls"};
+    chargeUnrolling(1 + carriedCount + scanCount);
     const std::string at = std::to_string(iteration);
     std::vector<std::string> inputs = {
         addStepConstant(owner, at + "_iteration_num",
@@ -7751,7 +7865,7 @@ void OnnxConverter::convertScan(const onnx::NodeProto &node) {
   outputAxes = listOf(outputAxes, scanOutputCount, "scan_output_axes");
   outputDirections =
       listOf(outputDirections, scanOutputCount, "scan_output_directions");
-  const std::string scope = node.name().empty() ? node.output(0) : node.name();
+  const std::string scope = newScope(node);
   GraphNode owner;
   owner.name = scope;
   owner.outputs = {scope};
@@ -7767,6 +7881,13 @@ void OnnxConverter::convertScan(const onnx::NodeProto &node) {
       throw Unsupported{"Scan-8's inputs have a batch dim first"};
   }
   const int64_t batch = batched ? shapes[0][0] : 1;
+  for (const Shape &shape : shapes)
+    if (batched && shape[0] != batch)
+      throw Unsupported{"Scan-8's inputs have different batch sizes (" +
+                        std::to_string(batch) + " and " +
+                        std::to_string(shape[0]) + ")"};
+  if (batch == 0)
+    throw Unsupported{"Scan-8's batch is empty"};
   // The scan axis of each scan input, within a batch element.
   int64_t length = -1;
   for (int64_t j = 0; j < scanInputCount; ++j) {
@@ -7823,6 +7944,7 @@ void OnnxConverter::convertScan(const onnx::NodeProto &node) {
     }
     std::vector<std::vector<std::string>> steps(scanOutputCount);
     for (int64_t t = 0; t < length; ++t) {
+      chargeUnrolling(1 + scanInputCount + scanOutputCount);
       const std::string at = batchTag + std::to_string(t);
       std::vector<std::string> bodyInputs = states;
       for (int64_t j = 0; j < scanInputCount; ++j) {
@@ -7848,11 +7970,12 @@ void OnnxConverter::convertScan(const onnx::NodeProto &node) {
       if (axis < 0 || axis >= rank)
         throw Unsupported{"Scan's scan output " + std::to_string(k) +
                           " has no axis " + std::to_string(outputAxes[k])};
+      if (stateCount + k >= node.output_size() ||
+          node.output(stateCount + k).empty())
+        continue; // an output left out
       std::string stacked =
           batched ? scope + "_" + batchTag + "out" + std::to_string(k)
                   : node.output(stateCount + k);
-      if (!batched && stacked.empty())
-        continue;
       stackAlong(*this, owner, steps[k], axis, stacked);
       scanned[k].push_back(stacked);
     }
@@ -8115,6 +8238,7 @@ void OnnxConverter::convertLinearAttention(const onnx::NodeProto &node) {
   };
   std::vector<std::string> outputs;
   for (int64_t t = 0; t < length; ++t) {
+    chargeUnrolling(20); // the nodes of one token's update
     std::string k = token(k4, t), v = token(v4, t);
     if (gated)
       state = expand(

@@ -122,11 +122,14 @@ LogicalResult DequantizeLinearOp::verify() {
     return emitOpError() << "result must be "
                          << typeString(type.clone(scaleType.getElementType()))
                          << " (the operand's shape, the scale's dtype)";
-  if (scaleType.getRank() > 1)
-    return emitOpError() << "scale must be rank 0 (per tensor) or 1-D (per "
-                            "axis), got "
+  bool perElement = scaleType.getRank() > 0 &&
+                    scaleType.getShape() == type.getShape();
+  if (scaleType.getRank() > 1 && !perElement)
+    return emitOpError() << "scale must be rank 0 (per tensor), 1-D (per "
+                            "axis) or of the operand's shape (per element), "
+                            "got "
                          << typeString(scaleType);
-  if (scaleType.getRank() == 1) {
+  if (scaleType.getRank() == 1 && !perElement) {
     std::optional<int64_t> axis = normalizeAxis(getAxis(), type.getRank());
     if (!axis)
       return emitOpError() << "axis " << getAxis()

@@ -267,9 +267,11 @@ def Fuse_GeluOp : Fuse_CompositeOp<"gelu", [SameOperandsAndResultType]> {
 def Fuse_DequantizeLinearOp : Fuse_CompositeOp<"dequantize_linear"> {
   let summary = "ONNX DequantizeLinear: (x - zero_point) * scale";
   let description = [{
-    Per tensor (a rank-0 scale) or per axis (a 1-D scale of the operand's
-    `axis` dim, negative counting from the end). The optional zero point
-    has the scale's shape and the operand's dtype. Computed in f32 as the
+    Per tensor (a rank-0 scale), per axis (a 1-D scale of the operand's
+    `axis` dim, negative counting from the end) or per element (a scale of
+    the operand's shape: blocked quantization's scales, replicated over
+    their blocks). The optional zero point has the scale's shape and the
+    operand's dtype. Computed in f32 as the
     ONNX reference does, rounded once to the scale's dtype, which is the
     result's.
   }];

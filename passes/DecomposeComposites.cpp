@@ -332,8 +332,8 @@ Value decompose(Decomposer &d, DequantizeLinearOp op) {
   Type f32 = d.builder.getF32Type();
   auto alongAxis = [&](Value value) {
     auto valueType = cast<RankedTensorType>(value.getType());
-    if (valueType.getRank() == 0)
-      return value;
+    if (valueType.getRank() == 0 || valueType.getShape() == type.getShape())
+      return value; // per tensor, or per element
     int64_t axis = *normalizeAxis(op.getAxis(), type.getRank());
     SmallVector<int64_t> shape(type.getRank() - axis, 1);
     shape[0] = valueType.getDimSize(0);

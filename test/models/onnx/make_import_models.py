@@ -1558,3 +1558,90 @@ onnx.save(helper.make_model(
                                  "conv_weight")]),
     producer_name="fusec", opset_imports=[helper.make_opsetid("", 27)]),
     "recurrent_state_errors.onnx")
+
+
+# blocked_quantization: block_size (opset 21) as int4 weight-only models
+# use it: int4 weights [10, 6] with a scale and zero point per block of 4
+# along K (3 blocks, the last cut to 2) dequantized into a MatMul; a
+# QuantizeLinear to uint4 in blocks of 2 along axis 0 (a remainder block
+# too) and one to int8 without a zero point; a DequantizeLinear of one
+# block spanning the axis. Against onnx.reference.
+rng = np.random.default_rng(53)
+feeds = {"activations": rng.standard_normal((2, 10)).astype(np.float32),
+         "to_quantize": (rng.standard_normal((5, 4)) * 4).astype(np.float32)}
+weights = rng.integers(-8, 8, (10, 6))
+initializers = [
+    helper.make_tensor("w4", TensorProto.INT4, [10, 6],
+                       weights.flatten().tolist()),
+    numpy_helper.from_array(
+        rng.uniform(0.01, 0.1, (3, 6)).astype(np.float32), "w_scale"),
+    helper.make_tensor("w_zero", TensorProto.INT4, [3, 6],
+                       rng.integers(-2, 3, (3, 6)).flatten().tolist()),
+    numpy_helper.from_array(
+        rng.uniform(0.5, 2, (3, 4)).astype(np.float32), "q_scale"),
+    helper.make_tensor("q_zero", TensorProto.UINT4, [3, 4],
+                       rng.integers(0, 16, (3, 4)).flatten().tolist()),
+    numpy_helper.from_array(np.array([[0.5], [0.25], [2], [1], [0.125]],
+                                     np.float32), "row_scale")]
+nodes = [
+    helper.make_node("DequantizeLinear", ["w4", "w_scale", "w_zero"], ["w"],
+                     axis=0, block_size=4),
+    helper.make_node("MatMul", ["activations", "w"], ["projected"]),
+    helper.make_node("QuantizeLinear", ["to_quantize", "q_scale", "q_zero"],
+                     ["quantized_u4"], axis=0, block_size=2),
+    helper.make_node("QuantizeLinear", ["to_quantize", "row_scale"],
+                     ["quantized_i8"], axis=1, block_size=4,
+                     output_dtype=TensorProto.INT8),
+    helper.make_node("DequantizeLinear", ["quantized_i8", "row_scale"],
+                     ["dequantized_i8"], axis=1, block_size=4)]
+save("blocked_quantization", nodes,
+     [value("activations", F, [2, 10]), value("to_quantize", F, [5, 4])],
+     [value("projected", F, [2, 6]),
+      value("quantized_u4", TensorProto.UINT4, [5, 4]),
+      value("quantized_i8", TensorProto.INT8, [5, 4]),
+      value("dequantized_i8", F, [5, 4])], 21, initializers)
+write_tensors("blocked_quantization", list(feeds.values()),
+              reference("blocked_quantization", feeds))
+
+
+# blocked_quantization_errors: 3 blocks of 2 cannot cover a dim of 10
+# (saved unchecked: the checker's inference refuses it too).
+onnx.save(helper.make_model(
+    helper.make_graph(
+        [helper.make_node("DequantizeLinear", ["x8", "scale3"], ["y"],
+                          axis=1, block_size=2)],
+        "blocked_quantization_errors", [value("x8", TensorProto.INT8, [4, 10])],
+        [value("y", F, [4, 10])],
+        [numpy_helper.from_array(np.ones((4, 3), np.float32), "scale3")]),
+    producer_name="fusec", opset_imports=[helper.make_opsetid("", 21)]),
+    "blocked_quantization_errors.onnx")
+
+
+# control_flow_scopes: a named If inside a Loop body is converted once per
+# iteration, each time in a scope of its own (it was one scope per name:
+# "defined twice"). Against onnxruntime, with the flag false and true.
+inner_if = helper.make_node(
+    "If", ["flag"], ["stepped"], name="inner_if",
+    then_branch=branch("then", [helper.make_node("Add", ["v", "one"], ["t"])],
+                       [value("t", F, [2, 3])]),
+    else_branch=branch("else", [helper.make_node("Mul", ["v", "v"], ["t"])],
+                       [value("t", F, [2, 3])]))
+loop_body = helper.make_graph(
+    [inner_if, helper.make_node("Identity", ["c"], ["c_out"])], "body",
+    [value("i", I64, []), value("c", TensorProto.BOOL, []),
+     value("v", F, [2, 3])],
+    [value("c_out", TensorProto.BOOL, []), value("stepped", F, [2, 3])])
+save("control_flow_scopes",
+     [helper.make_node("Loop", ["three", "", "x"], ["y"], name="outer_loop",
+                       body=loop_body)],
+     [value("x", F, [2, 3]), value("flag", TensorProto.BOOL, [])],
+     [value("y", F, [2, 3])], 17,
+     [numpy_helper.from_array(np.array(3, np.int64), "three"),
+      numpy_helper.from_array(np.array(1, np.float32), "one")])
+rng = np.random.default_rng(59)
+x = rng.uniform(-1, 1, (2, 3)).astype(np.float32)
+for flag in (False, True):
+    feeds = {"x": x, "flag": np.array(flag)}
+    write_tensors(f"control_flow_scopes_{str(flag).lower()}",
+                  list(feeds.values()),
+                  runtime_reference("control_flow_scopes", feeds))
