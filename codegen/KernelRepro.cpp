@@ -619,7 +619,8 @@ private:
   }
 
   std::optional<std::string> writeOp(Operation &op) {
-    if (isa<ElementwiseOpInterface, SelectOp, CastOp, ConstantOp>(op))
+    if (isa<ElementwiseOpInterface, SelectOp, CastOp, BitcastOp, ConstantOp>(
+            op))
       return writeElementwise(op);
     if (auto broadcast = dyn_cast<BroadcastToOp>(op))
       return writeBroadcast(broadcast);

@@ -77,7 +77,7 @@ FailureOr<PointwiseKernel> analyzePointwiseRegion(FusionOp fusion,
                                "than its region ("
                             << fusec::formatShape(kernel.iterationShape)
                             << "); only region inputs may be broadcast";
-    if (!isa<BroadcastToOp, CastOp, SelectOp, ReshapeOp,
+    if (!isa<BroadcastToOp, CastOp, BitcastOp, SelectOp, ReshapeOp,
              ElementwiseOpInterface>(op))
       return op.emitError() << "codegen: " << describeOp(&op)
                             << " cannot be part of a pointwise kernel";
@@ -230,31 +230,6 @@ static inline void fusec_stream_fence(void) {}
   if (withHalfTypes)
     prelude += std::string("\n") + kHalfFloatSource + "\n" + kNarrowTypesSource;
   return prelude;
-}
-
-std::string fromStorage(DType dtype, const std::string &element) {
-  if (dtype == DType::F16)
-    return "fusec_f16_to_f32(" + element + ")";
-  if (dtype == DType::BF16)
-    return "fusec_bf16_to_f32(" + element + ")";
-  if (fusec::isNarrow(dtype) && fusec::isFloat(dtype))
-    return "fusec_" + narrowFunctionStem(dtype) + "_to_f32(" + element + ")";
-  return element;
-}
-
-std::string toStorage(DType dtype, const std::string &value) {
-  if (dtype == DType::F16)
-    return "fusec_f32_to_f16(" + value + ")";
-  if (dtype == DType::BF16)
-    return "fusec_f32_to_bf16(" + value + ")";
-  // The value is one of the format's already (casts round), E5M2's
-  // infinities too: stored exactly, so without saturation (and E8M0's
-  // 2^-127, an f32 subnormal, rounded down).
-  if (dtype == DType::F8E8M0)
-    return "fusec_f32_to_f8e8m0fnu_rounded(" + value + ", 0, 1)";
-  if (fusec::isNarrow(dtype) && fusec::isFloat(dtype))
-    return "fusec_f32_to_" + narrowFunctionStem(dtype) + "(" + value + ", 0)";
-  return value;
 }
 
 std::string broadcastOffsetExpression(const std::string &index,

@@ -138,11 +138,6 @@ const MathFunctionMap &cudaFastMathFunctions();
 /// ulp, so it is not a fast-math option.
 const MathFunctionMap &cpuMathFunctions();
 
-/// An element as stored converted to its compute type (f16/bf16 -> f32),
-/// and a computed value converted back for storing.
-std::string fromStorage(fusec::DType dtype, const std::string &element);
-std::string toStorage(fusec::DType dtype, const std::string &value);
-
 /// The linear offset into a broadcast input for the linear index `index`
 /// of an iteration `shape` (row-major), given the input's strides per
 /// iteration dim (0 where it is broadcast). Shared by the C++ (row offsets)

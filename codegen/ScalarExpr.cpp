@@ -73,6 +73,8 @@ LogicalResult ScalarExprBuilder::build(Operation &op, ScalarLets &lets) {
     value = &node;
   } else if (isa<SelectOp>(op)) {
     value = &withOperands(newNode(ScalarExpr::Kind::Select, dtype));
+  } else if (isa<BitcastOp>(op)) {
+    value = &withOperands(newNode(ScalarExpr::Kind::Bitcast, dtype));
   } else if (auto cast = dyn_cast<CastOp>(op)) {
     ScalarExpr &node = withOperands(newNode(ScalarExpr::Kind::Cast, dtype));
     node.saturates = !cast.getNonSaturating();

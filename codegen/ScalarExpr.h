@@ -31,6 +31,7 @@ struct ScalarExpr {
     Literal,  ///< a constant element
     Apply,    ///< a row of the elementwise op table over the operands
     Cast,     ///< fusec's conversion of operands[0] to `dtype`
+    Bitcast,  ///< operands[0]'s bits read as `dtype`
     Select,   ///< operands[0] ? operands[1] : operands[2]
     /// operands[0] * the variable `name` holding a divisor's reciprocal
     /// (replaces a division where the quotient is rounded to f16/bf16 after)

@@ -19,6 +19,59 @@ std::string narrowFunctionStem(DType dtype) {
   return stem;
 }
 
+std::string fromStorage(DType dtype, const std::string &element) {
+  if (dtype == DType::F16)
+    return "fusec_f16_to_f32(" + element + ")";
+  if (dtype == DType::BF16)
+    return "fusec_bf16_to_f32(" + element + ")";
+  if (fusec::isNarrow(dtype) && fusec::isFloat(dtype))
+    return "fusec_" + narrowFunctionStem(dtype) + "_to_f32(" + element + ")";
+  return element;
+}
+
+std::string toStorage(DType dtype, const std::string &value) {
+  if (dtype == DType::F16)
+    return "fusec_f32_to_f16(" + value + ")";
+  if (dtype == DType::BF16)
+    return "fusec_f32_to_bf16(" + value + ")";
+  // The value is one of the format's already (casts round), E5M2's
+  // infinities too: stored exactly, so without saturation (and E8M0's
+  // 2^-127, an f32 subnormal, rounded down).
+  if (dtype == DType::F8E8M0)
+    return "fusec_f32_to_f8e8m0fnu_rounded(" + value + ", 0, 1)";
+  if (fusec::isNarrow(dtype) && fusec::isFloat(dtype))
+    return "fusec_f32_to_" + narrowFunctionStem(dtype) + "(" + value + ", 0)";
+  return value;
+}
+
+/// BitCast: the operand's stored bits read as `to`'s (both of one width).
+/// Narrower than a byte, the bits are the low ones of the byte each element
+/// takes (sign-extended for a signed target); read as i1, any nonzero byte
+/// is true.
+static std::string bitcastExpression(const std::string &operand, DType from,
+                                     DType to) {
+  // f16, bf16 and E5M2 NaNs keep their payloads (toStorage's conversions
+  // give one NaN).
+  std::string bits = from == DType::F16    ? "fusec_f16_bits(" + operand + ")"
+                     : from == DType::BF16 ? "fusec_bf16_bits(" + operand + ")"
+                     : from == DType::F8E5M2
+                         ? "(uint8_t)(fusec_f16_bits(" + operand + ") >> 8)"
+                         : toStorage(from, operand);
+  const fusec::DTypeInfo &target = fusec::dtypeInfo(to);
+  if (to == DType::I1)
+    return "(fusec_bit_cast<uint8_t>(" + bits + ") != 0)";
+  if (target.bits < 8) {
+    std::string low = "(int64_t)(fusec_bit_cast<uint8_t>(" + bits + ") & " +
+                      std::to_string((1 << target.bits) - 1) + ")";
+    if (fusec::isInteger(to) && !fusec::isUnsigned(to))
+      low =
+          "fusec_wrap_signed(" + low + ", " + std::to_string(target.bits) + ")";
+    return fromStorage(to, std::string("(") + target.storageCType + ")" + low);
+  }
+  return fromStorage(to, std::string("fusec_bit_cast<") + target.storageCType +
+                             ">(" + bits + ")");
+}
+
 std::string ScalarExprPrinter::integerLiteral(int64_t value, DType dtype) {
   if (fusec::dtypeInfo(dtype).kind == fusec::DTypeKind::Bool)
     return value != 0 ? "true" : "false";
@@ -177,6 +230,9 @@ std::string ScalarExprPrinter::print(const ScalarExpr &expr) const {
     SmallVector<std::string> names = operandNames();
     return "(" + names[0] + " ? " + names[1] + " : " + names[2] + ")";
   }
+  case ScalarExpr::Kind::Bitcast:
+    return bitcastExpression(printOperand(expr.operands[0]),
+                             expr.operands[0]->dtype, expr.dtype);
   case ScalarExpr::Kind::Cast:
     return castExpression(printOperand(expr.operands[0]),
                           expr.operands[0]->dtype, expr.dtype, expr.saturates,

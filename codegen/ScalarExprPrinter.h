@@ -22,6 +22,11 @@ namespace fuse {
 /// (fusec_f32_to_<stem>, fusec_<stem>_to_f32, fusec_round_to_<stem>).
 std::string narrowFunctionStem(fusec::DType dtype);
 
+/// An element as stored converted to its compute type (f16/bf16 -> f32),
+/// and a computed value converted back for storing.
+std::string fromStorage(fusec::DType dtype, const std::string &element);
+std::string toStorage(fusec::DType dtype, const std::string &value);
+
 /// Replacement names for math functions (e.g. sin -> __sinf), applied to
 /// the calls of f32-computed expressions.
 using MathFunctionMap = llvm::StringMap<std::string>;

@@ -248,16 +248,18 @@ private:
   FailureOr<Type> attrResultType(const GraphNode &node, Value operand) {
     Location loc = nodeLoc(node.name);
     auto operandType = cast<RankedTensorType>(operand.getType());
-    if (node.op == "cast") {
+    if (node.op == "cast" || node.op == "bitcast") {
       auto it = node.attrs.find("dtype");
       const std::string *name = it == node.attrs.end()
                                     ? nullptr
                                     : std::get_if<std::string>(&it->second);
       if (!name)
-        return emitError(loc) << "'cast' needs attr \"dtype\" (a dtype name)";
+        return emitError(loc)
+               << "'" << node.op << "' needs attr \"dtype\" (a dtype name)";
       std::optional<fusec::DType> dtype = fusec::parseDType(*name);
       if (!dtype)
-        return emitError(loc) << "'cast' to unknown dtype '" << *name << "'";
+        return emitError(loc)
+               << "'" << node.op << "' to unknown dtype '" << *name << "'";
       return Type(RankedTensorType::get(operandType.getShape(),
                                         toElementType(context, *dtype)));
     }
@@ -337,7 +339,11 @@ private:
     }
     const ElementwiseOpInfo *info = lookupElementwiseOp(node.op);
     static const std::map<std::string, unsigned> kOtherArity = {
-        {"select", 3}, {"cast", 1}, {"reshape", 1}, {"broadcast_to", 1}};
+        {"select", 3},
+        {"cast", 1},
+        {"bitcast", 1},
+        {"reshape", 1},
+        {"broadcast_to", 1}};
     auto other = kOtherArity.find(node.op);
     if (!info && other == kOtherArity.end())
       return emitError(loc) << "unknown op '" << node.op << "'";

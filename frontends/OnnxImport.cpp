@@ -703,17 +703,28 @@ void keepSaturate(GraphNode &node) {
                       std::to_string(saturate)};
 }
 
-void castTarget(OnnxConverter &, const onnx::NodeProto &, GraphNode &node) {
-  keepSaturate(node);
+/// Cast's and BitCast's attribute `to`, as the graph op's "dtype".
+void targetDType(GraphNode &node, const std::string &opType) {
   auto it = node.attrs.find("to");
   if (it == node.attrs.end())
-    throw Unsupported{"Cast needs attribute 'to'"};
+    throw Unsupported{opType + " needs attribute 'to'"};
   int32_t to = static_cast<int32_t>(std::get<int64_t>(it->second));
   std::optional<DType> dtype = dtypeOfOnnx(to);
   if (!dtype)
-    throw Unsupported{"Cast to " + onnxTypeName(to) + " is not supported"};
+    throw Unsupported{opType + " to " + onnxTypeName(to) + " is not supported"};
   node.attrs.erase(it);
   node.attrs["dtype"] = std::string(dtypeName(*dtype));
+}
+
+void castTarget(OnnxConverter &, const onnx::NodeProto &, GraphNode &node) {
+  keepSaturate(node);
+  targetDType(node, "Cast");
+}
+
+/// BitCast (opset 26): the bits read as `to`, of the same width (checked by
+/// the op's verifier, which names both dtypes).
+void bitcastTarget(OnnxConverter &, const onnx::NodeProto &, GraphNode &node) {
+  targetDType(node, "BitCast");
 }
 
 /// LayerNormalization's, RMSNormalization's and GroupNormalization's
@@ -6311,6 +6322,7 @@ const std::vector<OnnxOp> &onnxOps() {
     table.push_back({"Sum", "add", {}, {}, nullptr});
     table.push_back(
         {"Cast", "cast", {"to", "saturate", "round_mode"}, {}, castTarget});
+    table.push_back({"BitCast", "bitcast", {"to"}, {}, bitcastTarget, 26});
     // Mod: fmod=0 takes the divisor's sign (mod), fmod=1 the dividend's.
     table.push_back({"Mod", "mod", {"fmod"}, {}, modKind});
     table.push_back(

@@ -498,6 +498,15 @@ foldFloatBound(const onnx::NodeProto &node,
     case onnx::TensorProto::DOUBLE:
       to = DType::F64;
       break;
+    case onnx::TensorProto::FLOAT16:
+      to = DType::F16;
+      break;
+    case onnx::TensorProto::BFLOAT16:
+      to = DType::BF16;
+      break;
+    case onnx::TensorProto::BOOL:
+      to = DType::I1;
+      break;
     case onnx::TensorProto::INT32:
       to = DType::I32;
       break;
@@ -511,7 +520,9 @@ foldFloatBound(const onnx::NodeProto &node,
       return std::nullopt; // integer casts are shapes: foldCast
     Tensor result(*to, a.shape);
     for (int64_t i = 0; i < a.numElements(); ++i) {
-      if (isFloat(*to)) {
+      if (*to == DType::I1) {
+        result.set(i, a.at(i) != 0 ? 1.0 : 0.0); // NaN is true
+      } else if (isFloat(*to)) {
         // Integers beyond 2^53 would be rounded twice through a double.
         int64_t exact = a.dtype == DType::I64 ? a.as<int64_t>()[i] : 0;
         if (std::fabs(static_cast<double>(exact)) >= kExactInDouble)
@@ -527,7 +538,9 @@ foldFloatBound(const onnx::NodeProto &node,
     }
     return result;
   }
-  bool unary = op == "Neg";
+  // Range's expansion counts its elements as Relu(Ceil((limit - start) /
+  // delta)): exact in any float dtype.
+  bool unary = op == "Neg" || op == "Ceil" || op == "Floor" || op == "Relu";
   bool binary = op == "Add" || op == "Sub" || op == "Mul" || op == "Div";
   if (!isFloat(a.dtype) || !(unary || binary) ||
       inputs.size() != (unary ? 1u : 2u) ||
@@ -542,6 +555,12 @@ foldFloatBound(const onnx::NodeProto &node,
   auto compute = [&](auto x, auto y) {
     if (op == "Neg")
       return -x;
+    if (op == "Ceil")
+      return std::ceil(x);
+    if (op == "Floor")
+      return std::floor(x);
+    if (op == "Relu")
+      return x < 0 ? decltype(x)(0) : x; // NaN stays NaN
     if (op == "Add")
       return x + y;
     if (op == "Sub")

@@ -122,8 +122,8 @@ LogicalResult DequantizeLinearOp::verify() {
     return emitOpError() << "result must be "
                          << typeString(type.clone(scaleType.getElementType()))
                          << " (the operand's shape, the scale's dtype)";
-  bool perElement = scaleType.getRank() > 0 &&
-                    scaleType.getShape() == type.getShape();
+  bool perElement =
+      scaleType.getRank() > 0 && scaleType.getShape() == type.getShape();
   if (scaleType.getRank() > 1 && !perElement)
     return emitOpError() << "scale must be rank 0 (per tensor), 1-D (per "
                             "axis) or of the operand's shape (per element), "

@@ -207,18 +207,40 @@ std::string fuse::typeString(Type type) {
   return text;
 }
 
-LogicalResult CastOp::verify() {
-  auto from = cast<RankedTensorType>(getOperand().getType());
-  auto to = cast<RankedTensorType>(getType());
+/// Cast and bitcast change the dtype alone.
+static LogicalResult verifyShapeKept(Operation *op, const char *what) {
+  auto from = cast<RankedTensorType>(op->getOperand(0).getType());
+  auto to = cast<RankedTensorType>(op->getResult(0).getType());
   if (from.getShape() != to.getShape())
-    return emitOpError() << "changes the shape from " << typeString(from)
-                         << " to " << typeString(to)
-                         << "; a cast only converts the dtype";
+    return op->emitOpError() << "changes the shape from " << typeString(from)
+                             << " to " << typeString(to) << "; " << what;
+  return success();
+}
+
+LogicalResult CastOp::verify() {
+  if (failed(verifyShapeKept(*this, "a cast only converts the dtype")))
+    return failure();
   if (std::optional<StringRef> mode = getRoundMode();
       mode && *mode != "up" && *mode != "down" && *mode != "nearest")
     return emitOpError() << "round_mode must be \"up\", \"down\" or "
                             "\"nearest\", not \""
                          << *mode << "\"";
+  return success();
+}
+
+LogicalResult BitcastOp::verify() {
+  if (failed(verifyShapeKept(*this, "a bitcast only reinterprets the dtype")))
+    return failure();
+  auto from = cast<RankedTensorType>(getOperand().getType());
+  auto to = cast<RankedTensorType>(getType());
+  int fromBits = fusec::dtypeInfo(dtypeOf(from)).bits,
+      toBits = fusec::dtypeInfo(dtypeOf(to)).bits;
+  if (fromBits != toBits)
+    return emitOpError() << "reinterprets " << fromBits << "-bit elements as "
+                         << toBits << "-bit ones ("
+                         << typeString(from.getElementType()) << " to "
+                         << typeString(to.getElementType())
+                         << "): the widths must be equal";
   return success();
 }
 

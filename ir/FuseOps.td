@@ -111,6 +111,20 @@ def Fuse_CastOp : Fuse_Op<"cast", [Pure, Fuse_FusionKindOpInterface]> {
   let hasFolder = 1;
 }
 
+def Fuse_BitcastOp : Fuse_Op<"bitcast", [Pure, Fuse_FusionKindOpInterface]> {
+  let extraClassDeclaration = Fuse_KindIs<"Elementwise">.kindDeclaration;
+  let summary = "elementwise reinterpretation of the bits (ONNX BitCast)";
+  let description = [{
+    Each element's bits, unchanged, read as the result's dtype, which has
+    the same number of bits (little-endian, as ONNX defines it). Read as
+    i1, any nonzero byte is true.
+  }];
+  let arguments = (ins Fuse_AnyTensor:$operand);
+  let results = (outs Fuse_AnyTensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($operand) `to` type($result)";
+  let hasVerifier = 1;
+}
+
 def Fuse_BroadcastToOp : Fuse_Op<"broadcast_to",
     [Pure, Fuse_FusionKindOpInterface]> {
   let extraClassDeclaration = Fuse_KindIs<"Broadcast">.kindDeclaration;

@@ -4,7 +4,9 @@
  * that touches f16 or bf16, so host and kernels convert identically (CUDA
  * kernels use the hardware's cvt instructions, which round the same way).
  * Keep it self-contained C (kernels compile it with no include path).
- * Conversions to 16-bit round to nearest even; NaN stays NaN.
+ * Conversions to 16-bit round to nearest even; NaN stays NaN, the upper
+ * bits of its payload kept (as NumPy's f16 conversion keeps them), so a
+ * stored NaN's bits survive a load and a store (BitCast).
  *
  *===---------------------------------------------------------------------===*/
 #ifndef FUSEC_HALF_FLOAT_H
@@ -43,8 +45,10 @@ static inline uint16_t fusec_f32_to_f16(float value) {
   uint32_t bits = fusec_f32_to_bits(value);
   uint16_t sign = (uint16_t)((bits >> 16) & 0x8000u);
   uint32_t magnitude = bits & 0x7fffffffu;
-  if (magnitude > 0x7f800000u) /* nan */
-    return (uint16_t)(sign | 0x7e00u);
+  if (magnitude > 0x7f800000u) { /* nan: its payload's upper bits, as NumPy */
+    uint16_t payload = (uint16_t)((magnitude >> 13) & 0x3ffu);
+    return (uint16_t)(sign | 0x7c00u | (payload ? payload : 1u));
+  }
   if (magnitude >= 0x47800000u) /* >= 65536: inf */
     return (uint16_t)(sign | 0x7c00u);
   if (magnitude < 0x38800000u) /* below 2^-14: subnormal or zero */
@@ -64,8 +68,10 @@ static inline float fusec_bf16_to_f32(uint16_t h) {
 
 static inline uint16_t fusec_f32_to_bf16(float value) {
   uint32_t bits = fusec_f32_to_bits(value);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) /* nan: keep it quiet */
-    return (uint16_t)((bits >> 16) | 0x40u);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) { /* nan: its payload's upper bits */
+    uint16_t upper = (uint16_t)(bits >> 16);
+    return (uint16_t)((upper & 0x7fu) ? upper : upper | 0x40u);
+  }
   bits += 0x7fffu + ((bits >> 16) & 1u);
   return (uint16_t)(bits >> 16);
 }

@@ -76,8 +76,12 @@ FUSEC_NARROW_FN uint8_t fusec_f32_to_f8(float value, int mantissa, int bias,
   const uint32_t bits = fusec_narrow_bits(value);
   const uint32_t sign = (bits >> 24) & 0x80u;
   const uint32_t magnitude = bits & 0x7fffffffu;
-  if (magnitude > 0x7f800000u) /* NaN */
-    return (uint8_t)(fnuz ? 0x80u : sign | (hasInf ? 0x7eu : 0x7fu));
+  if (magnitude > 0x7f800000u) { /* NaN: E5M2 keeps its payload's top bits */
+    const uint32_t payload = (magnitude >> 21) & 3u;
+    return (uint8_t)(fnuz     ? 0x80u
+                     : hasInf ? sign | 0x7cu | (payload ? payload : 2u)
+                              : sign | 0x7fu);
+  }
   uint32_t code = magnitude == 0x7f800000u
                       ? 0xffffu
                       : fusec_narrow_round(magnitude, mantissa, bias);
@@ -96,7 +100,9 @@ FUSEC_NARROW_FN float fusec_f8_to_f32(uint8_t code, int mantissa, int bias,
   const uint32_t sign = (uint32_t)(code & 0x80u) << 24;
   const uint32_t magnitude = code & 0x7fu;
   if (fnuz ? code == 0x80u : (hasInf ? magnitude > 0x7cu : magnitude == 0x7fu))
-    return fusec_narrow_float((fnuz ? 0u : sign) | 0x7fc00000u);
+    return fusec_narrow_float(
+        (fnuz ? 0u : sign) |
+        (hasInf ? 0x7f800000u | ((magnitude & 3u) << 21) : 0x7fc00000u));
   if (hasInf && magnitude == 0x7cu)
     return fusec_narrow_float(sign | 0x7f800000u);
   const uint32_t exponent = magnitude >> mantissa;
@@ -208,6 +214,31 @@ FUSEC_NARROW_FN int8_t fusec_wrap_signed(int64_t value, int bits) {
 }
 FUSEC_NARROW_FN uint8_t fusec_wrap_unsigned(int64_t value, int bits) {
   return (uint8_t)((uint64_t)value & ((1ull << bits) - 1u));
+}
+
+/* BitCast's view of an f16 or bf16 value held in f32 (a stored one,
+ * widened exactly): its 16 bits, with a NaN's payload kept (the
+ * conversions proper give one quiet NaN, as arithmetic may). E5M2's code
+ * is the upper byte of the f16 bits. */
+FUSEC_NARROW_FN uint16_t fusec_f16_bits(float value) {
+  uint32_t bits = fusec_narrow_bits(value);
+  uint32_t magnitude = bits & 0x7fffffffu;
+  uint16_t sign = (uint16_t)((bits >> 16) & 0x8000u);
+  if (magnitude > 0x7f800000u) { /* nan: the payload's upper 10 bits */
+    uint16_t payload = (uint16_t)((magnitude >> 13) & 0x3ffu);
+    return (uint16_t)(sign | 0x7c00u | (payload ? payload : 1u));
+  }
+  if (magnitude >= 0x7f800000u) /* inf */
+    return (uint16_t)(sign | 0x7c00u);
+  if (magnitude >= 0x38800000u) /* normal: rebias 127 -> 15 */
+    return (uint16_t)(sign | (((magnitude >> 23) - 112) << 10) |
+                      ((magnitude >> 13) & 0x3ffu));
+  /* zero or subnormal: an integer number of 2^-24 */
+  return (uint16_t)(sign |
+                    (uint16_t)(fusec_narrow_float(magnitude) * 16777216.0f));
+}
+FUSEC_NARROW_FN uint16_t fusec_bf16_bits(float value) {
+  return (uint16_t)(fusec_narrow_bits(value) >> 16);
 }
 
 #endif /* FUSEC_NARROW_TYPES_H */

@@ -105,6 +105,20 @@ template <typename T> FUSEC_SCALAR_FN T fusec_mish(T x) {
   return x * tanh(fusec_softplus(x));
 }
 
+// BitCast: the bits of a `From` read as a `To` of the same size (a copy of
+// the bytes is the defined way in C++ and CUDA, where NVRTC has no memcpy
+// builtin; compilers make it a move).
+template <typename To, typename From>
+FUSEC_SCALAR_FN To fusec_bit_cast(From value) {
+  static_assert(sizeof(To) == sizeof(From), "a bit_cast keeps the size");
+  To result;
+  const unsigned char *source = (const unsigned char *)&value;
+  unsigned char *target = (unsigned char *)&result;
+  for (unsigned i = 0; i < sizeof(To); ++i)
+    target[i] = source[i];
+  return result;
+}
+
 // Float to integer conversion (cast): truncates toward zero, saturates to
 // the integer dtype's range, and NaN becomes 0 — the same on every target
 // (C leaves out-of-range conversions undefined; x86 and CUDA differ).
