@@ -7626,7 +7626,8 @@ std::vector<std::string> OnnxConverter::convertSubgraph(
   onnx::GraphProto scoped = body;
   renameScoped(scoped, namesDefinedIn(body), scope + "/", true);
   for (int i = 0; i < scoped.input_size(); ++i)
-    aliases[scoped.input(i).name()] = resolve(inputs[i]);
+    if (!scoped.input(i).name().empty())
+      aliases[scoped.input(i).name()] = resolve(inputs[i]);
   for (int i = 0; i < body.initializer_size(); ++i) {
     Tensor value = tensorFromProto(body.initializer(i), modelDir);
     chargeUnrolling(value.bytes.size() / 65536);
@@ -7683,7 +7684,8 @@ void OnnxConverter::convertIf(const onnx::NodeProto &node) {
         taken ? thenBranch : elseBranch, scope + (taken ? "/then" : "/else"),
         {}, taken ? "then_branch" : "else_branch");
     for (int i = 0; i < node.output_size(); ++i)
-      aliases[node.output(i)] = outputs[i];
+      if (!node.output(i).empty()) // "" names an absent optional input
+        aliases[node.output(i)] = outputs[i];
     return;
   }
   Shape condShape = requireShape(cond, "If");
