@@ -252,10 +252,14 @@ double copyGBps(int64_t bytes, int reps) {
   return 2.0 * bytes / us / 1e3;
 }
 
+/// Bytes of every input, constant (a model's weights) and output once.
 int64_t movedBytes(const Program &program) {
   int64_t bytes = 0;
   for (int id : program.inputs)
     bytes += program.buffers[id].byteSize();
+  for (const BufferDesc &buffer : program.buffers)
+    if (buffer.role == BufferRole::Constant)
+      bytes += buffer.byteSize();
   for (int id : program.outputs)
     bytes += program.buffers[id].byteSize();
   return bytes;
@@ -293,20 +297,23 @@ double medianGpuMicros(int reps, const std::function<void()> &launch) {
   return times[times.size() / 2];
 }
 
-/// Median GPU time of a launch, the launch queued before the GPU reaches
-/// it: per sample the stream first waits on a word of mapped host memory,
-/// the start event, the launch and the stop event are queued behind that
-/// wait, and only then does the host release it. Per-launch event timing
-/// (medianGpuMicros) also counts the host's launch call, which the GPU
-/// idles through: 3-6 us on the H200 machines, 40% of a 45 MB GEMV's time.
-/// In a model the launches are queued back to back (or captured in a
-/// graph) and that idle time is not there. `launches` run in turn; give
-/// copies of one model whose inputs together exceed the L2 several times
-/// over and every launch reads its inputs from DRAM, as a layer's weights
-/// are in a decode step (the previous run of the same copy is evicted).
-double
-medianQueuedGpuMicros(int reps,
-                      const std::vector<std::function<void()>> &launches) {
+/// Median GPU time of a launch, the launches queued before the GPU reaches
+/// them: per sample the stream first waits on a word of mapped host memory,
+/// the start event, `batch` launches and the stop event are queued behind
+/// that wait, and only then does the host release it; a sample is the
+/// pair's time over `batch`. Per-launch event timing (medianGpuMicros) also
+/// counts the host's launch call, which the GPU idles through: 3-6 us on
+/// the H200 machines, 40% of a 45 MB GEMV's time. In a model the launches
+/// are queued back to back (or captured in a graph) and that idle time is
+/// not there. With `batch` 1 each sample still holds one launch's start and
+/// drain; a larger batch times a stream of launches back to back, as a
+/// decode step runs its layers. `launches` run in turn; give copies of one
+/// model whose inputs together exceed the L2 several times over and every
+/// launch reads its inputs from DRAM, as a layer's weights are in a decode
+/// step (the previous run of the same copy is evicted).
+double medianQueuedGpuMicros(int reps,
+                             const std::vector<std::function<void()>> &launches,
+                             int batch = 1) {
   const cuda::Driver &driver = cuda::driver();
   cuda::CUstream stream = cuda::device().stream;
   void *host = nullptr;
@@ -346,13 +353,14 @@ medianQueuedGpuMicros(int reps,
         ~Release() { *word = ticket; }
       } releaseAtEnd{release, ticket};
       driver.cuEventRecord(start, stream);
-      launches[i % launches.size()]();
+      for (int b = 0; b < batch; ++b)
+        launches[(static_cast<size_t>(i) * batch + b) % launches.size()]();
       driver.cuEventRecord(stop, stream);
     }
     cuda::check(driver.cuEventSynchronize(stop), "cuEventSynchronize", "bench");
     float ms = 0;
     driver.cuEventElapsedTime(&ms, start, stop);
-    times.push_back(ms * 1e3);
+    times.push_back(ms * 1e3 / batch);
   }
   driver.cuEventDestroy(start);
   driver.cuEventDestroy(stop);
@@ -373,9 +381,9 @@ int coldCopiesFor(int64_t bytes) {
   return static_cast<int>(std::clamp<int64_t>(4 * l2 / bytes + 1, 2, 64));
 }
 
-/// A device-to-device copy of `bytes`, timed per launch or (`queued`) by
-/// medianQueuedGpuMicros.
-double cudaCopyGBps(int64_t bytes, int reps, bool queued = false) {
+/// A device-to-device copy of `bytes`, timed per launch or (`queuedBatch`
+/// launches per sample) by medianQueuedGpuMicros.
+double cudaCopyGBps(int64_t bytes, int reps, int queuedBatch = 0) {
   const cuda::Driver &driver = cuda::driver();
   cuda::CUdeviceptr source, target;
   cuda::check(driver.cuMemAlloc(&source, bytes), "cuMemAlloc", "copy source");
@@ -383,8 +391,8 @@ double cudaCopyGBps(int64_t bytes, int reps, bool queued = false) {
   auto copy = [&] {
     driver.cuMemcpyDtoDAsync(target, source, bytes, cuda::device().stream);
   };
-  double us = queued ? medianQueuedGpuMicros(reps, {copy})
-                     : medianGpuMicros(reps, copy);
+  double us = queuedBatch ? medianQueuedGpuMicros(reps, {copy}, queuedBatch)
+                          : medianGpuMicros(reps, copy);
   driver.cuMemFree(source);
   driver.cuMemFree(target);
   return 2.0 * bytes / us / 1e3;
@@ -729,23 +737,34 @@ void runMatmuls(Target target, const std::vector<std::string> &only, int reps) {
 }
 
 /// y = x @ w^T for one row: int8 weights with a per-channel scale (the
-/// quantized GEMV kernel) or bf16 weights (the library call).
+/// quantized GEMV kernel) or bf16 weights (the library call). The weights
+/// are constants, as a model's initializers are (the same values in every
+/// copy).
 Graph gemvGraph(int64_t k, int64_t n, bool int8Weights) {
   GraphBuilder b(int8Weights ? "gemv_int8w" : "gemv_bf16");
+  std::mt19937_64 rng(1);
   std::string x = b.input("x", DType::BF16, {1, k});
   std::string w;
   if (int8Weights) {
-    std::string scale = b.input("scale", DType::BF16, {n});
-    w = b.op("dequantize_linear", {b.input("w", DType::I8, {n, k}), scale},
+    std::string scale =
+        b.constant("scale", randomTensor(DType::BF16, {n}, rng, 1e-3, 2e-2));
+    w = b.op("dequantize_linear",
+             {b.constant("w", randomTensor(DType::I8, {n, k}, rng, -127, 127)),
+              scale},
              {{"axis", int64_t(0)}});
   } else {
-    w = b.input("w", DType::BF16, {n, k});
+    w = b.constant("w", randomTensor(DType::BF16, {n, k}, rng));
   }
   std::string wt =
       b.op("transpose", {w}, {{"perm", std::vector<int64_t>{1, 0}}});
   b.output(b.op("matmul", {x, wt}));
   return b.build();
 }
+
+/// Launches per sample of the streamed timings: a stream of GEMVs back to
+/// back, as a decode step runs its layers, each from DRAM (the launches
+/// rotate among cold copies), against copies timed the same way.
+constexpr int kStreamedBatch = 20;
 
 /// The GEMVs of a decode step in GB/s (bytes of every input and output
 /// once) next to the copy ceiling: int8 weights vs bf16 weights, for a
@@ -758,7 +777,9 @@ void runGemvs(Target target, const std::vector<std::string> &only, int reps) {
   double ceiling = target == Target::Cuda ? cudaCopyGBps(k64M * 4, reps)
                                           : copyGBps(64ll << 20, reps);
   double queuedCeiling =
-      target == Target::Cuda ? cudaCopyGBps(k64M * 4, reps, true) : 0;
+      target == Target::Cuda ? cudaCopyGBps(k64M * 4, reps, 1) : 0;
+  double streamedCeiling =
+      target == Target::Cuda ? cudaCopyGBps(k64M * 4, reps, kStreamedBatch) : 0;
   const std::pair<int64_t, int64_t> shapes[] = {
       {4096, 11008}, {11008, 4096}, {4096, 4096}};
   for (auto [k, n] : shapes)
@@ -772,11 +793,14 @@ void runGemvs(Target target, const std::vector<std::string> &only, int reps) {
         continue;
       CompileOptions options;
       options.target = target;
-      CompiledModel model = compile(gemvGraph(k, n, int8Weights), options);
+      // x lives in device memory, as a decode step's activations do.
+      options.zeroCopyMaxBytes = 0;
+      const Graph graph = gemvGraph(k, n, int8Weights);
+      CompiledModel model = compile(graph, options);
       std::vector<Tensor> inputs = randomInputs(model.program());
       std::vector<Tensor> outputs;
       int64_t bytes = movedBytes(model.program());
-      double us, coldUs = 0;
+      double us, coldUs = 0, streamedUs = 0, serialStreamedUs = 0;
       if (target == Target::Cpu) {
         us = medianMicros(reps, [&] { model.run(inputs, outputs); });
       } else {
@@ -785,16 +809,33 @@ void runGemvs(Target target, const std::vector<std::string> &only, int reps) {
         us = medianGpuMicros(reps, [&] { gpu.launch(); });
         // From DRAM with the launch queued: copies of the model (the
         // kernels are compiled once, the buffers are each copy's own).
-        std::vector<CompiledModel> copies;
-        std::vector<std::function<void()>> launches;
-        for (int c = coldCopiesFor(bytes); c > 0; --c) {
-          copies.push_back(compile(gemvGraph(k, n, int8Weights), options));
-          auto &copy =
-              dynamic_cast<CudaExecutable &>(executableOf(copies.back()));
-          copy.upload(inputs);
-          launches.push_back([&copy] { copy.launch(); });
-        }
+        // The int8 GEMV's streamed timing also runs with the overlap of
+        // its launches off.
+        auto coldLaunches = [&](const CompileOptions &copyOptions,
+                                std::vector<CompiledModel> &into) {
+          std::vector<std::function<void()>> launches;
+          for (int c = coldCopiesFor(bytes); c > 0; --c)
+            into.push_back(compile(graph, copyOptions));
+          for (CompiledModel &copy : into) {
+            auto &executable =
+                dynamic_cast<CudaExecutable &>(executableOf(copy));
+            executable.upload(inputs);
+            launches.push_back([&executable] { executable.launch(); });
+          }
+          return launches;
+        };
+        std::vector<CompiledModel> copies, serialCopies;
+        std::vector<std::function<void()>> launches =
+            coldLaunches(options, copies);
         coldUs = medianQueuedGpuMicros(reps, launches);
+        streamedUs = medianQueuedGpuMicros(reps, launches, kStreamedBatch);
+        copies.clear();
+        if (int8Weights) {
+          CompileOptions serial = options;
+          serial.kernelOverlap = false;
+          serialStreamedUs = medianQueuedGpuMicros(
+              reps, coldLaunches(serial, serialCopies), kStreamedBatch);
+        }
       }
       double gbps = bytes / us / 1e3;
       std::printf(
@@ -809,6 +850,15 @@ void runGemvs(Target target, const std::vector<std::string> &only, int reps) {
                     "\"queued_copy_GBps\": %.1f, ",
                     coldUs, coldGbps, 100.0 * coldGbps / queuedCeiling,
                     queuedCeiling);
+        double streamedGbps = bytes / streamedUs / 1e3;
+        std::printf("\"streamed_cold_us\": %.2f, \"streamed_cold_GBps\": "
+                    "%.1f, \"streamed_cold_pct_of_copy\": %.1f, "
+                    "\"streamed_copy_GBps\": %.1f, ",
+                    streamedUs, streamedGbps,
+                    100.0 * streamedGbps / streamedCeiling, streamedCeiling);
+        if (int8Weights)
+          std::printf("\"streamed_cold_no_overlap_us\": %.2f, ",
+                      serialStreamedUs);
       }
       std::printf(
           "\"bytes\": %lld, \"kernels\": %zu, \"library_calls\": %zu}\n",

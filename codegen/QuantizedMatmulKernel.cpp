@@ -302,8 +302,20 @@ constexpr int64_t kTensorCoreWarps = 4;
 /// plain read of the same bytes: 10.8-11.8 us). 1x11008x4096 (256 blocks):
 /// 4 steps ahead 15.3-16.2 us, 8 ahead at 3 blocks per SM 14.4-15.1, 12
 /// ahead at 2 blocks per SM 13.7-14.1.
+///
+/// The kernel lets the next kernel in the stream launch (a GEMV after it
+/// then streams its constant weights while this one ends) at its start,
+/// `earlyDependents`, where the layer fills its SMs (6 per SM): the next
+/// layer's blocks take the few free slots. Layers of 2 or 3 blocks per SM
+/// leave room for more, and the next layer's blocks crowded in: they let
+/// it launch once their loads are done. On an H200, GEMVs back to back
+/// from DRAM (fusec-bench's streamed_cold_us), against each kernel
+/// launched after the one before has finished: 1x4096x11008 14.8 -> 12.6
+/// us; 1x4096x4096 8.8-9.0 -> 8.0-8.1 (at the start: 9.1); 1x11008x4096
+/// 16.2-16.3 -> 16.5-16.9 (at the start: 23.4).
 struct TensorCoreSchedule {
   int64_t blocksPerMultiprocessor, ahead;
+  bool earlyDependents;
 };
 /// The SMs of an H100 or H200, which the schedule assumes; on another count
 /// the kernel is as correct, its blocks may take one more wave.
@@ -362,10 +374,10 @@ int64_t sharedRingStages(const TensorCoreSchedule &schedule,
 TensorCoreSchedule tensorCoreSchedule(const GemvShape &shape) {
   int64_t blocks = (shape.n + kTensorCoreChannels - 1) / kTensorCoreChannels;
   if (blocks <= 2 * kTypicalMultiprocessors)
-    return {2, 12};
+    return {2, 12, false};
   if (blocks <= 3 * kTypicalMultiprocessors)
-    return {3, 8};
-  return {6, 4};
+    return {3, 8, false};
+  return {6, 4, true};
 }
 
 /// f16/bf16 with k a multiple of 64 run on tensor cores (sm_80+): the mma
@@ -493,8 +505,8 @@ void printBF16Dequantize(std::ostream &os, const std::string &name) {
 /// 16-byte loads; f16 lhs words are B's registers as they are, bf16 ones
 /// are reordered once into shared memory (or at each step, for a large
 /// lhs).
-std::string printCudaTensorCore(const GemvShape &shape,
-                                const std::string &name) {
+std::string printCudaTensorCore(const GemvShape &shape, const std::string &name,
+                                bool constantWeights) {
   bool bf16 = shape.dtype == DType::BF16;
   const char *type = bf16 ? "bf16" : "f16";
   const TensorCoreSchedule schedule = tensorCoreSchedule(shape);
@@ -537,6 +549,22 @@ std::string printCudaTensorCore(const GemvShape &shape,
         "{\n";
   os << "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n";
   os << "  const int group = lane >> 2, quad = lane & 3;\n";
+  // The next kernel in the stream may launch (TensorCoreSchedule).
+  const std::string launchDependents =
+      "#if __CUDA_ARCH__ >= 900\n"
+      "  asm volatile(\"griddepcontrol.launch_dependents;\" ::: "
+      "\"memory\");\n"
+      "#endif\n";
+  if (schedule.earlyDependents)
+    os << launchDependents;
+  const std::string waitForPredecessor =
+      "#if __CUDA_ARCH__ >= 900\n"
+      "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
+      "#endif\n";
+  // Weights and scales computed by earlier steps are read after the wait,
+  // like the lhs; constant ones (no kernel writes them) before it.
+  if (!constantWeights)
+    os << waitForPredecessor;
   os << "  const long long channel0 = (long long)blockIdx.x * "
      << kTensorCoreChannels << " + group, channel1 = channel0 + 8;\n";
   os << "  const bool has0 = channel0 < " << shape.n << "LL, has1 = channel1 < "
@@ -624,6 +652,8 @@ std::string printCudaTensorCore(const GemvShape &shape,
     printLoad("      ", "i", "i");
     os << "    }\n";
   }
+  if (constantWeights)
+    os << waitForPredecessor;
   if (staged) {
     // Each 4 lhs elements (x0 x1 x2 x3) as the words (x0 x2)(x1 x3).
     int64_t words = chunk / 2;
@@ -793,6 +823,8 @@ std::string printCudaTensorCore(const GemvShape &shape,
     os << "  }\n";
   }
   os << "#else\n";
+  if (constantWeights)
+    os << waitForPredecessor;
   // Before sm_80 there is no f16/bf16 mma: each lane sums its own four
   // (channel, row) entries over the warp's chunk of k, one at a time.
   for (const char *row : {"0", "1"})
@@ -818,6 +850,8 @@ std::string printCudaTensorCore(const GemvShape &shape,
   os << "    }\n";
   os << "  }\n";
   os << "#endif\n";
+  if (!schedule.earlyDependents)
+    os << launchDependents;
   // d[0], d[1]: channel0, rows 2 quad and 2 quad + 1; d[2], d[3]: channel1.
   os << "  __shared__ float partial[" << warps << "][32][4];\n";
   os << "  #pragma unroll\n";
@@ -836,6 +870,15 @@ std::string printCudaTensorCore(const GemvShape &shape,
   os << "  }\n";
   os << "}\n";
   return os.str();
+}
+
+/// Whether `value` is stored in a constant's buffer (itself or a reshape
+/// of it): memory no kernel writes, so a kernel may read it before it
+/// waits for the kernel before it.
+bool isConstantStorage(Value value) {
+  while (auto reshape = value.getDefiningOp<ReshapeOp>())
+    value = reshape.getOperand();
+  return value.getDefiningOp<ConstantOp>() != nullptr;
 }
 
 std::string printCpp(const GemvShape &shape, const std::string &name) {
@@ -912,13 +955,18 @@ FailureOr<fusec::KernelDesc> buildQuantizedMatmulKernel(FusionOp fusion,
   desc.name = kernelName("gemv", desc.ops, index);
   desc.schedule = "quantized-gemv";
   bool tensorCores = target == fusec::Target::Cuda && usesTensorCores(shape);
+  ValueRange inputs = fusion.getInputs();
+  bool constantWeights =
+      isConstantStorage(inputs[1]) && isConstantStorage(inputs[2]);
   desc.source = target != fusec::Target::Cuda ? printCpp(shape, desc.name)
-                : tensorCores ? printCudaTensorCore(shape, desc.name)
-                              : printCuda(shape, desc.name);
+                : tensorCores
+                    ? printCudaTensorCore(shape, desc.name, constantWeights)
+                    : printCuda(shape, desc.name);
   if (tensorCores) {
     desc.launch.gridX = std::max<int64_t>(
         1, (shape.n + kTensorCoreChannels - 1) / kTensorCoreChannels);
     desc.launch.blockX = kTensorCoreWarps * 32;
+    desc.launch.waitsForPredecessor = true;
   } else if (target == fusec::Target::Cuda) {
     CudaGemvSplit split = cudaGemvSplit(shape);
     desc.launch.gridX = std::max<int64_t>(

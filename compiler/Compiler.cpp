@@ -365,6 +365,7 @@ CompiledModel load(Program program, const CompileOptions &options) {
   cudaOptions.fastMath = options.fastMath;
   cudaOptions.tf32 = options.tf32;
   cudaOptions.cudaGraph = options.cudaGraph;
+  cudaOptions.kernelOverlap = options.kernelOverlap;
   cudaOptions.zeroCopyMaxBytes = options.zeroCopyMaxBytes;
   trace::Scope scope("load", "load", {{"model", program.name}});
   return CompiledModel(

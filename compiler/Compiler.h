@@ -39,6 +39,9 @@ struct CompileOptions {
   bool tf32 = false;
   /// CUDA: replay each run as one captured CUDA graph (see CudaOptions).
   bool cudaGraph = true;
+  /// CUDA: let kernels that wait for their predecessor themselves start
+  /// while it ends (see CudaOptions).
+  bool kernelOverlap = true;
   /// CUDA: graph inputs and outputs up to this size are read and written by
   /// the kernels in mapped host memory, with no copies (see CudaOptions);
   /// 0 copies every one.

@@ -53,6 +53,31 @@ constexpr int kDeviceAttributeL2CacheSize = 38;
 /// CU_EVENT_DISABLE_TIMING: an event for ordering only, cheaper to record.
 constexpr unsigned kEventDisableTiming = 0x2;
 
+/// CUlaunchAttribute, as the ABI lays it out: an id padded to 8 bytes and
+/// a 64-byte union of values, of which fusec sets one int.
+struct LaunchAttribute {
+  int id = 0;
+  char pad[4] = {};
+  union {
+    char bytes[64];
+    int flag;
+  } value = {};
+};
+static_assert(sizeof(LaunchAttribute) == 72);
+/// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: the kernel waits
+/// for its predecessor in the stream itself (griddepcontrol.wait), so it
+/// may start while that kernel's last blocks still run.
+constexpr int kLaunchAttributeProgrammaticStreamSerialization = 6;
+/// CUlaunchConfig.
+struct LaunchConfig {
+  unsigned gridX = 1, gridY = 1, gridZ = 1;
+  unsigned blockX = 1, blockY = 1, blockZ = 1;
+  unsigned sharedBytes = 0;
+  CUstream stream = nullptr;
+  LaunchAttribute *attributes = nullptr;
+  unsigned attributeCount = 0;
+};
+
 /// The driver entry points fusec uses: (name, return, parameters,
 /// versioned). A versioned entry point is resolved as `name_v2` first.
 #define FUSEC_CUDA_DRIVER_ENTRY_POINTS(X)                                      \
@@ -66,9 +91,7 @@ constexpr unsigned kEventDisableTiming = 0x2;
   X(cuCtxGetCurrent, (CUcontext *), false)                                     \
   X(cuModuleLoadData, (CUmodule *, const void *), false)                       \
   X(cuModuleGetFunction, (CUfunction *, CUmodule, const char *), false)        \
-  X(cuLaunchKernel,                                                            \
-    (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,   \
-     unsigned, CUstream, void **, void **),                                    \
+  X(cuLaunchKernelEx, (const LaunchConfig *, CUfunction, void **, void **),    \
     false)                                                                     \
   X(cuMemAlloc, (CUdeviceptr *, size_t), true)                                 \
   X(cuMemFree, (CUdeviceptr), true)                                            \

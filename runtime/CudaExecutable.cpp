@@ -216,6 +216,9 @@ CudaExecutable::CudaExecutable(Program program,
                                      compile.units.functionOf[k].c_str()),
           "cuModuleGetFunction", "kernel '" + kernel.name + "'");
     launch.geometry = kernel.launch;
+    // griddepcontrol is sm_90's; before it the kernel compiles without it.
+    launch.geometry.waitsForPredecessor &=
+        options.kernelOverlap && device.major >= 9;
     int64_t blocks = std::max<int64_t>(kernel.launch.gridX, 1);
     if (kernel.launch.maxBlocksPerMultiprocessor > 0)
       blocks = std::min<int64_t>(blocks,
@@ -299,11 +302,23 @@ void CudaExecutable::launchStep(const Step &step, cuda::CUstream stream) {
     return; // a view is only another name for its root's storage
   Launch &launch = launches[step.index];
   const LaunchGeometry &geometry = launch.geometry;
-  check(driver.cuLaunchKernel(
-            launch.function, static_cast<unsigned>(geometry.gridX),
-            geometry.gridY, 1, geometry.blockX, geometry.blockY, 1,
-            geometry.sharedBytes, stream, launch.parameters.data(), nullptr),
-        "cuLaunchKernel",
+  cuda::LaunchAttribute overlap;
+  overlap.id = cuda::kLaunchAttributeProgrammaticStreamSerialization;
+  overlap.value.flag = 1;
+  cuda::LaunchConfig config;
+  config.gridX = static_cast<unsigned>(geometry.gridX);
+  config.gridY = geometry.gridY;
+  config.blockX = geometry.blockX;
+  config.blockY = geometry.blockY;
+  config.sharedBytes = geometry.sharedBytes;
+  config.stream = stream;
+  if (geometry.waitsForPredecessor) {
+    config.attributes = &overlap;
+    config.attributeCount = 1;
+  }
+  check(driver.cuLaunchKernelEx(&config, launch.function,
+                                launch.parameters.data(), nullptr),
+        "cuLaunchKernelEx",
         [&] { return "kernel '" + prog.kernels[step.index].name + "'"; });
 }
 

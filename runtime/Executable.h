@@ -126,6 +126,11 @@ struct CudaOptions {
   /// one CUDA graph, captured on the first run: one launch instead of one
   /// per step and copy.
   bool cudaGraph = true;
+  /// Kernels that wait for the kernel before them themselves (the int8
+  /// GEMV) start while it ends, on sm_90: programmatic stream
+  /// serialization. Off, every kernel starts after the one before it has
+  /// finished.
+  bool kernelOverlap = true;
   /// In a program whose buffers (constants aside) are all at most this
   /// many bytes, graph inputs and outputs live in mapped, page-locked host
   /// memory that kernels read and write directly: a run of a small model

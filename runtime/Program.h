@@ -49,6 +49,12 @@ struct LaunchGeometry {
   /// Grid-stride kernels cover any grid: gridX is clamped to this many
   /// blocks per multiprocessor of the device (0: launch gridX as it is).
   unsigned maxBlocksPerMultiprocessor = 0;
+  /// The kernel orders itself after the kernel before it in the stream: it
+  /// runs `griddepcontrol.wait` before it reads anything an earlier step
+  /// wrote and before it writes anything. On sm_90 it is then launched
+  /// with programmatic stream serialization, so its blocks start (and may
+  /// load constants) while the previous kernel's last blocks still run.
+  bool waitsForPredecessor = false;
 };
 
 struct KernelDesc {

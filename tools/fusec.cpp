@@ -45,6 +45,9 @@ With no action, prints the kernels (name and fused ops) and library calls.
                           10-bit mantissa inputs; off by default)
   --no-cuda-graph         CUDA: launch each step of a run on its own rather
                           than replaying the run as one captured graph
+  --no-kernel-overlap     CUDA: start every kernel after the one before it
+                          has finished (by default an int8 GEMV starts while
+                          it ends, streaming its constant weights)
   -o PATH                 write --emit's output to PATH instead of stdout
   --dump-kernels=DIR      write each kernel's source to DIR/<kernel>.cpp
                           (.cu for cuda) and a standalone repro program
@@ -172,6 +175,8 @@ CliOptions parseArguments(int argc, char **argv) {
       options.compile.tf32 = true;
     } else if (arg == "--no-cuda-graph") {
       options.compile.cudaGraph = false;
+    } else if (arg == "--no-kernel-overlap") {
+      options.compile.kernelOverlap = false;
     } else if (is("--emit")) {
       options.emit = value("--emit");
       if (options.emit != "ir" && options.emit != "fused" &&

@@ -487,3 +487,127 @@ TEST_CASE("every int8 weight times every 16-bit scale dequantizes exactly on "
   for (DType dtype : {DType::BF16, DType::F16})
     checkEveryWeightAndScale(dtype, Target::Cuda);
 }
+
+namespace {
+
+/// y = x @ dequantize(w)^T with w [n, k] and its scales constants (a
+/// model's initializers) or inputs, whose values are appended to `inputs`.
+std::string gemvOf(GraphBuilder &b, const std::string &layer,
+                   const std::string &x, int64_t k, int64_t n,
+                   bool constantWeights, std::mt19937_64 &rng,
+                   std::vector<Tensor> &inputs) {
+  Tensor weight = randomTensor(DType::I8, {n, k}, rng, -127, 127);
+  // Weights of RMS ~73 s: s ~ 1 / (73 sqrt(k)) keeps the outputs of an
+  // lhs of magnitude ~1 near 1, layer after layer.
+  double typical = 1.0 / (73.0 * std::sqrt(double(k)));
+  Tensor scale =
+      randomTensor(DType::BF16, {n}, rng, 0.5 * typical, 1.5 * typical);
+  std::string w, s;
+  if (constantWeights) {
+    w = b.constant(layer + "_w", weight);
+    s = b.constant(layer + "_s", scale);
+  } else {
+    w = b.input(layer + "_w", DType::I8, {n, k});
+    s = b.input(layer + "_s", DType::BF16, {n});
+    inputs.push_back(weight);
+    inputs.push_back(scale);
+  }
+  std::string dequantized =
+      b.op("dequantize_linear", {w, s}, {{"axis", int64_t(0)}});
+  return b.op("matmul", {x, b.op("transpose", {dequantized},
+                                 {{"perm", std::vector<int64_t>{1, 0}}})});
+}
+
+} // namespace
+
+TEST_CASE("a GEMV reads constant weights before it waits for the kernel "
+          "before it",
+          "[quantized]") {
+  // 40 channels: the ring in registers; 6400: in shared memory.
+  for (int64_t n : {40, 6400})
+    for (bool constantWeights : {true, false}) {
+      INFO("n " << n << " constant weights " << constantWeights);
+      std::mt19937_64 rng(3);
+      std::vector<Tensor> inputs;
+      GraphBuilder b("gemv");
+      b.output(gemvOf(b, "layer", b.input("x", DType::BF16, {1, 4096}), 4096, n,
+                      constantWeights, rng, inputs));
+      Graph graph = b.build();
+      // NVRTC compiles both forms (no GPU needed).
+      test::compileForGpus(graph, /*everyVariant=*/false);
+      Program program =
+          lowerGraph(graph, test::testOptions(true, Target::Cuda)).program;
+      REQUIRE(program.kernels.size() == 1);
+      const KernelDesc &kernel = program.kernels[0];
+      CHECK(kernel.launch.waitsForPredecessor);
+      const std::string &source = kernel.source;
+      size_t wait = source.find("griddepcontrol.wait;");
+      size_t firstWeights = std::min(source.find("cp.async.cg.shared"),
+                                     source.find("_load_weights(row0 + ("));
+      size_t lhs = source.find("in0 + r * 4096LL");
+      size_t store = source.find("out0[");
+      REQUIRE(wait != std::string::npos);
+      REQUIRE(firstWeights != std::string::npos);
+      REQUIRE(lhs != std::string::npos);
+      // The lhs and the stores come after the wait, whatever the weights.
+      CHECK(wait < lhs);
+      CHECK(wait < store);
+      CHECK((firstWeights < wait) == constantWeights);
+      // The next kernel may launch at the start of a layer that fills its
+      // SMs (6400 channels: 6 blocks per SM), after the loads otherwise.
+      size_t trigger = source.find("griddepcontrol.launch_dependents;");
+      REQUIRE(trigger != std::string::npos);
+      if (n == 6400) {
+        CHECK(trigger < wait);
+      } else {
+        CHECK(trigger > source.rfind("mma.sync"));
+        CHECK(trigger < source.find("__shared__ float partial["));
+      }
+    }
+}
+
+TEST_CASE("GEMVs in a chain read each lhs after the kernel that wrote it on "
+          "the GPU",
+          "[quantized][gpu]") {
+  FUSEC_SKIP_IF(cuda::unavailableReason());
+  // x -> square -> GEMV -> GEMV -> add x's sum... each GEMV's lhs is the
+  // output of the kernel launched just before it, which it may overlap
+  // (programmatic launch): reading that lhs before the wait would read the
+  // previous run's values or garbage. Constant and input weights, shared
+  // and register rings.
+  for (bool constantWeights : {true, false}) {
+    INFO("constant weights " << constantWeights);
+    std::mt19937_64 rng(11);
+    std::vector<Tensor> inputs(1);
+    GraphBuilder b("gemv_chain");
+    std::string x = b.input("x", DType::BF16, {1, 1024});
+    std::string h = b.op("mul", {x, x});
+    std::string y1 =
+        gemvOf(b, "up", h, 1024, 6400, constantWeights, rng, inputs);
+    std::string y2 =
+        gemvOf(b, "down", y1, 6400, 4096, constantWeights, rng, inputs);
+    std::string y3 = gemvOf(b, "head", b.op("tanh", {y2}), 4096, 64,
+                            constantWeights, rng, inputs);
+    b.output(y3);
+    Graph graph = b.build();
+    CompiledModel gpu = compile(graph, test::testOptions(true, Target::Cuda));
+    CompiledModel cpu = compile(graph, test::testOptions(true, Target::Cpu));
+    int gemvs = 0;
+    for (const KernelDesc &kernel : gpu.program().kernels)
+      gemvs += kernel.schedule == "quantized-gemv";
+    REQUIRE(gemvs == 3);
+    for (int run = 0; run < 4; ++run) {
+      INFO("run " << run);
+      // A new x each run: a stale lhs would be the previous run's.
+      inputs[0] = randomTensor(DType::BF16, {1, 1024}, rng);
+      std::vector<Tensor> got = gpu.run(inputs);
+      std::vector<Tensor> expected = cpu.run(inputs);
+      // The two targets sum in other orders; each layer rounds to bf16.
+      Comparison comparison =
+          compareTensors(got[0], expected[0], Tolerance{2e-2, 2e-2});
+      INFO("max abs error " << comparison.maxAbsError << ", mismatches "
+                            << comparison.mismatches);
+      CHECK(comparison.ok());
+    }
+  }
+}
