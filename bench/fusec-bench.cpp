@@ -763,8 +763,74 @@ Graph gemvGraph(int64_t k, int64_t n, bool int8Weights) {
 
 /// Launches per sample of the streamed timings: a stream of GEMVs back to
 /// back, as a decode step runs its layers, each from DRAM (the launches
-/// rotate among cold copies), against copies timed the same way.
+/// rotate among cold copies), against the device's copy rate streamed the
+/// same way (256 MB copies back to back: the ceiling, as elsewhere, is a
+/// large copy's; a 45 MB GEMV also pays its ramp and drain).
 constexpr int kStreamedBatch = 20;
+
+/// A Llama-7B decoder layer's GEMVs as a decode step runs them, back to
+/// back and each from DRAM: the attention's q, k, v and o (4096 x 4096),
+/// the MLP's gate and up (4096 x 11008) and down (11008 x 4096), rotating
+/// among cold copies of the layer; GB/s of the layer's bytes against the
+/// copy streamed the same way, and (int8) with the kernels' overlap off.
+void runGemvLayers(const std::vector<std::string> &only, int reps,
+                   double streamedCeiling) {
+  const std::pair<int64_t, int64_t> layer[] = {
+      {4096, 4096},  {4096, 4096},  {4096, 4096}, {4096, 4096},
+      {4096, 11008}, {4096, 11008}, {11008, 4096}};
+  for (bool int8Weights : {true, false}) {
+    std::string name = int8Weights ? "gemv_layer_int8w_bf16_llama7b"
+                                   : "gemv_layer_bf16_llama7b";
+    if (!only.empty() &&
+        std::find(only.begin(), only.end(), name) == only.end())
+      continue;
+    std::map<std::pair<int64_t, int64_t>, Graph> graphs;
+    for (auto shape : layer)
+      if (!graphs.count(shape))
+        graphs.emplace(shape,
+                       gemvGraph(shape.first, shape.second, int8Weights));
+    // Per copy of the layer: its GEMVs, in order.
+    auto timeLayer = [&](bool overlap, int64_t &bytes) {
+      CompileOptions options;
+      options.target = Target::Cuda;
+      options.zeroCopyMaxBytes = 0;
+      options.kernelOverlap = overlap;
+      std::vector<CompiledModel> models;
+      bytes = 0;
+      for (auto shape : layer) {
+        models.push_back(compile(graphs.at(shape), options));
+        bytes += movedBytes(models.back().program());
+      }
+      for (int c = coldCopiesFor(bytes) - 1; c > 0; --c)
+        for (auto shape : layer)
+          models.push_back(compile(graphs.at(shape), options));
+      std::vector<std::function<void()>> launches;
+      for (CompiledModel &model : models) {
+        auto &executable = dynamic_cast<CudaExecutable &>(executableOf(model));
+        executable.upload(randomInputs(model.program()));
+        launches.push_back([&executable] { executable.launch(); });
+      }
+      int batch = static_cast<int>(launches.size()) * 2;
+      return medianQueuedGpuMicros(reps, launches, batch) *
+             static_cast<double>(std::size(layer));
+    };
+    int64_t bytes = 0;
+    double us = timeLayer(true, bytes);
+    double gbps = bytes / us / 1e3;
+    std::printf("{\"case\": \"%s\", \"target\": \"cuda\", "
+                "\"streamed_cold_us\": %.2f, \"streamed_cold_GBps\": %.1f, "
+                "\"streamed_cold_pct_of_copy\": %.1f, "
+                "\"streamed_copy_GBps\": %.1f, ",
+                name.c_str(), us, gbps, 100.0 * gbps / streamedCeiling,
+                streamedCeiling);
+    if (int8Weights)
+      std::printf("\"streamed_cold_no_overlap_us\": %.2f, ",
+                  timeLayer(false, bytes));
+    std::printf("\"bytes\": %lld, \"gemvs\": %zu}\n",
+                static_cast<long long>(bytes), std::size(layer));
+    std::fflush(stdout);
+  }
+}
 
 /// The GEMVs of a decode step in GB/s (bytes of every input and output
 /// once) next to the copy ceiling: int8 weights vs bf16 weights, for a
@@ -866,6 +932,8 @@ void runGemvs(Target target, const std::vector<std::string> &only, int reps) {
           model.program().matmuls.size());
       std::fflush(stdout);
     }
+  if (target == Target::Cuda)
+    runGemvLayers(only, reps, streamedCeiling);
 }
 
 /// Region formation on a 10,000-node graph: the whole lowering (import,

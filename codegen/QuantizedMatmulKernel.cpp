@@ -308,7 +308,7 @@ constexpr int64_t kTensorCoreWarps = 4;
 /// `earlyDependents`, where the layer fills its SMs (6 per SM): the next
 /// layer's blocks take the few free slots. Layers of 2 or 3 blocks per SM
 /// leave room for more, and the next layer's blocks crowded in: they let
-/// it launch once their loads are done. On an H200, GEMVs back to back
+/// it launch after their main loop. On an H200, GEMVs back to back
 /// from DRAM (fusec-bench's streamed_cold_us), against each kernel
 /// launched after the one before has finished: 1x4096x11008 14.8 -> 12.6
 /// us; 1x4096x4096 8.8-9.0 -> 8.0-8.1 (at the start: 9.1); 1x11008x4096
@@ -557,12 +557,19 @@ std::string printCudaTensorCore(const GemvShape &shape, const std::string &name,
       "#endif\n";
   if (schedule.earlyDependents)
     os << launchDependents;
-  const std::string waitForPredecessor =
-      "#if __CUDA_ARCH__ >= 900\n"
-      "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
-      "#endif\n";
   // Weights and scales computed by earlier steps are read after the wait,
-  // like the lhs; constant ones (no kernel writes them) before it.
+  // like the lhs; constant ones (no kernel writes them) before it. The
+  // pointers read after it pass through the wait's asm, so that no load
+  // through them can move above it (as one through a `const __restrict__`
+  // parameter could, and into the read-only cache, whose data must not
+  // change while the kernel runs) and every store stays below it.
+  const std::string waitForPredecessor =
+      std::string("#if __CUDA_ARCH__ >= 900\n"
+                  "  asm volatile(\"griddepcontrol.wait;\" : \"+l\"(in0), "
+                  "\"+l\"(out0)") +
+      (constantWeights ? "" : ", \"+l\"(in1), \"+l\"(in2)") +
+      " :: \"memory\");\n"
+      "#endif\n";
   if (!constantWeights)
     os << waitForPredecessor;
   os << "  const long long channel0 = (long long)blockIdx.x * "
@@ -596,10 +603,6 @@ std::string printCudaTensorCore(const GemvShape &shape, const std::string &name,
     os << "  const signed char *__restrict__ row" << row << " = in1 + (has"
        << row << " ? channel" << row << " : 0) * " << shape.k << "LL + warp * "
        << chunk << "LL + quad * 16;\n";
-  // Lanes past the lhs's rows read row 0 (see printStep).
-  os << "  const int lhsRow = group < " << shape.rows << " ? group : 0;\n";
-  os << "  const uint16_t *__restrict__ lhs = in0 + lhsRow * " << shape.k
-     << "LL + warp * " << chunk << "LL + quad * 16;\n";
   // The last warp's chunk may run past k; k and chunk are multiples of a
   // step.
   if (chunk * warps == shape.k)
@@ -654,6 +657,11 @@ std::string printCudaTensorCore(const GemvShape &shape, const std::string &name,
   }
   if (constantWeights)
     os << waitForPredecessor;
+  // Lanes past the lhs's rows read row 0 (see printStep). The lhs, which
+  // the kernel before may have written, is read with plain loads.
+  os << "  const int lhsRow = group < " << shape.rows << " ? group : 0;\n";
+  os << "  const uint16_t *lhs = in0 + lhsRow * " << shape.k << "LL + warp * "
+     << chunk << "LL + quad * 16;\n";
   if (staged) {
     // Each 4 lhs elements (x0 x1 x2 x3) as the words (x0 x2)(x1 x3).
     int64_t words = chunk / 2;
@@ -662,7 +670,7 @@ std::string printCudaTensorCore(const GemvShape &shape, const std::string &name,
     os << "  for (int r = 0; r < " << shape.rows << "; ++r)\n";
     os << "    for (int i = lane; i < stepCount * " << kTensorCoreStep / 8
        << "; i += 32) {\n";
-    os << "      const int4 v = __ldg((const int4 *)(in0 + r * " << shape.k
+    os << "      const int4 v = *((const int4 *)(in0 + r * " << shape.k
        << "LL + warp * " << chunk << "LL) + i);\n";
     os << "      ((int4 *)lhsStaged[warp][r])[i] = make_int4("
           "__byte_perm(v.x, v.y, 0x5410u), __byte_perm(v.x, v.y, 0x7632u), "
@@ -687,7 +695,7 @@ std::string printCudaTensorCore(const GemvShape &shape, const std::string &name,
     } else {
       os << indent << "  const int4 *x = (const int4 *)(lhs + (" << step
          << ") * " << kTensorCoreStep << ");\n";
-      os << indent << "  const int4 x0 = __ldg(x), x1 = __ldg(x + 1);\n";
+      os << indent << "  const int4 x0 = x[0], x1 = x[1];\n";
     }
     os << indent
        << "  unsigned xw[8] = {(unsigned)x0.x, (unsigned)x0.y, "
@@ -823,8 +831,6 @@ std::string printCudaTensorCore(const GemvShape &shape, const std::string &name,
     os << "  }\n";
   }
   os << "#else\n";
-  if (constantWeights)
-    os << waitForPredecessor;
   // Before sm_80 there is no f16/bf16 mma: each lane sums its own four
   // (channel, row) entries over the warp's chunk of k, one at a time.
   for (const char *row : {"0", "1"})

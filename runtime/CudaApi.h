@@ -58,12 +58,12 @@ constexpr unsigned kEventDisableTiming = 0x2;
 struct LaunchAttribute {
   int id = 0;
   char pad[4] = {};
-  union {
+  union alignas(8) {
     char bytes[64];
     int flag;
   } value = {};
 };
-static_assert(sizeof(LaunchAttribute) == 72);
+static_assert(sizeof(LaunchAttribute) == 72 && alignof(LaunchAttribute) == 8);
 /// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: the kernel waits
 /// for its predecessor in the stream itself (griddepcontrol.wait), so it
 /// may start while that kernel's last blocks still run.
@@ -77,6 +77,9 @@ struct LaunchConfig {
   LaunchAttribute *attributes = nullptr;
   unsigned attributeCount = 0;
 };
+static_assert(offsetof(LaunchConfig, stream) == 32 &&
+              offsetof(LaunchConfig, attributes) == 40 &&
+              sizeof(LaunchConfig) == 56);
 
 /// The driver entry points fusec uses: (name, return, parameters,
 /// versioned). A versioned entry point is resolved as `name_v2` first.

@@ -126,10 +126,10 @@ struct CudaOptions {
   /// one CUDA graph, captured on the first run: one launch instead of one
   /// per step and copy.
   bool cudaGraph = true;
-  /// Kernels that wait for the kernel before them themselves (the int8
-  /// GEMV) start while it ends, on sm_90: programmatic stream
-  /// serialization. Off, every kernel starts after the one before it has
-  /// finished.
+  /// Kernels that wait for the kernel before them themselves (the
+  /// tensor-core int8 GEMV, f16/bf16) start while it ends, on sm_90:
+  /// programmatic stream serialization. Off, every kernel starts after the
+  /// one before it has finished.
   bool kernelOverlap = true;
   /// In a program whose buffers (constants aside) are all at most this
   /// many bytes, graph inputs and outputs live in mapped, page-locked host

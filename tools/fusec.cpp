@@ -46,8 +46,9 @@ With no action, prints the kernels (name and fused ops) and library calls.
   --no-cuda-graph         CUDA: launch each step of a run on its own rather
                           than replaying the run as one captured graph
   --no-kernel-overlap     CUDA: start every kernel after the one before it
-                          has finished (by default an int8 GEMV starts while
-                          it ends, streaming its constant weights)
+                          has finished (by default an f16/bf16 int8-weight
+                          GEMV starts while it ends, streaming its constant
+                          weights)
   -o PATH                 write --emit's output to PATH instead of stdout
   --dump-kernels=DIR      write each kernel's source to DIR/<kernel>.cpp
                           (.cu for cuda) and a standalone repro program

@@ -495,7 +495,7 @@ namespace {
 std::string gemvOf(GraphBuilder &b, const std::string &layer,
                    const std::string &x, int64_t k, int64_t n,
                    bool constantWeights, std::mt19937_64 &rng,
-                   std::vector<Tensor> &inputs) {
+                   std::vector<Tensor> &inputs, DType dtype) {
   Tensor weight = randomTensor(DType::I8, {n, k}, rng, -127, 127);
   // Weights of RMS ~73 s: s ~ 1 / (73 sqrt(k)) keeps the outputs of an
   // lhs of magnitude ~1 near 1, layer after layer.
@@ -508,7 +508,7 @@ std::string gemvOf(GraphBuilder &b, const std::string &layer,
     s = b.constant(layer + "_s", scale);
   } else {
     w = b.input(layer + "_w", DType::I8, {n, k});
-    s = b.input(layer + "_s", DType::BF16, {n});
+    s = b.input(layer + "_s", dtype, {n});
     inputs.push_back(weight);
     inputs.push_back(scale);
   }
@@ -523,91 +523,129 @@ std::string gemvOf(GraphBuilder &b, const std::string &layer,
 TEST_CASE("a GEMV reads constant weights before it waits for the kernel "
           "before it",
           "[quantized]") {
-  // 40 channels: the ring in registers; 6400: in shared memory.
-  for (int64_t n : {40, 6400})
-    for (bool constantWeights : {true, false}) {
-      INFO("n " << n << " constant weights " << constantWeights);
-      std::mt19937_64 rng(3);
-      std::vector<Tensor> inputs;
-      GraphBuilder b("gemv");
-      b.output(gemvOf(b, "layer", b.input("x", DType::BF16, {1, 4096}), 4096, n,
-                      constantWeights, rng, inputs));
-      Graph graph = b.build();
-      // NVRTC compiles both forms (no GPU needed).
-      test::compileForGpus(graph, /*everyVariant=*/false);
-      Program program =
-          lowerGraph(graph, test::testOptions(true, Target::Cuda)).program;
-      REQUIRE(program.kernels.size() == 1);
-      const KernelDesc &kernel = program.kernels[0];
-      CHECK(kernel.launch.waitsForPredecessor);
-      const std::string &source = kernel.source;
-      size_t wait = source.find("griddepcontrol.wait;");
-      size_t firstWeights = std::min(source.find("cp.async.cg.shared"),
-                                     source.find("_load_weights(row0 + ("));
-      size_t lhs = source.find("in0 + r * 4096LL");
-      size_t store = source.find("out0[");
-      REQUIRE(wait != std::string::npos);
-      REQUIRE(firstWeights != std::string::npos);
-      REQUIRE(lhs != std::string::npos);
-      // The lhs and the stores come after the wait, whatever the weights.
-      CHECK(wait < lhs);
-      CHECK(wait < store);
-      CHECK((firstWeights < wait) == constantWeights);
-      // The next kernel may launch at the start of a layer that fills its
-      // SMs (6400 channels: 6 blocks per SM), after the loads otherwise.
-      size_t trigger = source.find("griddepcontrol.launch_dependents;");
-      REQUIRE(trigger != std::string::npos);
-      if (n == 6400) {
-        CHECK(trigger < wait);
-      } else {
-        CHECK(trigger > source.rfind("mma.sync"));
-        CHECK(trigger < source.find("__shared__ float partial["));
-      }
-    }
+  enum class Weights { Constant, Input, Computed };
+  // 40 channels: the ring in registers; 6400: in shared memory. bf16 with
+  // one row stages the lhs in shared memory; f16 and 8 rows read it at
+  // every step. Weights computed by a kernel (a negation) are no
+  // constant.
+  for (DType dtype : {DType::BF16, DType::F16})
+    for (int64_t rows : {1, 8})
+      for (int64_t n : {40, 6400})
+        for (Weights weights :
+             {Weights::Constant, Weights::Input, Weights::Computed}) {
+          INFO(dtypeName(dtype) << " rows " << rows << " n " << n << " weights "
+                                << int(weights));
+          const int64_t k = 4096;
+          GraphBuilder b("gemv");
+          std::string x = b.input("x", dtype, {rows, k});
+          std::string w, s;
+          if (weights == Weights::Constant) {
+            std::mt19937_64 rng(3);
+            w = b.constant("w", randomTensor(DType::I8, {n, k}, rng));
+            s = b.constant("s", randomTensor(dtype, {n}, rng, 1e-3, 2e-2));
+          } else {
+            w = b.input("w", DType::I8, {n, k});
+            s = b.input("s", dtype, {n});
+            if (weights == Weights::Computed)
+              w = b.op("neg", {w});
+          }
+          std::string dequantized =
+              b.op("dequantize_linear", {w, s}, {{"axis", int64_t(0)}});
+          b.output(b.op("matmul",
+                        {x, b.op("transpose", {dequantized},
+                                 {{"perm", std::vector<int64_t>{1, 0}}})}));
+          Graph graph = b.build();
+          // NVRTC compiles every form (no GPU needed).
+          test::compileForGpus(graph, /*everyVariant=*/false);
+          Program program =
+              lowerGraph(graph, test::testOptions(true, Target::Cuda)).program;
+          REQUIRE(program.kernels.size() ==
+                  (weights == Weights::Computed ? 2u : 1u));
+          const KernelDesc &kernel = program.kernels.back();
+          REQUIRE(kernel.schedule == "quantized-gemv");
+          CHECK(kernel.launch.waitsForPredecessor);
+          const std::string &source = kernel.source;
+          size_t wait = source.find("griddepcontrol.wait;");
+          size_t firstWeights = std::min(source.find("cp.async.cg.shared"),
+                                         source.find("_load_weights(row0 + ("));
+          size_t scale = source.find("in2[channel0]");
+          size_t lhs = std::min(source.find("in0 + r * 4096LL"),
+                                source.find("(const int4 *)(lhs + ("));
+          size_t store = source.find("out0[");
+          REQUIRE(wait != std::string::npos);
+          REQUIRE(firstWeights != std::string::npos);
+          REQUIRE(scale != std::string::npos);
+          REQUIRE(lhs != std::string::npos);
+          // The lhs and the stores come after the wait, whatever the
+          // weights; the weights and scales before it only if constant.
+          CHECK(wait < lhs);
+          CHECK(wait < store);
+          bool constant = weights == Weights::Constant;
+          CHECK((firstWeights < wait) == constant);
+          CHECK((scale < wait) == constant);
+          // The next kernel may launch at the start of a layer that fills
+          // its SMs (6400 channels: 6 blocks per SM), after the main loop
+          // otherwise.
+          size_t trigger = source.find("griddepcontrol.launch_dependents;");
+          REQUIRE(trigger != std::string::npos);
+          if (n == 6400) {
+            CHECK(trigger < wait);
+          } else {
+            CHECK(trigger > source.rfind("mma.sync"));
+            CHECK(trigger < source.find("__shared__ float partial["));
+          }
+        }
 }
 
 TEST_CASE("GEMVs in a chain read each lhs after the kernel that wrote it on "
           "the GPU",
           "[quantized][gpu]") {
   FUSEC_SKIP_IF(cuda::unavailableReason());
-  // x -> square -> GEMV -> GEMV -> add x's sum... each GEMV's lhs is the
-  // output of the kernel launched just before it, which it may overlap
-  // (programmatic launch): reading that lhs before the wait would read the
-  // previous run's values or garbage. Constant and input weights, shared
-  // and register rings.
-  for (bool constantWeights : {true, false}) {
-    INFO("constant weights " << constantWeights);
-    std::mt19937_64 rng(11);
-    std::vector<Tensor> inputs(1);
-    GraphBuilder b("gemv_chain");
-    std::string x = b.input("x", DType::BF16, {1, 1024});
-    std::string h = b.op("mul", {x, x});
-    std::string y1 =
-        gemvOf(b, "up", h, 1024, 6400, constantWeights, rng, inputs);
-    std::string y2 =
-        gemvOf(b, "down", y1, 6400, 4096, constantWeights, rng, inputs);
-    std::string y3 = gemvOf(b, "head", b.op("tanh", {y2}), 4096, 64,
-                            constantWeights, rng, inputs);
-    b.output(y3);
-    Graph graph = b.build();
-    CompiledModel gpu = compile(graph, test::testOptions(true, Target::Cuda));
-    CompiledModel cpu = compile(graph, test::testOptions(true, Target::Cpu));
-    int gemvs = 0;
-    for (const KernelDesc &kernel : gpu.program().kernels)
-      gemvs += kernel.schedule == "quantized-gemv";
-    REQUIRE(gemvs == 3);
-    for (int run = 0; run < 4; ++run) {
-      INFO("run " << run);
-      // A new x each run: a stale lhs would be the previous run's.
-      inputs[0] = randomTensor(DType::BF16, {1, 1024}, rng);
-      std::vector<Tensor> got = gpu.run(inputs);
-      std::vector<Tensor> expected = cpu.run(inputs);
-      // The two targets sum in other orders; each layer rounds to bf16.
-      Comparison comparison =
-          compareTensors(got[0], expected[0], Tolerance{2e-2, 2e-2});
-      INFO("max abs error " << comparison.maxAbsError << ", mismatches "
-                            << comparison.mismatches);
-      CHECK(comparison.ok());
+  // x -> square -> A -> B -> C -> tanh -> D: each GEMV's lhs is the output
+  // of the kernel launched just before it, which it may overlap
+  // (programmatic launch on sm_90): reading that lhs before the wait would
+  // read the previous run's values or garbage. A and B fill their SMs (6400
+  // channels) and let the next kernel launch at their start, so B (a shared
+  // ring) and C (a register ring) start while the GEMV before them runs;
+  // the others follow kernels that do not let them start early. Constant
+  // and input weights, bf16 and f16.
+  for (DType dtype : {DType::BF16, DType::F16})
+    for (bool constantWeights : {true, false}) {
+      INFO(dtypeName(dtype) << " constant weights " << constantWeights);
+      std::mt19937_64 rng(11);
+      std::vector<Tensor> inputs(1);
+      GraphBuilder b("gemv_chain");
+      std::string x = b.input("x", dtype, {1, 1024});
+      std::string h = b.op("mul", {x, x});
+      std::string a =
+          gemvOf(b, "a", h, 1024, 6400, constantWeights, rng, inputs, dtype);
+      std::string bOut =
+          gemvOf(b, "b", a, 6400, 6400, constantWeights, rng, inputs, dtype);
+      std::string c =
+          gemvOf(b, "c", bOut, 6400, 4096, constantWeights, rng, inputs, dtype);
+      b.output(gemvOf(b, "d", b.op("tanh", {c}), 4096, 64, constantWeights, rng,
+                      inputs, dtype));
+      Graph graph = b.build();
+      CompiledModel gpu = compile(graph, test::testOptions(true, Target::Cuda));
+      CompiledModel cpu = compile(graph, test::testOptions(true, Target::Cpu));
+      int gemvs = 0;
+      for (const KernelDesc &kernel : gpu.program().kernels)
+        gemvs += kernel.schedule == "quantized-gemv" &&
+                 kernel.launch.waitsForPredecessor;
+      REQUIRE(gemvs == 4);
+      for (int run = 0; run < 4; ++run) {
+        INFO("run " << run);
+        // A new x each run: a stale lhs would be the previous run's.
+        inputs[0] = randomTensor(dtype, {1, 1024}, rng);
+        std::vector<Tensor> got = gpu.run(inputs);
+        std::vector<Tensor> expected = cpu.run(inputs);
+        // The two targets sum in other orders; each layer rounds to its
+        // dtype.
+        Comparison comparison =
+            compareTensors(got[0], expected[0], Tolerance{2e-2, 2e-2});
+        INFO("max abs error " << comparison.maxAbsError << ", mismatches "
+                              << comparison.mismatches);
+        CHECK(comparison.ok());
+      }
     }
-  }
 }
