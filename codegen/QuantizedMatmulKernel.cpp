@@ -657,8 +657,11 @@ std::string printCudaTensorCore(const GemvShape &shape, const std::string &name,
   }
   if (constantWeights)
     os << waitForPredecessor;
-  // Lanes past the lhs's rows read row 0 (see printStep). The lhs, which
-  // the kernel before may have written, is read with plain loads.
+  // Lanes past the lhs's rows read row 0 (see printStep). Loads through
+  // the pointers the wait returned: read-only from here on, they may go
+  // through the read-only cache (__ldg), which also lets the compiler keep
+  // several in flight past the staging's shared stores (a generic load may
+  // alias them: staging 22 KB that way cost 2.8 us at 1x11008x4096).
   os << "  const int lhsRow = group < " << shape.rows << " ? group : 0;\n";
   os << "  const uint16_t *lhs = in0 + lhsRow * " << shape.k << "LL + warp * "
      << chunk << "LL + quad * 16;\n";
@@ -670,7 +673,7 @@ std::string printCudaTensorCore(const GemvShape &shape, const std::string &name,
     os << "  for (int r = 0; r < " << shape.rows << "; ++r)\n";
     os << "    for (int i = lane; i < stepCount * " << kTensorCoreStep / 8
        << "; i += 32) {\n";
-    os << "      const int4 v = *((const int4 *)(in0 + r * " << shape.k
+    os << "      const int4 v = __ldg((const int4 *)(in0 + r * " << shape.k
        << "LL + warp * " << chunk << "LL) + i);\n";
     os << "      ((int4 *)lhsStaged[warp][r])[i] = make_int4("
           "__byte_perm(v.x, v.y, 0x5410u), __byte_perm(v.x, v.y, 0x7632u), "
@@ -695,7 +698,7 @@ std::string printCudaTensorCore(const GemvShape &shape, const std::string &name,
     } else {
       os << indent << "  const int4 *x = (const int4 *)(lhs + (" << step
          << ") * " << kTensorCoreStep << ");\n";
-      os << indent << "  const int4 x0 = x[0], x1 = x[1];\n";
+      os << indent << "  const int4 x0 = __ldg(x), x1 = __ldg(x + 1);\n";
     }
     os << indent
        << "  unsigned xw[8] = {(unsigned)x0.x, (unsigned)x0.y, "

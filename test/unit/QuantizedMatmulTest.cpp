@@ -500,8 +500,7 @@ std::string gemvOf(GraphBuilder &b, const std::string &layer,
   // Weights of RMS ~73 s: s ~ 1 / (73 sqrt(k)) keeps the outputs of an
   // lhs of magnitude ~1 near 1, layer after layer.
   double typical = 1.0 / (73.0 * std::sqrt(double(k)));
-  Tensor scale =
-      randomTensor(DType::BF16, {n}, rng, 0.5 * typical, 1.5 * typical);
+  Tensor scale = randomTensor(dtype, {n}, rng, 0.5 * typical, 1.5 * typical);
   std::string w, s;
   if (constantWeights) {
     w = b.constant(layer + "_w", weight);
