@@ -295,8 +295,9 @@ private:
           inferred = static_cast<int>(d);
           continue;
         }
-        if (dims[d] >= 0)
-          known *= dims[d];
+        if (dims[d] >= 0 && __builtin_mul_overflow(known, dims[d], &known))
+          return emitError(loc) << "'reshape' attr \"shape\" has more "
+                                   "elements than int64 holds";
       }
       if (inferred >= 0) {
         int64_t total = operandType.getNumElements();
