@@ -300,6 +300,9 @@ private:
                                    "elements than int64 holds";
       }
       if (inferred >= 0) {
+        if (!operandType.hasStaticShape())
+          return emitError(loc) << "'reshape' cannot infer the -1 dim of an "
+                                   "operand of unknown dims";
         int64_t total = operandType.getNumElements();
         if (known == 0 || total % known != 0)
           return emitError(loc)
