@@ -168,12 +168,17 @@ std::string Program::planJson() const {
   plan["inputs"] = names(inputs);
   plan["outputs"] = outputNames;
   plan["kernels"] = json::array();
-  for (const KernelDesc &kernel : kernels)
-    plan["kernels"].push_back({{"name", kernel.name},
-                               {"schedule", kernel.schedule},
-                               {"ops", kernel.ops},
-                               {"inputs", names(kernel.inputs)},
-                               {"outputs", names(kernel.outputs)}});
+  for (const KernelDesc &kernel : kernels) {
+    json entry = {{"name", kernel.name},
+                  {"schedule", kernel.schedule},
+                  {"ops", kernel.ops},
+                  {"inputs", names(kernel.inputs)},
+                  {"outputs", names(kernel.outputs)}};
+    // It may start while the kernel before it ends (LaunchGeometry).
+    if (kernel.launch.waitsForPredecessor)
+      entry["waits_for_predecessor"] = true;
+    plan["kernels"].push_back(entry);
+  }
   MemoryPlan memory = planMemory(*this);
   plan["memory"] = {{"peak_bytes", memory.peakBytes},
                     {"temporary_arena_bytes", memory.arenaBytes},
