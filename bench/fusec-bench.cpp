@@ -768,6 +768,35 @@ Graph gemvGraph(int64_t k, int64_t n, bool int8Weights) {
 /// large copy's; a 45 MB GEMV also pays its ramp and drain).
 constexpr int kStreamedBatch = 20;
 
+/// Copies of a unit of models (one GEMV, or a layer's GEMVs in order),
+/// enough of the whole unit for every launch to read its weights from DRAM
+/// (coldCopiesFor), each with its random inputs uploaded; `launches` runs
+/// every model of every copy in turn.
+struct ColdCopies {
+  std::vector<CompiledModel> models;
+  std::vector<std::function<void()>> launches;
+  int64_t unitBytes = 0; ///< moved by one run of the unit
+};
+ColdCopies coldCopiesOf(const std::vector<const Graph *> &unit,
+                        const CompileOptions &options) {
+  ColdCopies cold;
+  for (const Graph *graph : unit) {
+    cold.models.push_back(compile(*graph, options));
+    cold.unitBytes += movedBytes(cold.models.back().program());
+  }
+  for (int c = coldCopiesFor(cold.unitBytes) - 1; c > 0; --c)
+    for (const Graph *graph : unit)
+      cold.models.push_back(compile(*graph, options));
+  // Each executable lives on the heap: the references outlive moves of
+  // `models`.
+  for (CompiledModel &model : cold.models) {
+    auto &executable = dynamic_cast<CudaExecutable &>(executableOf(model));
+    executable.upload(randomInputs(model.program()));
+    cold.launches.push_back([&executable] { executable.launch(); });
+  }
+  return cold;
+}
+
 /// A Llama-7B decoder layer's GEMVs as a decode step runs them, back to
 /// back and each from DRAM: the attention's q, k, v and o (4096 x 4096),
 /// the MLP's gate and up (4096 x 11008) and down (11008 x 4096), rotating
@@ -785,34 +814,23 @@ void runGemvLayers(const std::vector<std::string> &only, int reps,
         std::find(only.begin(), only.end(), name) == only.end())
       continue;
     std::map<std::pair<int64_t, int64_t>, Graph> graphs;
-    for (auto shape : layer)
+    std::vector<const Graph *> unit;
+    for (auto shape : layer) {
       if (!graphs.count(shape))
         graphs.emplace(shape,
                        gemvGraph(shape.first, shape.second, int8Weights));
-    // Per copy of the layer: its GEMVs, in order.
+      unit.push_back(&graphs.at(shape));
+    }
     auto timeLayer = [&](bool overlap, int64_t &bytes) {
       CompileOptions options;
       options.target = Target::Cuda;
       options.zeroCopyMaxBytes = 0;
       options.kernelOverlap = overlap;
-      std::vector<CompiledModel> models;
-      bytes = 0;
-      for (auto shape : layer) {
-        models.push_back(compile(graphs.at(shape), options));
-        bytes += movedBytes(models.back().program());
-      }
-      for (int c = coldCopiesFor(bytes) - 1; c > 0; --c)
-        for (auto shape : layer)
-          models.push_back(compile(graphs.at(shape), options));
-      std::vector<std::function<void()>> launches;
-      for (CompiledModel &model : models) {
-        auto &executable = dynamic_cast<CudaExecutable &>(executableOf(model));
-        executable.upload(randomInputs(model.program()));
-        launches.push_back([&executable] { executable.launch(); });
-      }
-      int batch = static_cast<int>(launches.size()) * 2;
-      return medianQueuedGpuMicros(reps, launches, batch) *
-             static_cast<double>(std::size(layer));
+      ColdCopies cold = coldCopiesOf(unit, options);
+      bytes = cold.unitBytes;
+      int batch = static_cast<int>(cold.launches.size()) * 2;
+      return medianQueuedGpuMicros(reps, cold.launches, batch) *
+             static_cast<double>(unit.size());
     };
     int64_t bytes = 0;
     double us = timeLayer(true, bytes);
@@ -832,8 +850,8 @@ void runGemvLayers(const std::vector<std::string> &only, int reps,
   }
 }
 
-/// The GEMVs of a decode step in GB/s (bytes of every input and output
-/// once) next to the copy ceiling: int8 weights vs bf16 weights, for a
+/// The GEMVs of a decode step in GB/s (bytes of every input, constant and
+/// output once) next to the copy ceiling: int8 weights vs bf16 weights, for a
 /// Llama-7B layer's shapes (k x n): the MLP's up and gate projections
 /// (4096 x 11008, the case), its down projection (11008 x 4096)
 /// and the attention's projections (4096 x 4096).
@@ -877,30 +895,17 @@ void runGemvs(Target target, const std::vector<std::string> &only, int reps) {
         // kernels are compiled once, the buffers are each copy's own).
         // The int8 GEMV's streamed timing also runs with the overlap of
         // its launches off.
-        auto coldLaunches = [&](const CompileOptions &copyOptions,
-                                std::vector<CompiledModel> &into) {
-          std::vector<std::function<void()>> launches;
-          for (int c = coldCopiesFor(bytes); c > 0; --c)
-            into.push_back(compile(graph, copyOptions));
-          for (CompiledModel &copy : into) {
-            auto &executable =
-                dynamic_cast<CudaExecutable &>(executableOf(copy));
-            executable.upload(inputs);
-            launches.push_back([&executable] { executable.launch(); });
-          }
-          return launches;
-        };
-        std::vector<CompiledModel> copies, serialCopies;
-        std::vector<std::function<void()>> launches =
-            coldLaunches(options, copies);
-        coldUs = medianQueuedGpuMicros(reps, launches);
-        streamedUs = medianQueuedGpuMicros(reps, launches, kStreamedBatch);
-        copies.clear();
+        {
+          ColdCopies cold = coldCopiesOf({&graph}, options);
+          coldUs = medianQueuedGpuMicros(reps, cold.launches);
+          streamedUs =
+              medianQueuedGpuMicros(reps, cold.launches, kStreamedBatch);
+        }
         if (int8Weights) {
           CompileOptions serial = options;
           serial.kernelOverlap = false;
           serialStreamedUs = medianQueuedGpuMicros(
-              reps, coldLaunches(serial, serialCopies), kStreamedBatch);
+              reps, coldCopiesOf({&graph}, serial).launches, kStreamedBatch);
         }
       }
       double gbps = bytes / us / 1e3;

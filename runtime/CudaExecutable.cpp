@@ -215,10 +215,6 @@ CudaExecutable::CudaExecutable(Program program,
                                      modules[compile.units.unitOf[k]],
                                      compile.units.functionOf[k].c_str()),
           "cuModuleGetFunction", "kernel '" + kernel.name + "'");
-    launch.geometry = kernel.launch;
-    // griddepcontrol is sm_90's; before it the kernel compiles without it.
-    launch.geometry.waitsForPredecessor &=
-        options.kernelOverlap && device.major >= 9;
     int64_t blocks = std::max<int64_t>(kernel.launch.gridX, 1);
     if (kernel.launch.maxBlocksPerMultiprocessor > 0)
       blocks = std::min<int64_t>(blocks,
@@ -228,7 +224,18 @@ CudaExecutable::CudaExecutable(Program program,
       throw Error("kernel '" + kernel.name + "' needs " +
                   std::to_string(blocks) +
                   " blocks, more than a CUDA grid holds");
-    launch.geometry.gridX = blocks;
+    launch.config.gridX = static_cast<unsigned>(blocks);
+    launch.config.gridY = kernel.launch.gridY;
+    launch.config.blockX = kernel.launch.blockX;
+    launch.config.blockY = kernel.launch.blockY;
+    launch.config.sharedBytes = kernel.launch.sharedBytes;
+    // griddepcontrol is sm_90's; before it the kernel compiles without it.
+    if (kernel.launch.waitsForPredecessor && options.kernelOverlap &&
+        device.major >= 9) {
+      launch.overlap.id = cuda::kLaunchAttributeProgrammaticStreamSerialization;
+      launch.overlap.value.flag = 1;
+      launch.config.attributeCount = 1;
+    }
     for (int id : kernel.inputs)
       launch.arguments.push_back(deviceAddress[id]);
     for (int id : kernel.outputs)
@@ -237,10 +244,14 @@ CudaExecutable::CudaExecutable(Program program,
       launch.arguments.push_back(deviceAddress[kernel.scratch]);
     launches.push_back(std::move(launch));
   }
-  // Parameters point into `arguments`, which no longer moves.
-  for (Launch &launch : launches)
+  // Parameters point into `arguments`, and the config at `overlap`, which
+  // no longer move.
+  for (Launch &launch : launches) {
     for (cuda::CUdeviceptr &argument : launch.arguments)
       launch.parameters.push_back(&argument);
+    if (launch.config.attributeCount > 0)
+      launch.config.attributes = &launch.overlap;
+  }
 }
 
 CudaExecutable::~CudaExecutable() {
@@ -301,22 +312,8 @@ void CudaExecutable::launchStep(const Step &step, cuda::CUstream stream) {
   if (step.kind != StepKind::Kernel)
     return; // a view is only another name for its root's storage
   Launch &launch = launches[step.index];
-  const LaunchGeometry &geometry = launch.geometry;
-  cuda::LaunchAttribute overlap;
-  overlap.id = cuda::kLaunchAttributeProgrammaticStreamSerialization;
-  overlap.value.flag = 1;
-  cuda::LaunchConfig config;
-  config.gridX = static_cast<unsigned>(geometry.gridX);
-  config.gridY = geometry.gridY;
-  config.blockX = geometry.blockX;
-  config.blockY = geometry.blockY;
-  config.sharedBytes = geometry.sharedBytes;
-  config.stream = stream;
-  if (geometry.waitsForPredecessor) {
-    config.attributes = &overlap;
-    config.attributeCount = 1;
-  }
-  check(driver.cuLaunchKernelEx(&config, launch.function,
+  launch.config.stream = stream;
+  check(driver.cuLaunchKernelEx(&launch.config, launch.function,
                                 launch.parameters.data(), nullptr),
         "cuLaunchKernelEx",
         [&] { return "kernel '" + prog.kernels[step.index].name + "'"; });

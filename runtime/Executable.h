@@ -171,7 +171,10 @@ public:
 private:
   struct Launch {
     cuda::CUfunction function;
-    LaunchGeometry geometry; ///< the grid clamped for this device
+    /// The grid clamped for this device; the stream is set per launch.
+    cuda::LaunchConfig config;
+    /// Programmatic stream serialization, where `config` names it.
+    cuda::LaunchAttribute overlap;
     std::vector<cuda::CUdeviceptr> arguments;
     std::vector<void *> parameters; ///< pointers to `arguments`
   };
