@@ -336,15 +336,15 @@ Lowering lowerFile(const std::string &path, const CompileOptions &options,
         return OwningOpRef<ModuleOp>();
       return module;
     });
-  if (endsWith(path, ".onnx")) {
+  if (isOnnxModelPath(path)) {
     OnnxOptions onnx;
     onnx.inputShapes = options.inputShapes;
     return lowerGraph(
         readTraced(path, [&] { return readOnnxGraph(path, onnx); }), options,
         captureIR, stopAfter);
   }
-  throw Error(path + ": error: unknown model format (expected .json, .mlir "
-                     "or .onnx)");
+  throw Error(path + ": error: unknown model format (expected .json, .mlir, "
+                     ".onnx or .onnxtxt)");
 }
 
 Target resolveTarget(const CompileOptions &options) {

@@ -462,7 +462,7 @@ std::string fusionGraphDot(const std::string &path,
     module = fuse::importGraph(readJsonGraph(path), &context);
   } else if (endsWith(path, ".mlir")) {
     module = fuse::parseMlirFile(path, &context);
-  } else if (endsWith(path, ".onnx")) {
+  } else if (isOnnxModelPath(path)) {
     OnnxOptions onnx;
     onnx.inputShapes = options.inputShapes;
     module = fuse::importGraph(readOnnxGraph(path, onnx), &context);

@@ -1,10 +1,11 @@
 //===- Onnx.h - ONNX models as fusec graphs --------------------*- C++ -*-===//
 //
-// Reads .onnx files (opsets 11-17 of the default domain) with Debian's
-// libonnx protobuf classes into the plain Graph every frontend produces.
-// One table maps each supported ONNX op to the graph op it becomes; inputs
-// that fusec takes as attributes (Reshape's shape, Slice's bounds, ...)
-// must be initializers or Constant outputs.
+// Reads .onnx files (opsets 1-28 of the default domain; older versions op by
+// op) with Debian's libonnx protobuf classes into the plain Graph every
+// frontend produces, and .onnxtxt files in ONNX's text syntax. Each op is
+// registered once (frontends/onnx/OnnxRegistry.h) in the file of its family
+// (frontends/onnx/ops/); inputs that fusec takes as attributes (Reshape's
+// shape, Slice's bounds, ...) must be initializers or Constant outputs.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FUSEC_FRONTENDS_ONNX_H
@@ -27,6 +28,11 @@ struct OnnxOptions {
   /// constant. Values of other inputs are ignored; they stay inputs.
   std::map<std::string, Tensor> staticInputValues;
 };
+
+/// Whether `path` names an ONNX model: binary (.onnx) or in ONNX's text
+/// syntax (.onnxtxt, as the frontend's tests write them).
+bool isOnnxModelPath(const std::string &path);
+bool isOnnxTextPath(const std::string &path);
 
 /// What a test runner needs to know of a model before converting it.
 struct OnnxModelSummary {

@@ -499,7 +499,7 @@ int runCli(const CliOptions &options) {
       std::cout << " and " << program.matmuls.size() << " library call"
                 << (program.matmuls.size() == 1 ? "" : "s");
     std::cout << " for '" << program.name << "'";
-    if (endsWith(options.model, ".onnx"))
+    if (isOnnxModelPath(options.model))
       std::cout << " from " << summarizeOnnxModel(options.model).nodeCount
                 << " ONNX nodes";
     std::cout << "\n";

@@ -1,4 +1,4 @@
-//===- OnnxShapeFolding.cpp - Shape computations evaluated on import ------===//
+//===- ShapeFolding.cpp - Shape computations evaluated on import ------===//
 //
 // Integers are computed as fusec's kernels compute them (two's complement
 // wrapping, Div truncating toward zero), in int64 and wrapped back to the
@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontends/OnnxShapeFolding.h"
+#include "frontends/onnx/ShapeFolding.h"
 
 #include <algorithm>
 #include <climits>

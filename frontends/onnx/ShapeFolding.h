@@ -1,5 +1,4 @@
-//===- OnnxShapeFolding.h - Shape computations evaluated on import -*- C++
-//-*-===//
+//===- ShapeFolding.h - Shape computations evaluated on import -*- C++ -*-===//
 //
 // The integer subgraphs that compute shapes, axes and bounds (Shape -> Size
 // -> Sub -> ConstantOfShape -> Concat -> Reshape, ...) are evaluated while a
@@ -7,8 +6,8 @@
 // data propagation folds some of them; this folds the rest, exactly.
 //
 //===----------------------------------------------------------------------===//
-#ifndef FUSEC_FRONTENDS_ONNXSHAPEFOLDING_H
-#define FUSEC_FRONTENDS_ONNXSHAPEFOLDING_H
+#ifndef FUSEC_FRONTENDS_ONNX_SHAPEFOLDING_H
+#define FUSEC_FRONTENDS_ONNX_SHAPEFOLDING_H
 
 #include "runtime/Tensor.h"
 

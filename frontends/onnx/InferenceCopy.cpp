@@ -1,7 +1,7 @@
-//===- OnnxInferenceCopy.cpp - Newer opsets through ONNX 1.12's inference -===//
+//===- InferenceCopy.cpp - Newer opsets through ONNX 1.12's inference -===//
 
-#include "frontends/OnnxInferenceCopy.h"
-#include "frontends/OnnxShapeFolding.h"
+#include "frontends/onnx/InferenceCopy.h"
+#include "frontends/onnx/ShapeFolding.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-//===- OnnxInferenceCopy.h - Newer opsets through ONNX 1.12's inference -===//
+//===- InferenceCopy.h - Newer opsets through ONNX 1.12's inference -===//
 //
 // fusec reads ONNX models up to the newest opset of the ONNX release it
 // tracks, but its shape inference is Debian's libonnx (ONNX 1.12), which
@@ -11,8 +11,8 @@
 // are not inferred; the converters that need their shapes say so).
 //
 //===----------------------------------------------------------------------===//
-#ifndef FUSEC_FRONTENDS_ONNXINFERENCECOPY_H
-#define FUSEC_FRONTENDS_ONNXINFERENCECOPY_H
+#ifndef FUSEC_FRONTENDS_ONNX_INFERENCECOPY_H
+#define FUSEC_FRONTENDS_ONNX_INFERENCECOPY_H
 
 #include <onnx/onnx_pb.h>
 
