@@ -68,8 +68,12 @@ Graph readOnnxGraph(const std::string &path, const OnnxOptions &options = {});
 Tensor readTensorProtoFile(const std::string &path,
                            std::optional<DType> expected = std::nullopt);
 
-/// "Add 11-17", one line per supported ONNX op, sorted (--list-ops).
+/// "Add 1-28", one line per supported ONNX op, sorted (--list-ops).
 std::vector<std::string> supportedOnnxOps();
+/// The same ops by family (their ops file) as Markdown tables, with each
+/// op's attributes (and the opsets that define them) and the inputs read as
+/// constants: docs/onnx-ops.md (--list-ops=markdown).
+std::string supportedOnnxOpsMarkdown();
 
 } // namespace fusec
 

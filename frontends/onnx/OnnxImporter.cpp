@@ -16,8 +16,8 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <sstream>
 #include <numeric>
+#include <sstream>
 #include <unordered_set>
 #include <variant>
 
@@ -927,28 +927,82 @@ OnnxModelSummary summarizeOnnxModel(const std::string &path) {
   return summary;
 }
 
+namespace {
+
+/// The opsets fusec reads `def` in: from the first that defines it in a
+/// version fusec reads (not before its sinceOpset; a whole-node converter
+/// checks its own) to the last that does not deprecate it. nullopt when
+/// there is none.
+std::optional<std::pair<int64_t, int64_t>> readOpsets(const OnnxOpDef &def) {
+  auto readable = [&](int64_t opset) {
+    return opsetVersionProblem(&def, def.name, opset).empty();
+  };
+  int64_t oldest = def.convert ? kOldestOpset
+                               : std::max(def.sinceOpset, kOldestOpset),
+          newest = kMaxOpset;
+  while (oldest <= kMaxOpset && !readable(oldest))
+    ++oldest;
+  while (newest > oldest && !readable(newest))
+    --newest;
+  if (oldest > kMaxOpset)
+    return std::nullopt;
+  return std::make_pair(oldest, newest);
+}
+
+std::string opsetRange(int64_t first, int64_t last) {
+  return std::to_string(first) + "-" + std::to_string(last);
+}
+
+} // namespace
+
 std::vector<std::string> supportedOnnxOps() {
-  // The opsets fusec reads an op in: from the first that defines it in a
-  // version fusec reads (not before its sinceOpset; a whole-node converter
-  // checks its own) to the last that does not deprecate it.
   std::vector<std::string> lines;
-  for (const OnnxOpDef &def : OnnxRegistry::instance().ops()) {
-    auto readable = [&](int64_t opset) {
-      return opsetVersionProblem(&def, def.name, opset).empty();
-    };
-    int64_t oldest = def.convert ? kOldestOpset
-                                 : std::max(def.sinceOpset, kOldestOpset),
-            newest = kMaxOpset;
-    while (oldest <= kMaxOpset && !readable(oldest))
-      ++oldest;
-    while (newest > oldest && !readable(newest))
-      --newest;
-    if (oldest <= kMaxOpset)
-      lines.push_back(def.name + " " + std::to_string(oldest) + "-" +
-                      std::to_string(newest));
-  }
+  for (const OnnxOpDef &def : OnnxRegistry::instance().ops())
+    if (auto opsets = readOpsets(def))
+      lines.push_back(def.name + " " +
+                      opsetRange(opsets->first, opsets->second));
   std::sort(lines.begin(), lines.end());
   return lines;
+}
+
+std::string supportedOnnxOpsMarkdown() {
+  std::map<std::string, std::vector<const OnnxOpDef *>> byFamily;
+  for (const OnnxOpDef &def : OnnxRegistry::instance().ops())
+    byFamily[def.family].push_back(&def);
+  std::ostringstream out;
+  for (auto &[family, defs] : byFamily) {
+    std::sort(defs.begin(), defs.end(),
+              [](const OnnxOpDef *a, const OnnxOpDef *b) {
+                return a->name < b->name;
+              });
+    out << "\n## " << family << "\n\n"
+        << (family == "Importer" ? "frontends/onnx/OnnxImporter.cpp"
+                                 : "frontends/onnx/ops/" + family + ".cpp")
+        << "\n\n| op | opsets | attributes | inputs read as constants |\n"
+        << "|---|---|---|---|\n";
+    for (const OnnxOpDef *def : defs) {
+      auto opsets = readOpsets(*def);
+      if (!opsets)
+        continue;
+      std::string attrs, constants;
+      for (const OnnxOpDef::Attribute &attr : def->attrs) {
+        attrs += (attrs.empty() ? "" : ", ") + attr.name;
+        if (attr.first != kOldestOpset || attr.last != kMaxOpset)
+          attrs += " (" + opsetRange(attr.first, attr.last) + ")";
+      }
+      if (def->convert && attrs.empty())
+        attrs = "read by its converter";
+      for (size_t i = 0; i < 16; ++i)
+        if (def->bindsInput(i))
+          constants += (constants.empty() ? "" : ", ") + std::to_string(i);
+      if (def->readsConstantsFrom != SIZE_MAX)
+        constants += " on";
+      out << "| " << def->name << " | "
+          << opsetRange(opsets->first, opsets->second) << " | " << attrs
+          << " | " << constants << " |\n";
+    }
+  }
+  return out.str();
 }
 
 } // namespace fusec

@@ -111,6 +111,7 @@ OpBuilder OnnxRegistry::add(OnnxOpDef def) {
                  def.name.c_str());
     std::abort();
   }
+  def.family = family;
   defs.push_back(std::move(def));
   byName[defs.back().name] = &defs.back();
   return OpBuilder(defs.back());
@@ -124,19 +125,24 @@ const OnnxOpDef *OnnxRegistry::find(const std::string &name) const {
 const OnnxRegistry &OnnxRegistry::instance() {
   static const OnnxRegistry registry = [] {
     OnnxRegistry r;
-    registerElementwiseOps(r);
-    registerMatmulOps(r);
-    registerReductionOps(r);
-    registerNormalizationOps(r);
-    registerConvPoolOps(r);
-    registerResizeOps(r);
-    registerGatherScatterOps(r);
-    registerTensorOps(r);
-    registerQuantizationOps(r);
-    registerRecurrentOps(r);
-    registerAttentionOps(r);
-    registerSignalOps(r);
-    registerImporterOps(r);
+    const std::pair<const char *, void (*)(OnnxRegistry &)> families[] = {
+        {"Elementwise", registerElementwiseOps},
+        {"Matmul", registerMatmulOps},
+        {"Reduction", registerReductionOps},
+        {"Normalization", registerNormalizationOps},
+        {"ConvPool", registerConvPoolOps},
+        {"Resize", registerResizeOps},
+        {"GatherScatter", registerGatherScatterOps},
+        {"Tensor", registerTensorOps},
+        {"Quantization", registerQuantizationOps},
+        {"Recurrent", registerRecurrentOps},
+        {"Attention", registerAttentionOps},
+        {"Signal", registerSignalOps},
+        {"Importer", registerImporterOps}};
+    for (const auto &[family, registerOps] : families) {
+      r.family = family;
+      registerOps(r);
+    }
     return r;
   }();
   return registry;

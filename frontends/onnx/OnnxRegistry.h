@@ -48,6 +48,9 @@ using ConvertNode = void (*)(OnnxConverter &, const onnx::NodeProto &);
 
 struct OnnxOpDef {
   std::string name;
+  /// The ops file that registers it (ops/<family>.cpp; "Importer" for the
+  /// importer's own ops), for the generated docs.
+  std::string family;
   /// The first default-domain opset the op is read from, where later than
   /// ONNX's registry says it is defined.
   int64_t sinceOpset = kOldestOpset;
@@ -135,6 +138,8 @@ public:
 
 private:
   OpBuilder add(OnnxOpDef def);
+  /// The family whose ops are being registered (set by `instance`).
+  std::string family;
   std::deque<OnnxOpDef> defs; ///< stable addresses for `byName`
   std::map<std::string, const OnnxOpDef *> byName;
 };
