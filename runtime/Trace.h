@@ -4,7 +4,7 @@
 // and a duration) of the compiler's stages on the thread that ran them,
 // instant events (kernel cache hits), and the steps of each run on one
 // device track. The library stages report into one process-wide recorder;
-// the driver turns it into JSON (compiler/TraceFile.h).
+// the driver turns it into JSON (tools/lib/TraceFile.h).
 //
 //   trace::Scope scope("codegen", "codegen");   // a slice until scope ends
 //   trace::instant("kernel cache hit", "cache", {{"key", key}});

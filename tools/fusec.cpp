@@ -1,9 +1,6 @@
 //===- fusec.cpp - The fusec command line --------------------------------===//
 
-#include "codegen/KernelRepro.h"
 #include "compiler/Driver.h"
-#include "compiler/ProfileReport.h"
-#include "compiler/TraceFile.h"
 #include "frontends/Onnx.h"
 #include "runtime/Compare.h"
 #include "runtime/CudaApi.h"
@@ -11,6 +8,10 @@
 #include "runtime/MemoryPlan.h"
 #include "runtime/Npy.h"
 #include "runtime/Profile.h"
+#include "tools/lib/FusionGraph.h"
+#include "tools/lib/KernelRepro.h"
+#include "tools/lib/ProfileReport.h"
+#include "tools/lib/TraceFile.h"
 
 #include <cstdio>
 #include <fstream>

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Driver.h"
+#include "tools/lib/FusionGraph.h"
 
 #include "codegen/RegionKind.h"
 #include "frontends/Importer.h"

@@ -16,7 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/KernelRepro.h"
+#include "tools/lib/KernelRepro.h"
 
 #include "codegen/EmbeddedSources.h"
 #include "codegen/PointwiseKernel.h"

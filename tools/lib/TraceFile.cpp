@@ -1,6 +1,6 @@
 //===- TraceFile.cpp - `fusec --trace` as a Chrome trace -----------------===//
 
-#include "compiler/TraceFile.h"
+#include "tools/lib/TraceFile.h"
 
 #include "runtime/Error.h"
 #include "runtime/Trace.h"

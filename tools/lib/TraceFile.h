@@ -6,8 +6,8 @@
 // run's steps. Times are microseconds since recording started.
 //
 //===----------------------------------------------------------------------===//
-#ifndef FUSEC_COMPILER_TRACEFILE_H
-#define FUSEC_COMPILER_TRACEFILE_H
+#ifndef FUSEC_TOOLS_LIB_TRACEFILE_H
+#define FUSEC_TOOLS_LIB_TRACEFILE_H
 
 #include <string>
 

@@ -1,6 +1,6 @@
 //===- ProfileReport.h - `fusec --profile` as a table or JSON --*- C++ -*-===//
-#ifndef FUSEC_COMPILER_PROFILEREPORT_H
-#define FUSEC_COMPILER_PROFILEREPORT_H
+#ifndef FUSEC_TOOLS_LIB_PROFILEREPORT_H
+#define FUSEC_TOOLS_LIB_PROFILEREPORT_H
 
 #include "runtime/Profile.h"
 

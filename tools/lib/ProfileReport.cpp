@@ -1,6 +1,6 @@
 //===- ProfileReport.cpp - `fusec --profile` as a table or JSON ----------===//
 
-#include "compiler/ProfileReport.h"
+#include "tools/lib/ProfileReport.h"
 
 #include <nlohmann/json.hpp>
 

@@ -8,8 +8,8 @@
 // region's fuse ops, and times it. See docs/kernel-repros.md.
 //
 //===----------------------------------------------------------------------===//
-#ifndef FUSE_CODEGEN_KERNELREPRO_H
-#define FUSE_CODEGEN_KERNELREPRO_H
+#ifndef FUSEC_TOOLS_LIB_KERNELREPRO_H
+#define FUSEC_TOOLS_LIB_KERNELREPRO_H
 
 #include "runtime/Program.h"
 
