@@ -101,11 +101,6 @@ std::string printModule(ModuleOp module) {
   return text;
 }
 
-bool endsWith(const std::string &text, const std::string &suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 /// Records each pass's wall time (what `fusec-bench` reports for region
 /// formation).
 class PassTimer : public PassInstrumentation {
@@ -326,17 +321,17 @@ template <typename Read> Graph readTraced(const std::string &path, Read read) {
 
 Lowering lowerFile(const std::string &path, const CompileOptions &options,
                    bool captureIR, Stage stopAfter) {
-  if (endsWith(path, ".json"))
+  if (StringRef(path).ends_with(".json"))
     return lowerGraph(readTraced(path, [&] { return readJsonGraph(path); }),
                       options, captureIR, stopAfter);
-  if (endsWith(path, ".mlir"))
+  if (StringRef(path).ends_with(".mlir"))
     return lower(options, captureIR, stopAfter, [&](MLIRContext &context) {
       OwningOpRef<ModuleOp> module = fuse::parseMlirFile(path, &context);
       if (module && failed(checkTensorSizes(*module)))
         return OwningOpRef<ModuleOp>();
       return module;
     });
-  if (endsWith(path, ".onnx")) {
+  if (StringRef(path).ends_with(".onnx")) {
     OnnxOptions onnx;
     onnx.inputShapes = options.inputShapes;
     return lowerGraph(

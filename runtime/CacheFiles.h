@@ -32,6 +32,7 @@ void makeDirectories(const std::string &path);
 std::vector<std::string> listDirectory(const std::string &dir);
 /// Removes a file or a directory tree; a name already gone is fine.
 void removeTree(const std::string &path);
+/// runtime/ has no LLVM; code that has uses llvm::StringRef::ends_with.
 bool endsWith(const std::string &text, const std::string &suffix);
 
 } // namespace fusec::cache

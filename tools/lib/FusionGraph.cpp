@@ -39,11 +39,6 @@ namespace fusec {
 
 namespace {
 
-bool endsWith(const std::string &text, const std::string &suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 /// Before fuse-form-fusion-regions runs, gives every op of the function a
 /// location of its own: its location fused with a unique id. Ops keep their
 /// locations through region formation (members are cloned), and remarks
@@ -458,11 +453,11 @@ std::string fusionGraphDot(const std::string &path,
   });
 
   OwningOpRef<ModuleOp> module;
-  if (endsWith(path, ".json")) {
+  if (StringRef(path).ends_with(".json")) {
     module = fuse::importGraph(readJsonGraph(path), &context);
-  } else if (endsWith(path, ".mlir")) {
+  } else if (StringRef(path).ends_with(".mlir")) {
     module = fuse::parseMlirFile(path, &context);
-  } else if (endsWith(path, ".onnx")) {
+  } else if (StringRef(path).ends_with(".onnx")) {
     OnnxOptions onnx;
     onnx.inputShapes = options.inputShapes;
     module = fuse::importGraph(readOnnxGraph(path, onnx), &context);
