@@ -12,8 +12,8 @@
 #include "frontends/Importer.h"
 #include "ir/FuseDialect.h"
 #include "passes/Passes.h"
-#include "runtime/CudaApi.h"
-#include "runtime/Trace.h"
+#include "runtime/core/Trace.h"
+#include "runtime/cuda/CudaApi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"

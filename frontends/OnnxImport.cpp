@@ -14,7 +14,7 @@
 #include "frontends/OnnxInferenceCopy.h"
 #include "frontends/OnnxShapeFolding.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>

@@ -10,7 +10,7 @@
 #ifndef FUSEC_FRONTENDS_ONNXSHAPEFOLDING_H
 #define FUSEC_FRONTENDS_ONNXSHAPEFOLDING_H
 
-#include "runtime/Tensor.h"
+#include "runtime/core/Tensor.h"
 
 #include <onnx/onnx_pb.h>
 

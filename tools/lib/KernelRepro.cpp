@@ -27,9 +27,9 @@
 #include "ir/FuseDialect.h"
 #include "ir/LayoutOps.h"
 #include "ir/TypeUtils.h"
-#include "runtime/Compare.h"
-#include "runtime/CudaApi.h"
-#include "runtime/KernelCache.h"
+#include "runtime/cache/KernelCache.h"
+#include "runtime/core/Compare.h"
+#include "runtime/cuda/CudaApi.h"
 
 #include "llvm/ADT/StringExtras.h"
 

@@ -11,7 +11,7 @@
 #ifndef FUSEC_TOOLS_LIB_KERNELREPRO_H
 #define FUSEC_TOOLS_LIB_KERNELREPRO_H
 
-#include "runtime/Program.h"
+#include "runtime/core/Program.h"
 
 #include <memory>
 #include <string>

@@ -2,8 +2,8 @@
 
 #include "tools/lib/TraceFile.h"
 
-#include "runtime/Error.h"
-#include "runtime/Trace.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/Trace.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"

@@ -1,6 +1,6 @@
 //===- TraceFile.h - `fusec --trace` as a Chrome trace ---------*- C++ -*-===//
 //
-// The recorded timeline (runtime/Trace.h) in the Trace Event Format that
+// The recorded timeline (runtime/core/Trace.h) in the Trace Event Format that
 // Perfetto and chrome://tracing load: process 1 is fusec, one track per
 // thread that recorded events; process 2 is the device, one track with each
 // run's steps. Times are microseconds since recording started.
