@@ -10,9 +10,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Driver.h"
-#include "runtime/Compare.h"
-#include "runtime/CublasLt.h"
-#include "runtime/CudaApi.h"
+#include "runtime/core/Compare.h"
+#include "runtime/cuda/CublasLt.h"
+#include "runtime/cuda/CudaApi.h"
 
 #include <algorithm>
 #include <chrono>

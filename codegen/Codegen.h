@@ -2,7 +2,7 @@
 #ifndef FUSE_CODEGEN_CODEGEN_H
 #define FUSE_CODEGEN_CODEGEN_H
 
-#include "runtime/Program.h"
+#include "runtime/core/Program.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

@@ -3,7 +3,7 @@
 #define FUSE_CODEGEN_LAYOUTKERNEL_H
 
 #include "ir/FuseDialect.h"
-#include "runtime/Program.h"
+#include "runtime/core/Program.h"
 
 namespace fuse {
 

@@ -11,9 +11,9 @@
 
 #include "codegen/ScalarExprPrinter.h"
 #include "ir/FuseDialect.h"
-#include "runtime/DType.h"
-#include "runtime/Program.h"
-#include "runtime/Shape.h"
+#include "runtime/core/DType.h"
+#include "runtime/core/Program.h"
+#include "runtime/core/Shape.h"
 
 #include "llvm/Support/raw_ostream.h"
 

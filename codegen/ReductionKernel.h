@@ -4,7 +4,7 @@
 
 #include "codegen/ScalarExprPrinter.h"
 #include "ir/FuseDialect.h"
-#include "runtime/Program.h"
+#include "runtime/core/Program.h"
 
 namespace fuse {
 

@@ -10,7 +10,7 @@
 #ifndef FUSE_CODEGEN_SCALAREXPR_H
 #define FUSE_CODEGEN_SCALAREXPR_H
 
-#include "runtime/DType.h"
+#include "runtime/core/DType.h"
 
 #include "mlir/IR/Block.h"
 #include "mlir/Support/LLVM.h"

@@ -12,8 +12,8 @@
 #include "frontends/Importer.h"
 #include "ir/FuseDialect.h"
 #include "passes/Passes.h"
-#include "runtime/CudaApi.h"
-#include "runtime/Trace.h"
+#include "runtime/core/Trace.h"
+#include "runtime/cuda/CudaApi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -99,11 +99,6 @@ std::string printModule(ModuleOp module) {
   llvm::raw_string_ostream os(text);
   module.print(os);
   return text;
-}
-
-bool endsWith(const std::string &text, const std::string &suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 /// Records each pass's wall time (what `fusec-bench` reports for region
@@ -326,10 +321,10 @@ template <typename Read> Graph readTraced(const std::string &path, Read read) {
 
 Lowering lowerFile(const std::string &path, const CompileOptions &options,
                    bool captureIR, Stage stopAfter) {
-  if (endsWith(path, ".json"))
+  if (StringRef(path).ends_with(".json"))
     return lowerGraph(readTraced(path, [&] { return readJsonGraph(path); }),
                       options, captureIR, stopAfter);
-  if (endsWith(path, ".mlir"))
+  if (StringRef(path).ends_with(".mlir"))
     return lower(options, captureIR, stopAfter, [&](MLIRContext &context) {
       OwningOpRef<ModuleOp> module = fuse::parseMlirFile(path, &context);
       if (module && failed(checkTensorSizes(*module)))

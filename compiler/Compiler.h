@@ -15,8 +15,8 @@
 #define FUSEC_COMPILER_COMPILER_H
 
 #include "frontends/Graph.h"
-#include "runtime/Error.h"
-#include "runtime/Program.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/Program.h"
 
 #include <functional>
 #include <map>

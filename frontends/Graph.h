@@ -8,7 +8,7 @@
 #ifndef FUSEC_FRONTENDS_GRAPH_H
 #define FUSEC_FRONTENDS_GRAPH_H
 
-#include "runtime/Tensor.h"
+#include "runtime/core/Tensor.h"
 
 #include <map>
 #include <string>

@@ -8,7 +8,7 @@
 
 #include "frontends/Graph.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 
 #include <nlohmann/json.hpp>
 

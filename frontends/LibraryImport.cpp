@@ -15,7 +15,7 @@
 #include "ir/FuseDialect.h"
 #include "ir/LayoutOps.h"
 #include "ir/TypeUtils.h"
-#include "runtime/DType.h"
+#include "runtime/core/DType.h"
 
 using namespace mlir;
 

@@ -314,7 +314,7 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
     return {};
   auto resultType = cast<RankedTensorType>(getType());
   // Casts to and from the narrow dtypes are left to the kernels, the one
-  // implementation of their conversions (runtime/NarrowTypes.h).
+  // implementation of their conversions (runtime/core/NarrowTypes.h).
   if (fusec::isNarrow(dtypeOf(getOperand().getType())) ||
       fusec::isNarrow(dtypeOf(getType())))
     return {};

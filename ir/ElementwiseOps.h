@@ -7,7 +7,7 @@
 #ifndef FUSE_IR_ELEMENTWISEOPS_H
 #define FUSE_IR_ELEMENTWISEOPS_H
 
-#include "runtime/DType.h"
+#include "runtime/core/DType.h"
 
 #include <cstdint>
 #include <string_view>

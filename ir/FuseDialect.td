@@ -30,7 +30,7 @@ def Fuse_BoolTensor : StaticShapeTensorOf<[I1]>;
 // What DequantizeLinear takes.
 def Fuse_QuantizedTensor : StaticShapeTensorOf<[I8, UI8, I16, UI16, I32,
     F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, F4E2M1FN, I<4>, UI<4>, I<2>, UI<2>]>;
-// Any takes the narrow storage dtypes too (runtime/NarrowTypes.h): the ops
+// Any takes the narrow storage dtypes too (runtime/core/NarrowTypes.h): the ops
 // that move values, select them, compare them or cast them.
 def Fuse_AnyTensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I8, I16, I32, I64, UI8, UI16, UI32, UI64, I1,
     F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, F4E2M1FN, F8E8M0FNU, I<4>, UI<4>, I<2>, UI<2>]>;

@@ -7,7 +7,7 @@
 #ifndef FUSE_IR_LIBRARYOPS_H
 #define FUSE_IR_LIBRARYOPS_H
 
-#include "runtime/Shape.h"
+#include "runtime/core/Shape.h"
 
 #include <string>
 

@@ -9,7 +9,7 @@
 #ifndef FUSE_IR_REDUCTIONSPACE_H
 #define FUSE_IR_REDUCTIONSPACE_H
 
-#include "runtime/Shape.h"
+#include "runtime/core/Shape.h"
 
 #include "llvm/ADT/ArrayRef.h"
 

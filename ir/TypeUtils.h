@@ -2,8 +2,8 @@
 #ifndef FUSE_IR_TYPEUTILS_H
 #define FUSE_IR_TYPEUTILS_H
 
-#include "runtime/DType.h"
-#include "runtime/Shape.h"
+#include "runtime/core/DType.h"
+#include "runtime/core/Shape.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"

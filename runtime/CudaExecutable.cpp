@@ -1,12 +1,12 @@
 //===- CudaExecutable.cpp - Running a Program on the GPU -----------------===//
 
-#include "runtime/CudaApi.h"
-#include "runtime/DeviceAllocator.h"
-#include "runtime/Error.h"
 #include "runtime/Executable.h"
-#include "runtime/MemoryPlan.h"
 #include "runtime/Profile.h"
-#include "runtime/Trace.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/MemoryPlan.h"
+#include "runtime/core/Trace.h"
+#include "runtime/cuda/CudaApi.h"
+#include "runtime/cuda/DeviceAllocator.h"
 
 #include <algorithm>
 #include <climits>

@@ -1,9 +1,9 @@
 #include "runtime/Executable.h"
 
 #include "runtime/CompileProgress.h"
-#include "runtime/Error.h"
 #include "runtime/Profile.h"
-#include "runtime/Trace.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/Trace.h"
 
 #include <algorithm>
 #include <atomic>

@@ -2,13 +2,13 @@
 #ifndef FUSEC_RUNTIME_EXECUTABLE_H
 #define FUSEC_RUNTIME_EXECUTABLE_H
 
-#include "runtime/CublasLt.h"
-#include "runtime/CudaApi.h"
-#include "runtime/KernelCache.h"
-#include "runtime/MemoryPlan.h"
-#include "runtime/OpenBlas.h"
-#include "runtime/Program.h"
-#include "runtime/Tensor.h"
+#include "runtime/cache/KernelCache.h"
+#include "runtime/core/MemoryPlan.h"
+#include "runtime/core/Program.h"
+#include "runtime/core/Tensor.h"
+#include "runtime/cpu/OpenBlas.h"
+#include "runtime/cuda/CublasLt.h"
+#include "runtime/cuda/CudaApi.h"
 
 #include <functional>
 #include <memory>

@@ -2,9 +2,9 @@
 
 #include "runtime/Profile.h"
 
-#include "runtime/CudaApi.h"
-#include "runtime/Error.h"
-#include "runtime/Trace.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/Trace.h"
+#include "runtime/cuda/CudaApi.h"
 
 #include <algorithm>
 #include <cctype>

@@ -90,7 +90,7 @@ int64_t stepFlops(const Program &program, const Step &step);
 std::string matmulShape(const MatmulCall &call);
 
 /// Records the steps of one timed run on the trace's device track (when
-/// tracing): step i began at `startMicros[i]` (runtime/Trace.h's clock)
+/// tracing): step i began at `startMicros[i]` (runtime/core/Trace.h's clock)
 /// and took `stepMicros[i]`. Views are left out.
 void traceSteps(const Program &program, const std::vector<double> &startMicros,
                 const std::vector<double> &stepMicros);

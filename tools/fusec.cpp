@@ -1,16 +1,19 @@
 //===- fusec.cpp - The fusec command line --------------------------------===//
 
-#include "codegen/KernelRepro.h"
 #include "compiler/Driver.h"
-#include "compiler/ProfileReport.h"
-#include "compiler/TraceFile.h"
 #include "frontends/Onnx.h"
-#include "runtime/Compare.h"
-#include "runtime/CudaApi.h"
-#include "runtime/KernelCache.h"
-#include "runtime/MemoryPlan.h"
-#include "runtime/Npy.h"
 #include "runtime/Profile.h"
+#include "runtime/cache/KernelCache.h"
+#include "runtime/core/Compare.h"
+#include "runtime/core/MemoryPlan.h"
+#include "runtime/core/Npy.h"
+#include "runtime/cuda/CudaApi.h"
+#include "tools/lib/FusionGraph.h"
+#include "tools/lib/KernelRepro.h"
+#include "tools/lib/ProfileReport.h"
+#include "tools/lib/TraceFile.h"
+
+#include "llvm/ADT/StringRef.h"
 
 #include <cstdio>
 #include <fstream>
@@ -132,11 +135,6 @@ struct UsageError {
 
 bool startsWith(const std::string &text, const std::string &prefix) {
   return text.rfind(prefix, 0) == 0;
-}
-
-bool endsWith(const std::string &text, const std::string &suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 CliOptions parseArguments(int argc, char **argv) {
@@ -374,8 +372,9 @@ std::vector<Tensor> modelInputs(const CliOptions &options,
     for (size_t i = 0; i < program.inputs.size(); ++i) {
       const BufferDesc &expected = program.buffers[program.inputs[i]];
       const std::string &file = options.inputFiles[i];
-      Tensor tensor = endsWith(file, ".pb") ? readTensorProtoFile(file)
-                                            : readNpy(file, expected.dtype);
+      Tensor tensor = llvm::StringRef(file).ends_with(".pb")
+                          ? readTensorProtoFile(file)
+                          : readNpy(file, expected.dtype);
       if (tensor.dtype != expected.dtype)
         throw Error(file + ": error: input '" + expected.name + "' expects " +
                     dtypeName(expected.dtype) + " but the file holds " +
@@ -565,8 +564,9 @@ int runCli(const CliOptions &options) {
                   " --expect files were given");
     for (size_t i = 0; i < outputs.size(); ++i) {
       const std::string &file = options.expectFiles[i];
-      Tensor expected = endsWith(file, ".pb") ? readTensorProtoFile(file)
-                                              : readNpy(file, outputs[i].dtype);
+      Tensor expected = llvm::StringRef(file).ends_with(".pb")
+                            ? readTensorProtoFile(file)
+                            : readNpy(file, outputs[i].dtype);
       if (expected.dtype != outputs[i].dtype ||
           expected.shape != outputs[i].shape)
         throw Error(file + ": error: output '" + program.outputNames[i] +

@@ -4,7 +4,7 @@
 #include "frontends/onnx/OnnxConverter.h"
 #include "frontends/onnx/ShapeFolding.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 
 #include "llvm/ADT/StringRef.h"
 

@@ -9,7 +9,7 @@
 #ifndef FUSEC_FRONTENDS_ONNX_SHAPEFOLDING_H
 #define FUSEC_FRONTENDS_ONNX_SHAPEFOLDING_H
 
-#include "runtime/Tensor.h"
+#include "runtime/core/Tensor.h"
 
 #include <onnx/onnx_pb.h>
 

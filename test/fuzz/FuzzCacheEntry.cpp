@@ -17,10 +17,10 @@
 //===----------------------------------------------------------------------===//
 #include "FuzzUtil.h"
 
-#include "runtime/CudaApi.h"
-#include "runtime/Error.h"
-#include "runtime/Hash.h"
-#include "runtime/KernelCache.h"
+#include "runtime/cache/Hash.h"
+#include "runtime/cache/KernelCache.h"
+#include "runtime/core/Error.h"
+#include "runtime/cuda/CudaApi.h"
 
 #include <cstring>
 #include <iostream>
@@ -35,7 +35,7 @@ const std::vector<std::string> kOptions = {"--fusec-fuzz-no-such-option"};
 std::string cacheDirectory() { return fusec::fuzz::workDirectory() + "/cache"; }
 
 /// Where loadCubin looks for kSource (KernelCache::keyFor,
-/// runtime/KernelCache.cpp).
+/// runtime/cache/KernelCache.cpp).
 const std::string &entryPath() {
   static const std::string path = [] {
     std::string toolchain =

@@ -1,8 +1,8 @@
 //===- FuzzNpy.cpp - .npy inputs (fusec --inputs) ------------------------===//
 #include "FuzzUtil.h"
 
-#include "runtime/Error.h"
-#include "runtime/Npy.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/Npy.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string path = fusec::fuzz::writeInput(data, size, "input.npy");

@@ -2,7 +2,7 @@
 #include "FuzzUtil.h"
 
 #include "frontends/Onnx.h"
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string path = fusec::fuzz::writeInput(data, size, "tensor.pb");

@@ -10,11 +10,11 @@
 
 #include "TestUtil.h"
 
-#include "runtime/CublasLt.h"
-#include "runtime/CudaApi.h"
 #include "runtime/Executable.h"
-#include "runtime/KernelCache.h"
-#include "runtime/OpenBlas.h"
+#include "runtime/cache/KernelCache.h"
+#include "runtime/cpu/OpenBlas.h"
+#include "runtime/cuda/CublasLt.h"
+#include "runtime/cuda/CudaApi.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -9,8 +9,8 @@
 #include "TestUtil.h"
 
 #include "frontends/Onnx.h"
-#include "runtime/Error.h"
-#include "runtime/Npy.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/Npy.h"
 
 #include <catch2/catch.hpp>
 

@@ -7,7 +7,7 @@
 
 #include "TestUtil.h"
 
-#include "runtime/CudaApi.h"
+#include "runtime/cuda/CudaApi.h"
 
 #include <catch2/catch.hpp>
 

@@ -2,9 +2,9 @@
 
 #include "TestUtil.h"
 
-#include "runtime/CudaApi.h"
-#include "runtime/Hash.h"
-#include "runtime/KernelCache.h"
+#include "runtime/cache/Hash.h"
+#include "runtime/cache/KernelCache.h"
+#include "runtime/cuda/CudaApi.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 //===- MemoryPlanTest.cpp - Temporaries placed by liveness ---------------===//
 
-#include "runtime/MemoryPlan.h"
+#include "runtime/core/MemoryPlan.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,7 +1,7 @@
 //===- NarrowTypesTest.cpp - float8, float4, int4, int2 -------------------===//
 //
 // The reference here is written from the formats' definitions, apart from
-// runtime/NarrowTypes.h's bit arithmetic: a code's value from its fields
+// runtime/core/NarrowTypes.h's bit arithmetic: a code's value from its fields
 // with ldexp, and a conversion as the nearest of all the format's values
 // (a tie to the even code), then ONNX Cast's table for what lies past the
 // largest finite value (saturate: that value; otherwise NaN, or E5M2's
@@ -12,7 +12,7 @@
 
 #include "TestUtil.h"
 
-#include "runtime/CudaApi.h"
+#include "runtime/cuda/CudaApi.h"
 
 #include <catch2/catch.hpp>
 

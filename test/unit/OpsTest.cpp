@@ -12,7 +12,7 @@
 #include "TestUtil.h"
 
 #include "ir/ElementwiseOps.h"
-#include "runtime/CudaApi.h"
+#include "runtime/cuda/CudaApi.h"
 
 #include <catch2/catch.hpp>
 

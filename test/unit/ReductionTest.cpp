@@ -21,7 +21,7 @@
 #include "ReferenceOps.h"
 #include "TestUtil.h"
 
-#include "runtime/CudaApi.h"
+#include "runtime/cuda/CudaApi.h"
 
 #include <catch2/catch.hpp>
 

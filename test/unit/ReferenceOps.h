@@ -18,7 +18,7 @@
 #ifndef FUSEC_TEST_REFERENCEOPS_H
 #define FUSEC_TEST_REFERENCEOPS_H
 
-#include "runtime/Tensor.h"
+#include "runtime/core/Tensor.h"
 
 #include <cstdint>
 #include <optional>

@@ -1,6 +1,6 @@
 #include "TestUtil.h"
 
-#include "runtime/CudaApi.h"
+#include "runtime/cuda/CudaApi.h"
 
 #include <catch2/catch.hpp>
 

@@ -3,7 +3,7 @@
 #define FUSEC_TEST_TESTUTIL_H
 
 #include "compiler/Driver.h"
-#include "runtime/Compare.h"
+#include "runtime/core/Compare.h"
 
 #include <string>
 

@@ -7,10 +7,10 @@
 
 #include "TestUtil.h"
 
-#include "compiler/TraceFile.h"
 #include "runtime/CompileProgress.h"
-#include "runtime/CudaApi.h"
-#include "runtime/Trace.h"
+#include "runtime/core/Trace.h"
+#include "runtime/cuda/CudaApi.h"
+#include "tools/lib/TraceFile.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -7,7 +7,7 @@
 
 #include "frontends/onnx/OnnxConverter.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,0 +1,85 @@
+#include "runtime/core/Compare.h"
+
+#include <cmath>
+
+namespace fusec {
+
+Tolerance toleranceFor(DType dtype) {
+  switch (dtype) {
+  case DType::F64:
+    return {1e-12, 1e-12};
+  case DType::F32:
+    return {1e-5, 1e-5};
+  case DType::F16:
+    return {1e-2, 1e-2};
+  case DType::BF16:
+    return {5e-2, 5e-2};
+  default:
+    // Integers, bools and the narrow dtypes (exact conversions: a cast or
+    // a quantization gives one code, not a neighbour) compare exactly.
+    return {0, 0};
+  }
+}
+
+Comparison compareTensors(const Tensor &actual, const Tensor &expected,
+                          Tolerance tolerance) {
+  Comparison result;
+  // A zero tolerance asks for identical numbers: -0.0 is not +0.0 there.
+  const bool exact = tolerance.atol == 0 && tolerance.rtol == 0;
+  for (int64_t i = 0; i < expected.numElements(); ++i) {
+    double a = actual.at(i), e = expected.at(i);
+    if (std::isnan(a) && std::isnan(e))
+      continue;
+    if (a == e) {
+      if (exact && std::signbit(a) != std::signbit(e) &&
+          result.mismatches++ == 0)
+        result.firstMismatch = i;
+      continue;
+    }
+    double abs = std::fabs(a - e);
+    if (std::isnan(abs))
+      abs = INFINITY;
+    double rel = e != 0 ? abs / std::fabs(e) : abs;
+    result.maxAbsError = std::max(result.maxAbsError, abs);
+    result.maxRelError = std::max(result.maxRelError, rel);
+    if (!(abs <= tolerance.atol + tolerance.rtol * std::fabs(e))) {
+      if (result.mismatches++ == 0)
+        result.firstMismatch = i;
+    }
+  }
+  return result;
+}
+
+Tensor randomTensor(DType dtype, const Shape &shape, std::mt19937_64 &rng,
+                    double low, double high) {
+  Tensor tensor(dtype, shape);
+  std::uniform_real_distribution<double> real(low, high);
+  std::uniform_int_distribution<int64_t> integer(
+      static_cast<int64_t>(std::ceil(low)),
+      static_cast<int64_t>(std::floor(high)));
+  std::uniform_int_distribution<int> coin(0, 1);
+  for (int64_t i = 0; i < tensor.numElements(); ++i) {
+    switch (dtypeInfo(dtype).kind) {
+    case DTypeKind::Float:
+      tensor.set(i, real(rng));
+      break;
+    case DTypeKind::Int:
+    case DTypeKind::UInt: // a negative range wraps, as a cast would
+      tensor.set(i, static_cast<double>(integer(rng)));
+      break;
+    case DTypeKind::Bool:
+      tensor.set(i, coin(rng));
+      break;
+    }
+  }
+  return tensor;
+}
+
+double checksum(const Tensor &tensor) {
+  double sum = 0;
+  for (int64_t i = 0; i < tensor.numElements(); ++i)
+    sum += tensor.at(i);
+  return sum;
+}
+
+} // namespace fusec

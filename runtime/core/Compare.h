@@ -1,0 +1,45 @@
+//===- Compare.h - Numerical comparison and test inputs --------*- C++ -*-===//
+#ifndef FUSEC_RUNTIME_CORE_COMPARE_H
+#define FUSEC_RUNTIME_CORE_COMPARE_H
+
+#include "runtime/core/Tensor.h"
+
+#include <random>
+
+namespace fusec {
+
+/// The tolerance fusec accepts between two computations of the same graph
+/// (fused vs unfused, kernel vs reference): |a - b| <= atol + rtol * |b|.
+/// 16-bit floats are computed in f32 inside a kernel but rounded between
+/// unfused kernels, hence their wider bounds. Ints and bools are exact.
+struct Tolerance {
+  double atol, rtol;
+};
+Tolerance toleranceFor(DType dtype);
+
+struct Comparison {
+  double maxAbsError = 0, maxRelError = 0;
+  int64_t mismatches = 0;
+  int64_t firstMismatch = -1;
+  bool ok() const { return mismatches == 0; }
+};
+
+/// Compares element by element (NaN matches NaN, infinities match by sign;
+/// with both tolerances 0, a zero matches only a zero of its sign).
+Comparison compareTensors(const Tensor &actual, const Tensor &expected,
+                          Tolerance tolerance);
+inline Comparison compareTensors(const Tensor &actual, const Tensor &expected) {
+  return compareTensors(actual, expected, toleranceFor(expected.dtype));
+}
+
+/// Uniform random elements in [low, high] (ints: integers in that range,
+/// bools: 0/1).
+Tensor randomTensor(DType dtype, const Shape &shape, std::mt19937_64 &rng,
+                    double low = -1.0, double high = 1.0);
+
+/// Sum of the elements as doubles: the checksum `fusec --run` prints.
+double checksum(const Tensor &tensor);
+
+} // namespace fusec
+
+#endif
