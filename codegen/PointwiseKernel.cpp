@@ -162,69 +162,23 @@ std::string cppPrelude(bool withHalfTypes) {
                  ") __attribute__((simd(\"notinbranch\")));\n";
     }
   prelude += "}\n\n";
-  // Streaming stores of large outputs (x86-64 has SSE2's everywhere), of
-  // whole 64-byte lines only: a line written in part is flushed in part,
-  // and that made a 16-thread host's streaming 4x slower than plain
-  // stores, where whole lines are 1.2-1.5x faster.
-  prelude += R"(#include <string.h>
-#if defined(__x86_64__)
-#include <emmintrin.h>
-static inline void fusec_stream_store(void *to, const void *from, int64_t bytes) {
-  if ((uintptr_t)to & 63) {
-    memcpy(to, from, (size_t)bytes);
-    return;
-  }
-  const int64_t lines = bytes & ~(int64_t)63;
-  for (int64_t at = 0; at < lines; at += 16)
-    _mm_stream_si128((__m128i *)((char *)to + at),
-                     _mm_loadu_si128((const __m128i *)((const char *)from + at)));
-  memcpy((char *)to + lines, (const char *)from + lines, (size_t)(bytes - lines));
-}
-static inline void fusec_stream_fence(void) { _mm_sfence(); }
-#else
-static inline void fusec_stream_store(void *to, const void *from, int64_t bytes) {
-  memcpy(to, from, (size_t)bytes);
-}
-static inline void fusec_stream_fence(void) {}
-#endif
-
-)";
-  // exp(x) = 2^n e^r with n = rint(x / ln 2), |r| <= ln(2) / 2, e^r by its
-  // Taylor polynomial of degree 7, 2^n in two factors so that results
-  // down into the subnormals round once. Every float input checked
-  // against exp in long double rounded to float: at most 1 ulp off, NaN,
+  // Streaming stores of large outputs (device/StreamStore.h; x86-64 has
+  // SSE2's everywhere), of whole 64-byte lines only: a line written in part is
+  // flushed in part, and that made a 16-thread host's streaming 4x slower than
+  // plain stores, where whole lines are 1.2-1.5x faster.
+  prelude += std::string(kStreamStoreSource) + "\n";
+  // fusec_expf (device/CpuExp.h): exp(x) = 2^n e^r with n = rint(x / ln 2), |r|
+  // <= ln(2) / 2, e^r by its Taylor polynomial of degree 7, 2^n in two factors
+  // so that results down into the subnormals round once. Every float input
+  // checked against exp in long double rounded to float: at most 1 ulp off,
+  // NaN,
   // +-inf and the range's ends exact. Straight-line code, so a simd loop
   // vectorizes it whole, where libmvec's expf falls back to one scalar call per
   // lane for any vector holding a lane past +-87 (a causal mask's -inf made a
   // softmax 4x slower). Inputs below -104 (exp rounds to 0 from -103.97)
   // compute on 0 and are replaced by 0: an underflowing product would
   // cost the CPU a microcode assist per vector.
-  prelude += R"(static inline float fusec_expf(float x) {
-  const bool zero = x < -104.0f;
-  // NaN computes on 0 too (converting it to an integer is undefined).
-  const float clamped = x >= -104.0f ? (x > 89.0f ? 89.0f : x) : 0.0f;
-  const float n = rintf(clamped * 1.44269504088896341f);
-  float r = fmaf(n, -0.693145751953125f, clamped);
-  r = fmaf(n, -1.42860682030941723212e-6f, r);
-  float p = 1.0f / 5040.0f;
-  p = fmaf(p, r, 1.0f / 720.0f);
-  p = fmaf(p, r, 1.0f / 120.0f);
-  p = fmaf(p, r, 1.0f / 24.0f);
-  p = fmaf(p, r, 1.0f / 6.0f);
-  p = fmaf(p, r, 0.5f);
-  p = fmaf(p, r, 1.0f);
-  p = fmaf(p, r, 1.0f);
-  const int32_t exponent = (int32_t)n, half = exponent >> 1;
-  const uint32_t lowBits = (uint32_t)(half + 127) << 23,
-                 highBits = (uint32_t)(exponent - half + 127) << 23;
-  float low, high;
-  memcpy(&low, &lowBits, 4);
-  memcpy(&high, &highBits, 4);
-  const float result = p * low * high;
-  return zero ? 0.0f : (x != x ? x : result);
-}
-
-)";
+  prelude += std::string(kCpuExpSource) + "\n";
   prelude += kCombinersSource;
   prelude += kScalarMathSource;
   if (withHalfTypes)
