@@ -12,6 +12,7 @@
 #include "codegen/PointwiseKernel.h"
 
 #include "codegen/EmbeddedSources.h"
+#include "codegen/schedule/PointwiseSchedule.h"
 
 #include "mlir/Support/IndentedOstream.h"
 #include <climits>
@@ -23,8 +24,6 @@ namespace fuse {
 
 namespace {
 
-constexpr int kMaxVectorWidth = 8;
-
 /// A broadcast input whose innermost dim is contiguous and a multiple of the
 /// width: each thread's vector reads one contiguous, aligned run of it.
 bool isVectorBroadcast(const KernelInput &input, int width) {
@@ -34,53 +33,9 @@ bool isVectorBroadcast(const KernelInput &input, int width) {
 
 } // namespace
 
-int cudaVectorWidth(const PointwiseKernel &kernel) {
-  // Elements that one block covers one per thread gain nothing from
-  // vectors, and a vector plus a tail costs a second access: on mapped host
-  // memory (a small program's inputs and outputs) an H200 ran sin^4 over 6
-  // floats in 7.8-8.1 us as a vector and a tail, in 7.1 us one element per
-  // thread (graph launch to host flag, median of 3000).
-  if (kernel.numElements() <= kPointwiseThreadsPerBlock)
-    return 1;
-  size_t widest = 1;
-  for (const KernelInput &input : kernel.inputs)
-    if (input.access == InputAccess::Contiguous)
-      widest = std::max(widest, fusec::dtypeBytes(input.dtype));
-  for (const KernelOutput &output : kernel.outputs)
-    widest = std::max(widest, fusec::dtypeBytes(output.dtype));
-  return std::min<int>(kMaxVectorWidth, 16 / static_cast<int>(widest));
-}
-
 std::string cudaVectorType(DType dtype, int64_t width) {
   return "FusecVector<" + std::string(storageType(dtype)) + ", " +
          std::to_string(width) + ">";
-}
-
-/// The thread that takes the first tail element: the first of the warp after
-/// the vectors' warps. Threads of one warp that take different loops run
-/// them one after the other, so a tail in the last vector's warp would wait
-/// for that vector's loads before issuing its own (on mapped host memory,
-/// two PCIe round trips instead of one).
-static int64_t cudaTailFirstThread(const PointwiseKernel &kernel) {
-  int64_t width = cudaVectorWidth(kernel);
-  int64_t vectors = width > 1 ? kernel.numElements() / width : 0;
-  return (vectors + kWarpSize - 1) / kWarpSize * kWarpSize;
-}
-
-fusec::LaunchGeometry cudaPointwiseLaunch(const PointwiseKernel &kernel) {
-  int64_t width = cudaVectorWidth(kernel), count = kernel.numElements();
-  // Threads: without vectors, one per element; with them, one per vector,
-  // then the tail's from the warp after the vectors'.
-  int64_t steps = count;
-  if (width > 1)
-    steps = count % width == 0 ? count / width
-                               : cudaTailFirstThread(kernel) + count % width;
-  fusec::LaunchGeometry launch;
-  launch.blockX = kPointwiseThreadsPerBlock;
-  launch.gridX = std::max<int64_t>(1, (steps + kPointwiseThreadsPerBlock - 1) /
-                                          kPointwiseThreadsPerBlock);
-  launch.maxBlocksPerMultiprocessor = kGridStrideBlocksPerMultiprocessor;
-  return launch;
 }
 
 const MathFunctionMap &cudaFastMathFunctions() {
@@ -110,10 +65,11 @@ std::string cudaPrelude() {
 /// vectors and, unless they cover every element, the tail loop.
 static void printCudaLoops(mlir::raw_indented_ostream &os,
                            const PointwiseKernel &kernel,
+                           const PointwiseParams &params,
                            const MathFunctionMap *f32Functions) {
-  const int width = cudaVectorWidth(kernel);
+  const int width = params.vectorWidth;
   const int64_t count = kernel.numElements();
-  const char *index = count > kMax32BitElements ? "int64_t" : "int32_t";
+  const char *index = params.index64 ? "int64_t" : "int32_t";
   os << "const " << index << " count = " << count << ";\n";
   os << "const " << index << " stride = (" << index
      << ")gridDim.x * blockDim.x;\n";
@@ -200,7 +156,7 @@ static void printCudaLoops(mlir::raw_indented_ostream &os,
   }
 
   // The tail (or everything, for a width of 1), one element per step, from
-  // the warp after the vectors' (cudaTailFirstThread); none when the
+  // the warp after the vectors' (the params' tailFirstThread); none when the
   // vectors cover every element.
   int64_t vectorized = width > 1 ? count / width * width : 0;
   if (vectorized == count)
@@ -208,7 +164,7 @@ static void printCudaLoops(mlir::raw_indented_ostream &os,
   std::string start = "first";
   if (vectorized > 0) {
     os << "const " << index << " tail_first = (first + stride - "
-       << cudaTailFirstThread(kernel) << " % stride) % stride;\n";
+       << params.tailFirstThread << " % stride) % stride;\n";
     start = std::to_string(vectorized) + " + tail_first";
   }
   os << "#pragma unroll 1\n";
@@ -227,8 +183,9 @@ static void printCudaLoops(mlir::raw_indented_ostream &os,
 }
 
 std::string printCudaKernel(const PointwiseKernel &kernel,
+                            const PointwiseParams &params,
                             const MathFunctionMap *f32Functions) {
-  const int width = cudaVectorWidth(kernel);
+  const int width = params.vectorWidth;
   std::string source;
   llvm::raw_string_ostream raw(source);
   mlir::raw_indented_ostream os(raw);
@@ -248,7 +205,7 @@ std::string printCudaKernel(const PointwiseKernel &kernel,
     if (kernel.numElements() == 0)
       os << "// empty tensors: nothing to compute\n";
     else
-      printCudaLoops(os, kernel, f32Functions);
+      printCudaLoops(os, kernel, params, f32Functions);
   }
   return source;
 }

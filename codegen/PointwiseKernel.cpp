@@ -5,6 +5,7 @@
 #include "codegen/EmbeddedSources.h"
 #include "codegen/RegionKind.h"
 #include "codegen/ScalarExprPrinter.h"
+#include "codegen/schedule/PointwiseSchedule.h"
 #include "ir/ElementwiseOps.h"
 #include "ir/TypeUtils.h"
 
@@ -13,7 +14,6 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
-#include <cctype>
 #include <optional>
 
 using namespace mlir;
@@ -131,16 +131,6 @@ FailureOr<PointwiseKernel> analyzePointwiseRegion(FusionOp fusion,
 // C++ with OpenMP
 //===----------------------------------------------------------------------===//
 
-/// libm functions with vector variants in glibc's libmvec. Declaring them
-/// `simd` lets `#pragma omp simd` loops call the 4/8/16-lane versions
-/// instead of one scalar call per element (the runtime links -lmvec).
-static const char *const kLibmvecFunctions[][2] = {
-    {"sin", "1"},  {"cos", "1"},   {"tan", "1"},   {"asin", "1"},
-    {"acos", "1"}, {"atan", "1"},  {"sinh", "1"},  {"cosh", "1"},
-    {"tanh", "1"}, {"asinh", "1"}, {"acosh", "1"}, {"atanh", "1"},
-    {"exp", "1"},  {"log", "1"},   {"log1p", "1"}, {"erf", "1"},
-    {"pow", "2"}};
-
 const MathFunctionMap &cpuMathFunctions() {
   static const MathFunctionMap functions = [] {
     MathFunctionMap map;
@@ -243,40 +233,6 @@ static void printOutputStores(raw_ostream &os, const PointwiseKernel &kernel,
        << toStorage(kernel.outputs[i].dtype, kernel.outputs[i].value) << ";\n";
 }
 
-/// Whether a C++ kernel writes its outputs with streaming (non-temporal)
-/// stores: outputs this large do not stay in cache for their reader
-/// anyway, and a plain store first reads each line it writes.
-static bool streamsOutputs(const PointwiseKernel &kernel) {
-  int64_t bytes = 0;
-  for (const KernelOutput &output : kernel.outputs)
-    bytes += kernel.numElements() * fusec::dtypeBytes(output.dtype);
-  return bytes >= kCpuStreamingStoreMinBytes;
-}
-
-/// Elements per tile of a staged C++ kernel: a few vectors of each width,
-/// small enough that the tile's intermediates stay in L1.
-constexpr int64_t kCpuStageTile = 64;
-
-/// Whether an op's C expression calls a libm function that has a libmvec
-/// variant (a call the loop makes once per vector, not inlined code).
-static bool callsVectorMath(const ScalarExpr &expr) {
-  if (expr.kind == ScalarExpr::Kind::Apply) {
-    std::string pattern = expr.op->cExpression(expr.operands[0]->dtype);
-    for (const auto &entry : kLibmvecFunctions) {
-      std::string call = std::string(entry[0]) + "(";
-      for (size_t at = pattern.find(call); at != std::string::npos;
-           at = pattern.find(call, at + 1))
-        if (at == 0 ||
-            !(std::isalnum(static_cast<unsigned char>(pattern[at - 1])) ||
-              pattern[at - 1] == '_'))
-          return true;
-    }
-  }
-  return llvm::any_of(expr.operands, [](const ScalarExpr *operand) {
-    return callsVectorMath(*operand);
-  });
-}
-
 /// The variables an expression reads.
 static void collectVariables(const ScalarExpr &expr,
                              llvm::StringSet<> &variables) {
@@ -286,37 +242,12 @@ static void collectVariables(const ScalarExpr &expr,
     collectVariables(*operand, variables);
 }
 
-/// Lets split into stages, each ending at a vector math call (trailing lets
-/// without one join the last stage); empty unless there are two or more
-/// calls. A chain like sin(sin(sin(sin(x)))) makes each element's calls
-/// depend on each other: run one call at a time over a tile, and the calls
-/// of the tile's vectors are independent and overlap in the core (16-core
-/// host: 1.4x faster than one element's whole chain at a time).
-static std::vector<std::vector<const ScalarLet *>>
-vectorMathStages(const ScalarLets &lets) {
-  std::vector<std::vector<const ScalarLet *>> stages(1);
-  int calls = 0;
-  for (const ScalarLet &let : lets) {
-    stages.back().push_back(&let);
-    if (callsVectorMath(*let.value)) {
-      ++calls;
-      stages.emplace_back();
-    }
-  }
-  if (calls < 2)
-    return {};
-  std::vector<const ScalarLet *> trailing = std::move(stages.back());
-  stages.pop_back();
-  stages.back().insert(stages.back().end(), trailing.begin(), trailing.end());
-  return stages;
-}
-
-/// A flat kernel's loop as stages over tiles of kCpuStageTile elements:
+/// A flat kernel's loop as stages over tiles of `stageTile` elements:
 /// values a later stage reads pass through arrays of one tile.
 static void
 printCppStagedLoops(raw_indented_ostream &os, const PointwiseKernel &kernel,
                     const std::vector<std::vector<const ScalarLet *>> &stages,
-                    bool parallel, bool streaming) {
+                    bool parallel, bool streaming, int64_t stageTile) {
   // Where each let is defined, and which variables each stage reads.
   llvm::StringMap<size_t> definedIn;
   for (size_t s = 0; s < stages.size(); ++s)
@@ -350,23 +281,23 @@ printCppStagedLoops(raw_indented_ostream &os, const PointwiseKernel &kernel,
   }
   std::optional<raw_indented_ostream::DelimitedScope> tileLoop;
   os << "for (int64_t tile = 0; tile < " << elements
-     << "; tile += " << kCpuStageTile << ") {\n";
+     << "; tile += " << stageTile << ") {\n";
   tileLoop.emplace(os, "", "}\n");
   // Whole tiles loop a constant count (no remainder code in every stage).
-  std::string count = std::to_string(kCpuStageTile);
-  if (elements % kCpuStageTile != 0) {
+  std::string count = std::to_string(stageTile);
+  if (elements % stageTile != 0) {
     count = "count";
-    os << "const int64_t count = " << elements << " - tile < " << kCpuStageTile
-       << " ? " << elements << " - tile : " << kCpuStageTile << ";\n";
+    os << "const int64_t count = " << elements << " - tile < " << stageTile
+       << " ? " << elements << " - tile : " << stageTile << ";\n";
   }
   for (const ScalarLet &let : kernel.lets)
     if (carried.contains(let.variable->name))
       os << computeType(let.variable->dtype) << " " << let.variable->name
-         << "_tile[" << kCpuStageTile << "];\n";
+         << "_tile[" << stageTile << "];\n";
   if (streaming)
     for (size_t i = 0; i < kernel.outputs.size(); ++i)
       os << storageType(kernel.outputs[i].dtype) << " out" << i << "_tile["
-         << kCpuStageTile << "] __attribute__((aligned(64)));\n";
+         << stageTile << "] __attribute__((aligned(64)));\n";
   for (size_t s = 0; s < stages.size(); ++s) {
     os << "#pragma omp simd\n";
     os << "for (int64_t j = 0; j < " << count << "; ++j) {\n";
@@ -418,7 +349,8 @@ printCppStagedLoops(raw_indented_ostream &os, const PointwiseKernel &kernel,
 
 /// The body of a C++ kernel with elements: pointers, loops, statements.
 static void printCppLoops(raw_indented_ostream &os,
-                          const PointwiseKernel &kernel) {
+                          const PointwiseKernel &kernel,
+                          const ScheduledPointwise &schedule) {
   for (size_t i = 0; i < kernel.inputs.size(); ++i) {
     const char *type = storageType(kernel.inputs[i].dtype);
     os << "const " << type << " *__restrict in" << i << " = (const " << type
@@ -434,25 +366,12 @@ static void printCppLoops(raw_indented_ostream &os,
     if (kernel.inputs[i].access == InputAccess::Scalar)
       printInputElement(os, kernel.inputs[i], "in" + std::to_string(i) + "[0]");
 
-  bool parallel = kernel.numElements() >= kCpuParallelThreshold;
-  // Broadcast inputs read in the iteration shape: a loop over rows computes
-  // each input's row offset once, and the inner loop is contiguous.
-  bool nested =
-      kernel.hasBroadcastInput() && kernel.broadcastsInIterationShape();
-  // (Kernels of one tile or less keep the plain loop: nothing to overlap.)
-  if (!nested && kernel.numElements() > kCpuStageTile) {
-    std::vector<std::vector<const ScalarLet *>> stages =
-        vectorMathStages(kernel.lets);
-    bool streaming = streamsOutputs(kernel);
-    if (stages.empty() && streaming) { // one stage: the tiles to stream
-      stages.emplace_back();
-      for (const ScalarLet &let : kernel.lets)
-        stages.back().push_back(&let);
-    }
-    if (!stages.empty()) {
-      printCppStagedLoops(os, kernel, stages, parallel, streaming);
-      return;
-    }
+  const PointwiseParams &params = schedule.params;
+  const bool parallel = params.parallel, nested = params.rowLoop;
+  if (params.stages > 0) {
+    printCppStagedLoops(os, kernel, schedule.stages, parallel,
+                        params.streamingStores, params.stageTile);
+    return;
   }
   std::optional<raw_indented_ostream::DelimitedScope> rowLoop;
   if (nested) {
@@ -499,7 +418,8 @@ static void printCppLoops(raw_indented_ostream &os,
   }
 }
 
-std::string printCppKernel(const PointwiseKernel &kernel) {
+std::string printCppKernel(const PointwiseKernel &kernel,
+                           const ScheduledPointwise &schedule) {
   std::string source;
   llvm::raw_string_ostream raw(source);
   raw_indented_ostream os(raw);
@@ -511,7 +431,7 @@ std::string printCppKernel(const PointwiseKernel &kernel) {
     if (kernel.numElements() == 0) {
       os << "(void)fusec_inputs;\n(void)fusec_outputs; // empty tensors\n";
     } else {
-      printCppLoops(os, kernel);
+      printCppLoops(os, kernel, schedule);
     }
   }
   os << "}\n";

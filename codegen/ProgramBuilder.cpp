@@ -7,6 +7,7 @@
 #include "codegen/QuantizedMatmulKernel.h"
 #include "codegen/ReductionKernel.h"
 #include "codegen/RegionKind.h"
+#include "codegen/schedule/PointwiseSchedule.h"
 #include "ir/FuseDialect.h"
 #include "ir/TypeUtils.h"
 
@@ -249,10 +250,11 @@ private:
     desc.name = kernel->name;
     desc.ops = kernel->ops;
     desc.schedule = "pointwise";
-    desc.source =
-        cuda ? printCudaKernel(*kernel, f32Functions) : printCppKernel(*kernel);
+    ScheduledPointwise schedule = schedulePointwise(*kernel, program.target);
+    desc.source = cuda ? printCudaKernel(*kernel, schedule.params, f32Functions)
+                       : printCppKernel(*kernel, schedule);
     if (cuda)
-      desc.launch = cudaPointwiseLaunch(*kernel);
+      desc.launch = launchOf(schedule.params);
     usesHalfTypes |= kernel->usesHalfTypes;
     return success();
   }
