@@ -102,8 +102,9 @@ static FailureOr<fusec::MatmulCall> matmulCallOf(MatmulOp op,
 namespace {
 class ProgramBuilder {
 public:
-  ProgramBuilder(fusec::Program &program, const MathFunctionMap *f32Functions)
-      : program(program), f32Functions(f32Functions) {}
+  ProgramBuilder(fusec::Program &program, const MathFunctionMap *f32Functions,
+                 std::vector<KernelSchedule> *schedules)
+      : program(program), f32Functions(f32Functions), schedules(schedules) {}
 
   int addBuffer(Value value, std::string name, BufferRole role) {
     // Names are unique in a plan: later duplicates get a suffix.
@@ -180,8 +181,11 @@ public:
         program.matmuls.push_back(*call);
       } else if (auto fusion = dyn_cast<FusionOp>(op)) {
         fusec::KernelDesc desc;
-        if (failed(buildKernel(fusion, desc)))
+        std::string params;
+        if (failed(buildKernel(fusion, desc, params)))
           return failure();
+        if (schedules)
+          schedules->push_back({desc.name, desc.schedule, params});
         for (Value input : fusion.getInputs())
           desc.inputs.push_back(bufferOf.lookup(input));
         if (desc.scratchBytes > 0) {
@@ -220,8 +224,10 @@ public:
   }
 
 private:
-  /// The kernel of one region, by the region's kind.
-  LogicalResult buildKernel(FusionOp fusion, fusec::KernelDesc &desc) {
+  /// The kernel of one region, by the region's kind, and its schedule's
+  /// params.
+  LogicalResult buildKernel(FusionOp fusion, fusec::KernelDesc &desc,
+                            std::string &params) {
     unsigned index = program.kernels.size();
     bool cuda = program.target == fusec::Target::Cuda;
     // Layout, reduction and contraction regions each have a builder that
@@ -237,8 +243,8 @@ private:
     case fuse::RegionKind::Layout:
       return adopt(buildLayoutKernel(fusion, index, program.target));
     case fuse::RegionKind::Reduction:
-      return adopt(
-          buildReductionKernel(fusion, index, program.target, f32Functions));
+      return adopt(buildReductionKernel(fusion, index, program.target,
+                                        f32Functions, &params));
     case fuse::RegionKind::Contraction:
       return adopt(buildQuantizedMatmulKernel(fusion, index, program.target));
     case fuse::RegionKind::Pointwise:
@@ -251,6 +257,7 @@ private:
     desc.ops = kernel->ops;
     desc.schedule = "pointwise";
     ScheduledPointwise schedule = schedulePointwise(*kernel, program.target);
+    params = schedule.params.toString();
     desc.source = cuda ? printCudaKernel(*kernel, schedule.params, f32Functions)
                        : printCppKernel(*kernel, schedule);
     if (cuda)
@@ -261,6 +268,7 @@ private:
 
   fusec::Program &program;
   const MathFunctionMap *f32Functions;
+  std::vector<KernelSchedule> *schedules;
   DenseMap<Value, int> bufferOf;
   DenseMap<Value, std::string> outputNameOf;
   std::set<std::string> usedNames;
@@ -269,7 +277,8 @@ private:
 } // namespace
 
 FailureOr<fusec::Program> buildProgram(ModuleOp module, fusec::Target target,
-                                       bool fastMath) {
+                                       bool fastMath,
+                                       std::vector<KernelSchedule> *schedules) {
   SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
   if (funcs.size() != 1)
     return module.emitError() << "codegen: expected one function in the "
@@ -282,7 +291,8 @@ FailureOr<fusec::Program> buildProgram(ModuleOp module, fusec::Target target,
   const MathFunctionMap *f32Functions =
       fastMath && target == fusec::Target::Cuda ? &cudaFastMathFunctions()
                                                 : nullptr;
-  if (failed(ProgramBuilder(program, f32Functions).build(funcs.front())))
+  if (failed(ProgramBuilder(program, f32Functions, schedules)
+                 .build(funcs.front())))
     return failure();
   return program;
 }

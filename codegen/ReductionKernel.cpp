@@ -18,7 +18,7 @@ using namespace reduction;
 
 FailureOr<fusec::KernelDesc>
 buildReductionKernel(FusionOp fusion, unsigned index, fusec::Target target,
-                     const MathFunctionMap *f32Functions) {
+                     const MathFunctionMap *f32Functions, std::string *params) {
   FailureOr<ReductionPlan> plan = ReductionPlan::analyze(fusion);
   if (failed(plan))
     return failure();
@@ -33,6 +33,8 @@ buildReductionKernel(FusionOp fusion, unsigned index, fusec::Target target,
                       ? "column-reduction"
                       : "row-reduction";
   ScheduledReduction schedule = scheduleReduction(*plan, target);
+  if (params)
+    *params = schedule.params.toString();
   FailureOr<std::string> source =
       target == fusec::Target::Cpu
           ? printCppReduction(*plan, schedule, desc.name, desc.ops)
