@@ -118,7 +118,7 @@ ScheduledPointwise schedulePointwise(const PointwiseKernel &kernel,
     const int width = cudaVectorWidth(kernel);
     p.vectorWidth = width;
     p.index64 = count > kMax32BitElements;
-    if (width > 1)
+    if (width > 1 && count % width != 0)
       p.tailFirstThread = cudaTailFirstThread(kernel, width);
     // Threads: without vectors, one per element; with them, one per vector,
     // then the tail's from the warp after the vectors'.

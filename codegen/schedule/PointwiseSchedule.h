@@ -35,7 +35,8 @@ struct PointwiseParams {
 
   /// CUDA: elements per thread and step (16-byte accesses).
   int vectorWidth = 1;
-  /// CUDA: the thread taking the first tail element (0: no vectors).
+  /// CUDA: the thread taking the first element of the tail the vectors
+  /// leave (0: no vectors, or no tail).
   int64_t tailFirstThread = 0;
   /// CUDA: indices are 64-bit.
   bool index64 = false;
