@@ -241,7 +241,7 @@ private:
     };
     switch (fuse::regionKindOf(fusion)) {
     case fuse::RegionKind::Layout:
-      return adopt(buildLayoutKernel(fusion, index, program.target));
+      return adopt(buildLayoutKernel(fusion, index, program.target, &params));
     case fuse::RegionKind::Reduction:
       return adopt(buildReductionKernel(fusion, index, program.target,
                                         f32Functions, &params));
