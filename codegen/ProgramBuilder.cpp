@@ -246,7 +246,8 @@ private:
       return adopt(buildReductionKernel(fusion, index, program.target,
                                         f32Functions, &params));
     case fuse::RegionKind::Contraction:
-      return adopt(buildQuantizedMatmulKernel(fusion, index, program.target));
+      return adopt(
+          buildQuantizedMatmulKernel(fusion, index, program.target, &params));
     case fuse::RegionKind::Pointwise:
       break;
     }
