@@ -2,8 +2,8 @@
 //
 // The decisions of a pointwise kernel (PointwiseKernel.h holds its
 // analysis: iteration space, input access, the per-element expressions),
-// per target, as plain data. The printers (PointwiseKernel.cpp for C++,
-// CudaKernelPrinter.cpp for CUDA) only print them.
+// per target, as plain data. The printers (cpu/PointwiseCppPrinter.cpp,
+// cuda/PointwiseCudaPrinter.cpp) only print them.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FUSE_CODEGEN_SCHEDULE_POINTWISESCHEDULE_H

@@ -1,4 +1,5 @@
-//===- CudaKernelPrinter.cpp - Pointwise regions as CUDA C ---------------===//
+//===- PointwiseCudaPrinter.cpp - Pointwise regions as CUDA C
+//---------------===//
 //
 // The same per-element expressions as the C++ target (ScalarExpr.h),
 // wrapped in a grid-stride loop over vectors: each step a thread loads 16
