@@ -13,6 +13,7 @@
 
 #include "codegen/PointwiseKernel.h"
 #include "codegen/RegionKind.h"
+#include "codegen/schedule/LayoutSchedule.h"
 #include "ir/LayoutOps.h"
 #include "ir/TypeUtils.h"
 
@@ -145,15 +146,11 @@ std::string sum(ArrayRef<std::string> terms, int64_t constant = 0) {
 
 class LayoutKernelPrinter {
 public:
-  LayoutKernelPrinter(FusionOp fusion, Operation *op, fusec::Target target,
-                      std::string name)
-      : fusion(fusion), op(op), target(target), name(std::move(name)) {
-    int64_t largest = shapeElements(op->getResult(0));
-    for (Value operand : op->getOperands())
-      largest = std::max(largest, shapeElements(operand));
-    wide = target == fusec::Target::Cpu || largest > kMax32BitElements;
-    index = wide ? "int64_t" : "int32_t";
-  }
+  LayoutKernelPrinter(FusionOp fusion, Operation *op,
+                      const LayoutParams &params, std::string name)
+      : fusion(fusion), op(op), params(params), target(params.target),
+        name(std::move(name)), wide(params.index64),
+        index(wide ? "int64_t" : "int32_t") {}
 
   FailureOr<std::string> print();
 
@@ -246,6 +243,7 @@ private:
 
   FusionOp fusion;
   Operation *op;
+  const LayoutParams &params;
   fusec::Target target;
   std::string name;
   bool wide;
@@ -336,7 +334,7 @@ void LayoutKernelPrinter::printLoop(int64_t count, DType resultType) {
     }
     os << storageType(resultType) << " *__restrict out0 = ("
        << storageType(resultType) << " *)fusec_outputs[0];\n";
-    if (count >= kCpuParallelThreshold)
+    if (params.parallel)
       os << "#pragma omp parallel for schedule(static)\n";
     os << "for (int64_t i = 0; i < " << count << "; ++i) {\n";
   }
@@ -501,21 +499,11 @@ void LayoutKernelPrinter::printArgReduction(OpTy reduction, bool max) {
   os << "out0[i] = bestIndex;\n";
 }
 
-/// The CUDA launch of a layout kernel: one thread per output element in a
-/// grid-stride loop (a grid of at least one block, also for no elements).
-fusec::LaunchGeometry cudaLayoutLaunch(int64_t count) {
-  fusec::LaunchGeometry launch;
-  launch.blockX = kPointwiseThreadsPerBlock;
-  launch.gridX = std::max<int64_t>(1, (count + kPointwiseThreadsPerBlock - 1) /
-                                          kPointwiseThreadsPerBlock);
-  launch.maxBlocksPerMultiprocessor = kGridStrideBlocksPerMultiprocessor;
-  return launch;
-}
-
 } // namespace
 
 FailureOr<fusec::KernelDesc> buildLayoutKernel(FusionOp fusion, unsigned index,
-                                               fusec::Target target) {
+                                               fusec::Target target,
+                                               std::string *params) {
   Operation *layoutOp = nullptr;
   for (Operation &op : fusion.getBody().front().without_terminator()) {
     if (isa<ConstantOp>(op))
@@ -542,14 +530,16 @@ FailureOr<fusec::KernelDesc> buildLayoutKernel(FusionOp fusion, unsigned index,
   desc.ops = regionOpNames(fusion);
   desc.name = kernelName("layout", desc.ops, index);
   desc.schedule = "layout";
+  LayoutParams schedule = scheduleLayout(layoutOp, target);
+  if (params)
+    *params = schedule.toString();
   FailureOr<std::string> source =
-      LayoutKernelPrinter(fusion, layoutOp, target, desc.name).print();
+      LayoutKernelPrinter(fusion, layoutOp, schedule, desc.name).print();
   if (failed(source))
     return failure();
   desc.source = std::move(*source);
   if (target == fusec::Target::Cuda)
-    desc.launch = cudaLayoutLaunch(
-        cast<ShapedType>(layoutOp->getResult(0).getType()).getNumElements());
+    desc.launch = launchOf(schedule);
   return desc;
 }
 

@@ -11,9 +11,11 @@ namespace fuse {
 /// gather, pad, argmax/argmin): name, ops, schedule, source for `target`
 /// (C++: `extern "C" void NAME(const void *const *, void *const *)`; CUDA:
 /// `extern "C" __global__ void NAME(in0.., out0..)`) and launch geometry.
-/// Inputs and outputs are filled in by the caller.
+/// Inputs and outputs are filled in by the caller. `params`, when given,
+/// receives the schedule's params (LayoutParams::toString()).
 mlir::FailureOr<fusec::KernelDesc>
-buildLayoutKernel(FusionOp fusion, unsigned index, fusec::Target target);
+buildLayoutKernel(FusionOp fusion, unsigned index, fusec::Target target,
+                  std::string *params = nullptr);
 
 } // namespace fuse
 

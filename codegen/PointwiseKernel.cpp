@@ -1,10 +1,12 @@
-//===- PointwiseKernel.cpp - Region analysis and the C++ printer ---------===//
+//===- PointwiseKernel.cpp - Pointwise regions: analysis, C++ prelude
+//-------===//
 
 #include "codegen/PointwiseKernel.h"
 
 #include "codegen/EmbeddedSources.h"
 #include "codegen/RegionKind.h"
 #include "codegen/ScalarExprPrinter.h"
+#include "codegen/schedule/PointwiseSchedule.h"
 #include "ir/ElementwiseOps.h"
 #include "ir/TypeUtils.h"
 
@@ -13,7 +15,6 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
-#include <cctype>
 #include <optional>
 
 using namespace mlir;
@@ -131,16 +132,6 @@ FailureOr<PointwiseKernel> analyzePointwiseRegion(FusionOp fusion,
 // C++ with OpenMP
 //===----------------------------------------------------------------------===//
 
-/// libm functions with vector variants in glibc's libmvec. Declaring them
-/// `simd` lets `#pragma omp simd` loops call the 4/8/16-lane versions
-/// instead of one scalar call per element (the runtime links -lmvec).
-static const char *const kLibmvecFunctions[][2] = {
-    {"sin", "1"},  {"cos", "1"},   {"tan", "1"},   {"asin", "1"},
-    {"acos", "1"}, {"atan", "1"},  {"sinh", "1"},  {"cosh", "1"},
-    {"tanh", "1"}, {"asinh", "1"}, {"acosh", "1"}, {"atanh", "1"},
-    {"exp", "1"},  {"log", "1"},   {"log1p", "1"}, {"erf", "1"},
-    {"pow", "2"}};
-
 const MathFunctionMap &cpuMathFunctions() {
   static const MathFunctionMap functions = [] {
     MathFunctionMap map;
@@ -162,69 +153,23 @@ std::string cppPrelude(bool withHalfTypes) {
                  ") __attribute__((simd(\"notinbranch\")));\n";
     }
   prelude += "}\n\n";
-  // Streaming stores of large outputs (x86-64 has SSE2's everywhere), of
-  // whole 64-byte lines only: a line written in part is flushed in part,
-  // and that made a 16-thread host's streaming 4x slower than plain
-  // stores, where whole lines are 1.2-1.5x faster.
-  prelude += R"(#include <string.h>
-#if defined(__x86_64__)
-#include <emmintrin.h>
-static inline void fusec_stream_store(void *to, const void *from, int64_t bytes) {
-  if ((uintptr_t)to & 63) {
-    memcpy(to, from, (size_t)bytes);
-    return;
-  }
-  const int64_t lines = bytes & ~(int64_t)63;
-  for (int64_t at = 0; at < lines; at += 16)
-    _mm_stream_si128((__m128i *)((char *)to + at),
-                     _mm_loadu_si128((const __m128i *)((const char *)from + at)));
-  memcpy((char *)to + lines, (const char *)from + lines, (size_t)(bytes - lines));
-}
-static inline void fusec_stream_fence(void) { _mm_sfence(); }
-#else
-static inline void fusec_stream_store(void *to, const void *from, int64_t bytes) {
-  memcpy(to, from, (size_t)bytes);
-}
-static inline void fusec_stream_fence(void) {}
-#endif
-
-)";
-  // exp(x) = 2^n e^r with n = rint(x / ln 2), |r| <= ln(2) / 2, e^r by its
-  // Taylor polynomial of degree 7, 2^n in two factors so that results
-  // down into the subnormals round once. Every float input checked
-  // against exp in long double rounded to float: at most 1 ulp off, NaN,
+  // Streaming stores of large outputs (device/StreamStore.h; x86-64 has
+  // SSE2's everywhere), of whole 64-byte lines only: a line written in part is
+  // flushed in part, and that made a 16-thread host's streaming 4x slower than
+  // plain stores, where whole lines are 1.2-1.5x faster.
+  prelude += std::string(kStreamStoreSource) + "\n";
+  // fusec_expf (device/CpuExp.h): exp(x) = 2^n e^r with n = rint(x / ln 2), |r|
+  // <= ln(2) / 2, e^r by its Taylor polynomial of degree 7, 2^n in two factors
+  // so that results down into the subnormals round once. Every float input
+  // checked against exp in long double rounded to float: at most 1 ulp off,
+  // NaN,
   // +-inf and the range's ends exact. Straight-line code, so a simd loop
   // vectorizes it whole, where libmvec's expf falls back to one scalar call per
   // lane for any vector holding a lane past +-87 (a causal mask's -inf made a
   // softmax 4x slower). Inputs below -104 (exp rounds to 0 from -103.97)
   // compute on 0 and are replaced by 0: an underflowing product would
   // cost the CPU a microcode assist per vector.
-  prelude += R"(static inline float fusec_expf(float x) {
-  const bool zero = x < -104.0f;
-  // NaN computes on 0 too (converting it to an integer is undefined).
-  const float clamped = x >= -104.0f ? (x > 89.0f ? 89.0f : x) : 0.0f;
-  const float n = rintf(clamped * 1.44269504088896341f);
-  float r = fmaf(n, -0.693145751953125f, clamped);
-  r = fmaf(n, -1.42860682030941723212e-6f, r);
-  float p = 1.0f / 5040.0f;
-  p = fmaf(p, r, 1.0f / 720.0f);
-  p = fmaf(p, r, 1.0f / 120.0f);
-  p = fmaf(p, r, 1.0f / 24.0f);
-  p = fmaf(p, r, 1.0f / 6.0f);
-  p = fmaf(p, r, 0.5f);
-  p = fmaf(p, r, 1.0f);
-  p = fmaf(p, r, 1.0f);
-  const int32_t exponent = (int32_t)n, half = exponent >> 1;
-  const uint32_t lowBits = (uint32_t)(half + 127) << 23,
-                 highBits = (uint32_t)(exponent - half + 127) << 23;
-  float low, high;
-  memcpy(&low, &lowBits, 4);
-  memcpy(&high, &highBits, 4);
-  const float result = p * low * high;
-  return zero ? 0.0f : (x != x ? x : result);
-}
-
-)";
+  prelude += std::string(kCpuExpSource) + "\n";
   prelude += kCombinersSource;
   prelude += kScalarMathSource;
   if (withHalfTypes)
@@ -255,14 +200,6 @@ std::string broadcastOffsetExpression(const std::string &index,
   return expression.empty() ? "0" : expression;
 }
 
-/// The offset of row `row` (all dims but the last) in a broadcast input.
-static std::string rowOffsetExpression(const Shape &iteration,
-                                       const Shape &strides) {
-  return broadcastOffsetExpression(
-      "row", Shape(iteration.begin(), iteration.end() - 1),
-      Shape(strides.begin(), strides.end() - 1));
-}
-
 void printKernelComment(llvm::raw_ostream &os, const PointwiseKernel &kernel,
                         const std::string &suffix) {
   os << "// " << kernel.name << ": ";
@@ -270,298 +207,6 @@ void printKernelComment(llvm::raw_ostream &os, const PointwiseKernel &kernel,
     os << (i ? " -> " : "") << kernel.ops[i];
   os << " over " << fusec::formatShape(kernel.iterationShape) << " elements"
      << suffix << "\n";
-}
-
-/// `const T aN = <element>;`: an input's element in its compute type.
-static void printInputElement(raw_ostream &os, const KernelInput &input,
-                              const std::string &element) {
-  os << "const " << computeType(input.dtype) << " " << input.value << " = "
-     << fromStorage(input.dtype, element) << ";\n";
-}
-
-/// `outN[i] = <value>;` for each output, in its storage type.
-/// `element` is "[i]" (the output itself) or "_tile[j]" (a tile that is
-/// streamed out afterwards).
-static void printOutputStores(raw_ostream &os, const PointwiseKernel &kernel,
-                              StringRef element = "[i]") {
-  for (size_t i = 0; i < kernel.outputs.size(); ++i)
-    os << "out" << i << element << " = "
-       << toStorage(kernel.outputs[i].dtype, kernel.outputs[i].value) << ";\n";
-}
-
-/// Whether a C++ kernel writes its outputs with streaming (non-temporal)
-/// stores: outputs this large do not stay in cache for their reader
-/// anyway, and a plain store first reads each line it writes.
-static bool streamsOutputs(const PointwiseKernel &kernel) {
-  int64_t bytes = 0;
-  for (const KernelOutput &output : kernel.outputs)
-    bytes += kernel.numElements() * fusec::dtypeBytes(output.dtype);
-  return bytes >= kCpuStreamingStoreMinBytes;
-}
-
-/// Elements per tile of a staged C++ kernel: a few vectors of each width,
-/// small enough that the tile's intermediates stay in L1.
-constexpr int64_t kCpuStageTile = 64;
-
-/// Whether an op's C expression calls a libm function that has a libmvec
-/// variant (a call the loop makes once per vector, not inlined code).
-static bool callsVectorMath(const ScalarExpr &expr) {
-  if (expr.kind == ScalarExpr::Kind::Apply) {
-    std::string pattern = expr.op->cExpression(expr.operands[0]->dtype);
-    for (const auto &entry : kLibmvecFunctions) {
-      std::string call = std::string(entry[0]) + "(";
-      for (size_t at = pattern.find(call); at != std::string::npos;
-           at = pattern.find(call, at + 1))
-        if (at == 0 ||
-            !(std::isalnum(static_cast<unsigned char>(pattern[at - 1])) ||
-              pattern[at - 1] == '_'))
-          return true;
-    }
-  }
-  return llvm::any_of(expr.operands, [](const ScalarExpr *operand) {
-    return callsVectorMath(*operand);
-  });
-}
-
-/// The variables an expression reads.
-static void collectVariables(const ScalarExpr &expr,
-                             llvm::StringSet<> &variables) {
-  if (expr.kind == ScalarExpr::Kind::Variable)
-    variables.insert(expr.name);
-  for (const ScalarExpr *operand : expr.operands)
-    collectVariables(*operand, variables);
-}
-
-/// Lets split into stages, each ending at a vector math call (trailing lets
-/// without one join the last stage); empty unless there are two or more
-/// calls. A chain like sin(sin(sin(sin(x)))) makes each element's calls
-/// depend on each other: run one call at a time over a tile, and the calls
-/// of the tile's vectors are independent and overlap in the core (16-core
-/// host: 1.4x faster than one element's whole chain at a time).
-static std::vector<std::vector<const ScalarLet *>>
-vectorMathStages(const ScalarLets &lets) {
-  std::vector<std::vector<const ScalarLet *>> stages(1);
-  int calls = 0;
-  for (const ScalarLet &let : lets) {
-    stages.back().push_back(&let);
-    if (callsVectorMath(*let.value)) {
-      ++calls;
-      stages.emplace_back();
-    }
-  }
-  if (calls < 2)
-    return {};
-  std::vector<const ScalarLet *> trailing = std::move(stages.back());
-  stages.pop_back();
-  stages.back().insert(stages.back().end(), trailing.begin(), trailing.end());
-  return stages;
-}
-
-/// A flat kernel's loop as stages over tiles of kCpuStageTile elements:
-/// values a later stage reads pass through arrays of one tile.
-static void
-printCppStagedLoops(raw_indented_ostream &os, const PointwiseKernel &kernel,
-                    const std::vector<std::vector<const ScalarLet *>> &stages,
-                    bool parallel, bool streaming) {
-  // Where each let is defined, and which variables each stage reads.
-  llvm::StringMap<size_t> definedIn;
-  for (size_t s = 0; s < stages.size(); ++s)
-    for (const ScalarLet *let : stages[s])
-      definedIn[let->variable->name] = s;
-  std::vector<llvm::StringSet<>> reads(stages.size());
-  for (size_t s = 0; s < stages.size(); ++s)
-    for (const ScalarLet *let : stages[s])
-      collectVariables(*let->value, reads[s]);
-  for (const KernelOutput &output : kernel.outputs)
-    reads.back().insert(output.value);
-  // Lets read by a later stage than their own get a tile array.
-  llvm::StringSet<> carried;
-  for (size_t s = 0; s < stages.size(); ++s)
-    for (const auto &entry : reads[s]) {
-      auto it = definedIn.find(entry.getKey());
-      if (it != definedIn.end() && it->second < s)
-        carried.insert(entry.getKey());
-    }
-
-  int64_t elements = kernel.numElements();
-  // Streaming stores are weakly ordered: each thread fences its own after
-  // its last tile, before the team's barrier.
-  std::optional<raw_indented_ostream::DelimitedScope> team;
-  if (parallel && streaming) {
-    os << "#pragma omp parallel\n{\n";
-    team.emplace(os, "", "}\n");
-    os << "#pragma omp for schedule(static) nowait\n";
-  } else if (parallel) {
-    os << "#pragma omp parallel for schedule(static)\n";
-  }
-  std::optional<raw_indented_ostream::DelimitedScope> tileLoop;
-  os << "for (int64_t tile = 0; tile < " << elements
-     << "; tile += " << kCpuStageTile << ") {\n";
-  tileLoop.emplace(os, "", "}\n");
-  // Whole tiles loop a constant count (no remainder code in every stage).
-  std::string count = std::to_string(kCpuStageTile);
-  if (elements % kCpuStageTile != 0) {
-    count = "count";
-    os << "const int64_t count = " << elements << " - tile < " << kCpuStageTile
-       << " ? " << elements << " - tile : " << kCpuStageTile << ";\n";
-  }
-  for (const ScalarLet &let : kernel.lets)
-    if (carried.contains(let.variable->name))
-      os << computeType(let.variable->dtype) << " " << let.variable->name
-         << "_tile[" << kCpuStageTile << "];\n";
-  if (streaming)
-    for (size_t i = 0; i < kernel.outputs.size(); ++i)
-      os << storageType(kernel.outputs[i].dtype) << " out" << i << "_tile["
-         << kCpuStageTile << "] __attribute__((aligned(64)));\n";
-  for (size_t s = 0; s < stages.size(); ++s) {
-    os << "#pragma omp simd\n";
-    os << "for (int64_t j = 0; j < " << count << "; ++j) {\n";
-    auto stageLoop = os.scope("", "}\n");
-    bool indexes = s + 1 == stages.size() ||
-                   llvm::any_of(kernel.inputs, [&](const KernelInput &input) {
-                     return input.access != InputAccess::Scalar &&
-                            reads[s].contains(input.value);
-                   });
-    if (indexes)
-      os << "const int64_t i = tile + j;\n";
-    for (size_t i = 0; i < kernel.inputs.size(); ++i) {
-      const KernelInput &input = kernel.inputs[i];
-      if (input.access == InputAccess::Scalar ||
-          !reads[s].contains(input.value))
-        continue;
-      std::string pointer = "in" + std::to_string(i);
-      std::string index =
-          input.access == InputAccess::Broadcast
-              ? broadcastOffsetExpression("i", input.accessShape, input.strides)
-              : "i";
-      printInputElement(os, input, pointer + "[" + index + "]");
-    }
-    for (const ScalarLet &let : kernel.lets) {
-      const std::string &name = let.variable->name;
-      if (reads[s].contains(name) && definedIn.lookup(name) < s)
-        os << "const " << computeType(let.variable->dtype) << " " << name
-           << " = " << name << "_tile[j];\n";
-    }
-    std::vector<ScalarLet> stageLets;
-    for (const ScalarLet *let : stages[s])
-      stageLets.push_back(*let);
-    ScalarExprPrinter(&cpuMathFunctions()).print(stageLets, os);
-    for (const ScalarLet *let : stages[s])
-      if (carried.contains(let->variable->name))
-        os << let->variable->name << "_tile[j] = " << let->variable->name
-           << ";\n";
-    if (s + 1 == stages.size())
-      printOutputStores(os, kernel, streaming ? "_tile[j]" : "[i]");
-  }
-  if (streaming)
-    for (size_t i = 0; i < kernel.outputs.size(); ++i)
-      os << "fusec_stream_store(out" << i << " + tile, out" << i << "_tile, "
-         << count << " * sizeof(*out" << i << "));\n";
-  tileLoop.reset();
-  if (streaming)
-    os << "fusec_stream_fence();\n";
-}
-
-/// The body of a C++ kernel with elements: pointers, loops, statements.
-static void printCppLoops(raw_indented_ostream &os,
-                          const PointwiseKernel &kernel) {
-  for (size_t i = 0; i < kernel.inputs.size(); ++i) {
-    const char *type = storageType(kernel.inputs[i].dtype);
-    os << "const " << type << " *__restrict in" << i << " = (const " << type
-       << " *)fusec_inputs[" << i << "];\n";
-  }
-  for (size_t i = 0; i < kernel.outputs.size(); ++i) {
-    const char *type = storageType(kernel.outputs[i].dtype);
-    os << type << " *__restrict out" << i << " = (" << type
-       << " *)fusec_outputs[" << i << "];\n";
-  }
-  // Scalars are loaded once, outside the loops.
-  for (size_t i = 0; i < kernel.inputs.size(); ++i)
-    if (kernel.inputs[i].access == InputAccess::Scalar)
-      printInputElement(os, kernel.inputs[i], "in" + std::to_string(i) + "[0]");
-
-  bool parallel = kernel.numElements() >= kCpuParallelThreshold;
-  // Broadcast inputs read in the iteration shape: a loop over rows computes
-  // each input's row offset once, and the inner loop is contiguous.
-  bool nested =
-      kernel.hasBroadcastInput() && kernel.broadcastsInIterationShape();
-  // (Kernels of one tile or less keep the plain loop: nothing to overlap.)
-  if (!nested && kernel.numElements() > kCpuStageTile) {
-    std::vector<std::vector<const ScalarLet *>> stages =
-        vectorMathStages(kernel.lets);
-    bool streaming = streamsOutputs(kernel);
-    if (stages.empty() && streaming) { // one stage: the tiles to stream
-      stages.emplace_back();
-      for (const ScalarLet &let : kernel.lets)
-        stages.back().push_back(&let);
-    }
-    if (!stages.empty()) {
-      printCppStagedLoops(os, kernel, stages, parallel, streaming);
-      return;
-    }
-  }
-  std::optional<raw_indented_ostream::DelimitedScope> rowLoop;
-  if (nested) {
-    int64_t columns = kernel.iterationShape.back();
-    int64_t rows = kernel.numElements() / columns;
-    if (parallel)
-      os << "#pragma omp parallel for schedule(static)\n";
-    os << "for (int64_t row = 0; row < " << rows << "; ++row) {\n";
-    rowLoop.emplace(os, "", "}\n");
-    for (size_t i = 0; i < kernel.inputs.size(); ++i)
-      if (kernel.inputs[i].access == InputAccess::Broadcast)
-        os << "const int64_t in" << i << "_row = "
-           << rowOffsetExpression(kernel.iterationShape,
-                                  kernel.inputs[i].strides)
-           << ";\n";
-    os << "#pragma omp simd\n";
-    os << "for (int64_t col = 0; col < " << columns << "; ++col) {\n";
-  } else {
-    os << (parallel ? "#pragma omp parallel for simd schedule(static)\n"
-                    : "#pragma omp simd\n");
-    os << "for (int64_t i = 0; i < " << kernel.numElements() << "; ++i) {\n";
-  }
-  {
-    auto elementLoop = os.scope("", "}\n");
-    if (nested)
-      os << "const int64_t i = row * " << kernel.iterationShape.back()
-         << " + col;\n";
-    for (size_t i = 0; i < kernel.inputs.size(); ++i) {
-      const KernelInput &input = kernel.inputs[i];
-      if (input.access == InputAccess::Scalar)
-        continue;
-      std::string pointer = "in" + std::to_string(i);
-      std::string index = "i";
-      if (input.access == InputAccess::Broadcast)
-        index = nested ? pointer + "_row" +
-                             (input.strides.back() != 0 ? std::string(" + col")
-                                                        : "")
-                       : broadcastOffsetExpression("i", input.accessShape,
-                                                   input.strides);
-      printInputElement(os, input, pointer + "[" + index + "]");
-    }
-    ScalarExprPrinter(&cpuMathFunctions()).print(kernel.lets, os);
-    printOutputStores(os, kernel);
-  }
-}
-
-std::string printCppKernel(const PointwiseKernel &kernel) {
-  std::string source;
-  llvm::raw_string_ostream raw(source);
-  raw_indented_ostream os(raw);
-  printKernelComment(os, kernel, "");
-  os << "extern \"C\" void " << kernel.name
-     << "(const void *const *fusec_inputs, void *const *fusec_outputs) {\n";
-  {
-    auto body = os.scope();
-    if (kernel.numElements() == 0) {
-      os << "(void)fusec_inputs;\n(void)fusec_outputs; // empty tensors\n";
-    } else {
-      printCppLoops(os, kernel);
-    }
-  }
-  os << "}\n";
-  return source;
 }
 
 } // namespace fuse

@@ -71,20 +71,30 @@ struct PointwiseKernel {
 mlir::FailureOr<PointwiseKernel> analyzePointwiseRegion(FusionOp fusion,
                                                         unsigned index);
 
+/// libm functions with vector variants in glibc's libmvec. Declaring them
+/// `simd` lets `#pragma omp simd` loops call the 4/8/16-lane versions
+/// instead of one scalar call per element (the runtime links -lmvec).
+inline constexpr const char *kLibmvecFunctions[][2] = {
+    {"sin", "1"},  {"cos", "1"},   {"tan", "1"},   {"asin", "1"},
+    {"acos", "1"}, {"atan", "1"},  {"sinh", "1"},  {"cosh", "1"},
+    {"tanh", "1"}, {"asinh", "1"}, {"acosh", "1"}, {"atanh", "1"},
+    {"exp", "1"},  {"log", "1"},   {"log1p", "1"}, {"erf", "1"},
+    {"pow", "2"}};
+
 /// `// NAME: op -> op over SHAPE elements<suffix>`: what both printers put
 /// above a kernel.
 void printKernelComment(llvm::raw_ostream &os, const PointwiseKernel &kernel,
                         const std::string &suffix);
+struct ScheduledPointwise;
+struct PointwiseParams;
+
 /// The kernel as C++ with OpenMP: `extern "C" void NAME(const void *const *,
-/// void *const *)`.
-std::string printCppKernel(const PointwiseKernel &kernel);
+/// void *const *)`, as `schedule` (schedule/PointwiseSchedule.h) says.
+std::string printCppKernel(const PointwiseKernel &kernel,
+                           const ScheduledPointwise &schedule);
 /// What every C++ translation unit of kernels starts with.
 std::string cppPrelude(bool withHalfTypes);
 
-/// Elements per thread and step of the CUDA kernel: 16-byte accesses for
-/// the widest contiguous dtype (4 x f32, 8 x bf16), at most 8; one for
-/// kernels of at most a block's threads.
-int cudaVectorWidth(const PointwiseKernel &kernel);
 /// Threads per block of grid-stride CUDA kernels (pointwise, layout).
 constexpr unsigned kPointwiseThreadsPerBlock = 256;
 /// Threads of a CUDA warp, which issue each instruction together.
@@ -118,15 +128,12 @@ inline const char *computeType(fusec::DType dtype) {
 }
 /// `width` stored elements moved as one aligned CUDA access.
 std::string cudaVectorType(fusec::DType dtype, int64_t width);
-/// The launch of the CUDA kernel: a grid-stride loop, one thread per vector
-/// of `cudaVectorWidth` elements and, after the vectors' warps, one per tail
-/// element; at most 64 blocks per multiprocessor.
-fusec::LaunchGeometry cudaPointwiseLaunch(const PointwiseKernel &kernel);
 /// The kernel as CUDA C: `extern "C" __global__ void NAME(in0.., out0..)`,
-/// a grid-stride loop over vectors of `cudaVectorWidth` elements, then the
-/// tail (if the vectors leave one). `f32Functions` renames the math calls of
+/// a grid-stride loop over vectors of the params' width, then the tail (if
+/// the vectors leave one). `f32Functions` renames the math calls of
 /// f32-computed expressions (fast-math intrinsics).
 std::string printCudaKernel(const PointwiseKernel &kernel,
+                            const PointwiseParams &params,
                             const MathFunctionMap *f32Functions = nullptr);
 /// What every CUDA translation unit of kernels starts with (NVRTC has no
 /// standard headers).

@@ -7,6 +7,7 @@
 #include "codegen/QuantizedMatmulKernel.h"
 #include "codegen/ReductionKernel.h"
 #include "codegen/RegionKind.h"
+#include "codegen/schedule/PointwiseSchedule.h"
 #include "ir/FuseDialect.h"
 #include "ir/TypeUtils.h"
 
@@ -101,8 +102,9 @@ static FailureOr<fusec::MatmulCall> matmulCallOf(MatmulOp op,
 namespace {
 class ProgramBuilder {
 public:
-  ProgramBuilder(fusec::Program &program, const MathFunctionMap *f32Functions)
-      : program(program), f32Functions(f32Functions) {}
+  ProgramBuilder(fusec::Program &program, const MathFunctionMap *f32Functions,
+                 std::vector<KernelSchedule> *schedules)
+      : program(program), f32Functions(f32Functions), schedules(schedules) {}
 
   int addBuffer(Value value, std::string name, BufferRole role) {
     // Names are unique in a plan: later duplicates get a suffix.
@@ -179,8 +181,11 @@ public:
         program.matmuls.push_back(*call);
       } else if (auto fusion = dyn_cast<FusionOp>(op)) {
         fusec::KernelDesc desc;
-        if (failed(buildKernel(fusion, desc)))
+        std::string params;
+        if (failed(buildKernel(fusion, desc, params)))
           return failure();
+        if (schedules)
+          schedules->push_back({desc.name, desc.schedule, params});
         for (Value input : fusion.getInputs())
           desc.inputs.push_back(bufferOf.lookup(input));
         if (desc.scratchBytes > 0) {
@@ -219,8 +224,10 @@ public:
   }
 
 private:
-  /// The kernel of one region, by the region's kind.
-  LogicalResult buildKernel(FusionOp fusion, fusec::KernelDesc &desc) {
+  /// The kernel of one region, by the region's kind, and its schedule's
+  /// params.
+  LogicalResult buildKernel(FusionOp fusion, fusec::KernelDesc &desc,
+                            std::string &params) {
     unsigned index = program.kernels.size();
     bool cuda = program.target == fusec::Target::Cuda;
     // Layout, reduction and contraction regions each have a builder that
@@ -234,12 +241,13 @@ private:
     };
     switch (fuse::regionKindOf(fusion)) {
     case fuse::RegionKind::Layout:
-      return adopt(buildLayoutKernel(fusion, index, program.target));
+      return adopt(buildLayoutKernel(fusion, index, program.target, &params));
     case fuse::RegionKind::Reduction:
-      return adopt(
-          buildReductionKernel(fusion, index, program.target, f32Functions));
+      return adopt(buildReductionKernel(fusion, index, program.target,
+                                        f32Functions, &params));
     case fuse::RegionKind::Contraction:
-      return adopt(buildQuantizedMatmulKernel(fusion, index, program.target));
+      return adopt(
+          buildQuantizedMatmulKernel(fusion, index, program.target, &params));
     case fuse::RegionKind::Pointwise:
       break;
     }
@@ -249,16 +257,19 @@ private:
     desc.name = kernel->name;
     desc.ops = kernel->ops;
     desc.schedule = "pointwise";
-    desc.source =
-        cuda ? printCudaKernel(*kernel, f32Functions) : printCppKernel(*kernel);
+    ScheduledPointwise schedule = schedulePointwise(*kernel, program.target);
+    params = schedule.params.toString();
+    desc.source = cuda ? printCudaKernel(*kernel, schedule.params, f32Functions)
+                       : printCppKernel(*kernel, schedule);
     if (cuda)
-      desc.launch = cudaPointwiseLaunch(*kernel);
+      desc.launch = launchOf(schedule.params);
     usesHalfTypes |= kernel->usesHalfTypes;
     return success();
   }
 
   fusec::Program &program;
   const MathFunctionMap *f32Functions;
+  std::vector<KernelSchedule> *schedules;
   DenseMap<Value, int> bufferOf;
   DenseMap<Value, std::string> outputNameOf;
   std::set<std::string> usedNames;
@@ -267,7 +278,8 @@ private:
 } // namespace
 
 FailureOr<fusec::Program> buildProgram(ModuleOp module, fusec::Target target,
-                                       bool fastMath) {
+                                       bool fastMath,
+                                       std::vector<KernelSchedule> *schedules) {
   SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
   if (funcs.size() != 1)
     return module.emitError() << "codegen: expected one function in the "
@@ -280,7 +292,8 @@ FailureOr<fusec::Program> buildProgram(ModuleOp module, fusec::Target target,
   const MathFunctionMap *f32Functions =
       fastMath && target == fusec::Target::Cuda ? &cudaFastMathFunctions()
                                                 : nullptr;
-  if (failed(ProgramBuilder(program, f32Functions).build(funcs.front())))
+  if (failed(ProgramBuilder(program, f32Functions, schedules)
+                 .build(funcs.front())))
     return failure();
   return program;
 }

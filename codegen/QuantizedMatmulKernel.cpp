@@ -12,6 +12,7 @@
 
 #include "codegen/PointwiseKernel.h"
 #include "codegen/RegionKind.h"
+#include "codegen/schedule/GemvSchedule.h"
 #include "ir/TypeUtils.h"
 
 #include <algorithm>
@@ -25,20 +26,6 @@ using fusec::DType;
 namespace fuse {
 
 namespace {
-
-/// Warps per CUDA block.
-constexpr int64_t kWarpsPerBlock = 8;
-/// Weights per lane and step: one 16-byte load.
-constexpr int64_t kWeightsPerLoad = 16;
-/// A channel's weights are split among up to kWarpsPerBlock warps while
-/// each keeps at least this many (two steps of the whole warp: loads to
-/// keep in flight, and a partial sum worth its shared-memory exchange).
-constexpr int64_t kWeightsPerWarpChunk = 2 * 32 * kWeightsPerLoad;
-
-struct GemvShape {
-  int64_t rows, n, k;
-  DType dtype; ///< of lhs, scale and result
-};
 
 /// The int8 expression `weight` as DequantizeLinear yields it (the
 /// decomposition of dequantize_linear computes in f32, then rounds to the
@@ -138,38 +125,10 @@ void printFastDequantizeLoop(std::ostream &os, const GemvShape &shape) {
   os << "        for (int b = 0; b < 4; ++b) {\n";
 }
 
-/// How the CUDA kernel splits the work: each channel's k weights are
-/// split among `warpsPerChannel` warps (partial sums meet in shared
-/// memory), so a decode-sized layer makes several waves of small blocks
-/// rather than one ragged wave of long warps.
-struct CudaGemvSplit {
-  int64_t warpsPerChannel = 1;
-  int64_t channelsPerBlock = kWarpsPerBlock;
-  /// Weights each warp covers (a multiple of 16 on the vector path).
-  int64_t chunk = 0;
-  bool vectorized = false;
-};
-
-CudaGemvSplit cudaGemvSplit(const GemvShape &shape) {
-  CudaGemvSplit split;
-  // 16-byte loads need k % 16 == 0: rows (and the lhs's runs of 16
-  // elements) then start 16-byte aligned.
-  split.vectorized = shape.k % kWeightsPerLoad == 0;
-  if (split.vectorized)
-    while (split.warpsPerChannel < kWarpsPerBlock &&
-           shape.k / (split.warpsPerChannel * 2) >= kWeightsPerWarpChunk)
-      split.warpsPerChannel *= 2;
-  split.channelsPerBlock = kWarpsPerBlock / split.warpsPerChannel;
-  int64_t chunk = (shape.k + split.warpsPerChannel - 1) / split.warpsPerChannel;
-  split.chunk =
-      (chunk + kWeightsPerLoad - 1) / kWeightsPerLoad * kWeightsPerLoad;
-  return split;
-}
-
-std::string printCuda(const GemvShape &shape, const std::string &name) {
+std::string printCuda(const GemvShape &shape, const GemvParams &split,
+                      const std::string &name) {
   const char *element = storageType(shape.dtype);
   std::string accType = shape.dtype == DType::F64 ? "double" : "float";
-  CudaGemvSplit split = cudaGemvSplit(shape);
   std::ostringstream os;
   os << "// y[" << shape.rows << "x" << shape.n << "] = x[" << shape.rows << "x"
      << shape.k << "] @ dequantize(int8 w[" << shape.n << "x" << shape.k
@@ -277,115 +236,6 @@ std::string printCuda(const GemvShape &shape, const std::string &name) {
        << toStorage(shape.dtype, "acc" + std::to_string(row)) << ";\n";
   os << "}\n";
   return os.str();
-}
-
-/// Channels per warp (and block) of the tensor-core kernel: the M of
-/// mma.m16n8k16; its N, 8, holds up to 8 lhs rows.
-constexpr int64_t kTensorCoreChannels = 16;
-/// Warps per block of the tensor-core kernel (they split k).
-constexpr int64_t kTensorCoreWarps = 4;
-/// How the tensor-core kernel pipelines the work: `blocksPerMultiprocessor`
-/// the launch bounds ask to fit (which sets the compiler's register budget)
-/// and the steps whose weights a warp keeps in flight, `ahead`: it issues
-/// step s + ahead's loads before it computes step s, so its loads and its
-/// arithmetic overlap. A layer of many channels runs 6 blocks per SM (80
-/// registers per thread), 4 steps ahead: all 688 blocks of a 4096x11008
-/// layer fit in one wave on 132 SMs (and its shared memory holds more steps
-/// than those registers: sharedRingStages). A layer whose blocks fit 2 or 3
-/// per SM gives each warp the registers of the blocks that are not there
-/// for more steps in flight.
-/// Measured on an H200, median of 200 runs: 1x4096x11008, 4 blocks loading
-/// 16 steps, then computing them, 18.0-18.7 us; this pipeline as a rolled
-/// loop, 16.9-17.4 us; fully unrolled, with every lane loading the lhs (no
-/// zeroed registers per step), 15.7-16.3 us; with the bf16 dequantization
-/// by logic ops (printBF16Dequantize) and the lhs staged, 13.1-13.6 us (a
-/// plain read of the same bytes: 10.8-11.8 us). 1x11008x4096 (256 blocks):
-/// 4 steps ahead 15.3-16.2 us, 8 ahead at 3 blocks per SM 14.4-15.1, 12
-/// ahead at 2 blocks per SM 13.7-14.1.
-///
-/// The kernel lets the next kernel in the stream launch (a GEMV after it
-/// then streams its constant weights while this one ends) at its start,
-/// `earlyDependents`, where the layer fills its SMs (6 per SM): the next
-/// layer's blocks take the few free slots. Layers of 2 or 3 blocks per SM
-/// leave room for more, and the next layer's blocks crowded in: they let
-/// it launch after their main loop. On an H200, GEMVs back to back
-/// from DRAM (fusec-bench's streamed_cold_us), against each kernel
-/// launched after the one before has finished: 1x4096x11008 14.8 -> 12.6
-/// us; 1x4096x4096 8.8-9.0 -> 8.0-8.1 (at the start: 9.1); 1x11008x4096
-/// 16.2-16.3 -> 16.5-16.9 (at the start: 23.4).
-struct TensorCoreSchedule {
-  int64_t blocksPerMultiprocessor, ahead;
-  bool earlyDependents;
-};
-/// The SMs of an H100 or H200, which the schedule assumes; on another count
-/// the kernel is as correct, its blocks may take one more wave.
-constexpr int64_t kTypicalMultiprocessors = 132;
-/// k per load step of the tensor-core kernel: 16 bytes from each of 4
-/// lanes per channel.
-constexpr int64_t kTensorCoreStep = 64;
-/// Up to this many steps per warp the loop is unrolled whole: the ring's
-/// registers are then named statically, with no copies between rounds.
-constexpr int64_t kTensorCoreMaxUnrolledSteps = 64;
-/// A bf16 block copies its warps' lhs chunks into shared memory, in the
-/// order the mma pairs them with the weights, when they take at most this
-/// many bytes (rows x the warps' chunks of k, padded to whole steps, x 2);
-/// larger ones are reordered in registers at every step (one byte permute
-/// per 4 weights more).
-constexpr int64_t kTensorCoreMaxStagedLhsBytes = 32 * 1024;
-// A staged lhs is never longer than the unrolled loop: the rolled one reads
-// the lhs from memory.
-static_assert(kTensorCoreMaxStagedLhsBytes <= kTensorCoreWarps *
-                                                  kTensorCoreMaxUnrolledSteps *
-                                                  kTensorCoreStep * 2);
-
-/// Shared memory of an sm_90 SM, what the system keeps of it per resident
-/// block, and the most a block may declare statically. (An sm_80 SM has
-/// less: there the shared ring's blocks fit fewer per SM and may take one
-/// more wave, as on a GPU of fewer SMs.)
-constexpr int64_t kSharedBytesPerMultiprocessor = 228 * 1024;
-constexpr int64_t kSharedBytesReservedPerBlock = 1024;
-constexpr int64_t kStaticSharedBytesPerBlock = 48 * 1024;
-/// Steps a warp's shared-memory ring of weights holds at most (it keeps
-/// all but one in flight): on an H200, 1x4096x11008 with its weights from
-/// DRAM (fusec-bench's queued_cold_us), 4 steps ahead in registers 16.8-17.0
-/// us, the same with 128-byte L2 fetches 15.8-15.9, a 6-step shared ring
-/// with them 14.8-14.9 (a plain read of the 45 MB: 14.2-14.6).
-constexpr int64_t kTensorCoreMaxSharedStages = 6;
-/// Bytes of one step of a block's weights: 16 channels x 64 k.
-constexpr int64_t kTensorCoreStepBytes = kTensorCoreChannels * 64;
-
-/// Stages of the shared-memory weight ring for a block that also declares
-/// `otherSharedBytes`, within its share of the SM at the schedule's
-/// occupancy; 0 (the register ring) where that keeps fewer steps in flight
-/// than the schedule's registers do.
-int64_t sharedRingStages(const TensorCoreSchedule &schedule,
-                         int64_t otherSharedBytes) {
-  int64_t perBlock = std::min(kStaticSharedBytesPerBlock,
-                              kSharedBytesPerMultiprocessor /
-                                      schedule.blocksPerMultiprocessor -
-                                  kSharedBytesReservedPerBlock) -
-                     otherSharedBytes;
-  int64_t stages =
-      std::min(kTensorCoreMaxSharedStages,
-               perBlock / (kTensorCoreWarps * kTensorCoreStepBytes));
-  return stages - 1 > schedule.ahead ? stages : 0;
-}
-
-TensorCoreSchedule tensorCoreSchedule(const GemvShape &shape) {
-  int64_t blocks = (shape.n + kTensorCoreChannels - 1) / kTensorCoreChannels;
-  if (blocks <= 2 * kTypicalMultiprocessors)
-    return {2, 12, false};
-  if (blocks <= 3 * kTypicalMultiprocessors)
-    return {3, 8, false};
-  return {6, 4, true};
-}
-
-/// f16/bf16 with k a multiple of 64 run on tensor cores (sm_80+): the mma
-/// does the multiply-adds and reads the lhs as it is stored, leaving the
-/// dequantization as the only per-weight work.
-bool usesTensorCores(const GemvShape &shape) {
-  return (shape.dtype == DType::BF16 || shape.dtype == DType::F16) &&
-         shape.k % kTensorCoreStep == 0 && shape.rows <= 8;
 }
 
 void printFusedMultiplyAdd2(std::ostream &os, const std::string &name,
@@ -505,21 +355,16 @@ void printBF16Dequantize(std::ostream &os, const std::string &name) {
 /// 16-byte loads; f16 lhs words are B's registers as they are, bf16 ones
 /// are reordered once into shared memory (or at each step, for a large
 /// lhs).
-std::string printCudaTensorCore(const GemvShape &shape, const std::string &name,
-                                bool constantWeights) {
+std::string printCudaTensorCore(const GemvShape &shape,
+                                const GemvParams &schedule,
+                                const std::string &name) {
   bool bf16 = shape.dtype == DType::BF16;
   const char *type = bf16 ? "bf16" : "f16";
-  const TensorCoreSchedule schedule = tensorCoreSchedule(shape);
   const int64_t warps = kTensorCoreWarps;
-  int64_t chunk = (shape.k + warps - 1) / warps;
-  chunk = (chunk + kTensorCoreStep - 1) / kTensorCoreStep * kTensorCoreStep;
-  int64_t steps = chunk / kTensorCoreStep;
-  const int64_t ahead = schedule.ahead;
-  bool staged =
-      bf16 && shape.rows * chunk * warps * 2 <= kTensorCoreMaxStagedLhsBytes;
-  const int64_t partialBytes = warps * 32 * 4 * 4;
-  const int64_t stages = sharedRingStages(
-      schedule, (staged ? shape.rows * chunk * warps * 2 : 0) + partialBytes);
+  const int64_t chunk = schedule.chunk, steps = schedule.steps,
+                ahead = schedule.ahead, stages = schedule.sharedStages;
+  const bool staged = schedule.stagedLhs,
+             constantWeights = schedule.constantWeights;
   std::ostringstream os;
   os << "// y[" << shape.rows << "x" << shape.n << "] = x[" << shape.rows << "x"
      << shape.k << "] @ dequantize(int8 w[" << shape.n << "x" << shape.k
@@ -757,8 +602,7 @@ std::string printCudaTensorCore(const GemvShape &shape, const std::string &name,
     // The slot is named statically when the loop is unrolled, and costs a
     // modulo per step of a long row otherwise.
     os << indent
-       << (steps <= kTensorCoreMaxUnrolledSteps ? "#pragma unroll\n"
-                                                : "#pragma unroll 1\n");
+       << (schedule.unrolled ? "#pragma unroll\n" : "#pragma unroll 1\n");
     os << indent << "for (int step = 0; step < " << steps << "; ++step) {\n";
     os << indent << "  if (step >= stepCount) break;\n";
     os << indent << "  if (step + " << stages - 1 << " < stepCount) {\n";
@@ -775,7 +619,7 @@ std::string printCudaTensorCore(const GemvShape &shape, const std::string &name,
        << "][1][lane];\n";
     printStep(indent + "  ", "step", fast);
     os << indent << "}\n";
-  } else if (steps <= kTensorCoreMaxUnrolledSteps) {
+  } else if (schedule.unrolled) {
     os << indent << "#pragma unroll\n";
     os << indent << "for (int step = 0; step < " << steps << "; ++step) {\n";
     os << indent << "  if (step >= stepCount) break;\n";
@@ -890,7 +734,8 @@ bool isConstantStorage(Value value) {
   return value.getDefiningOp<ConstantOp>() != nullptr;
 }
 
-std::string printCpp(const GemvShape &shape, const std::string &name) {
+std::string printCpp(const GemvShape &shape, const GemvParams &params,
+                     const std::string &name) {
   const char *element = storageType(shape.dtype);
   std::string accType = shape.dtype == DType::F64 ? "double" : "float";
   std::ostringstream os;
@@ -906,7 +751,7 @@ std::string printCpp(const GemvShape &shape, const std::string &name) {
      << " *)fusec_inputs[2];\n";
   os << "  " << element << " *out0 = (" << element << " *)fusec_outputs[0];\n";
   os << "  #pragma omp parallel for schedule(static) if ("
-     << (shape.n * shape.k >= kCpuParallelThreshold ? "1" : "0") << ")\n";
+     << (params.parallel ? "1" : "0") << ")\n";
   os << "  for (int64_t channel = 0; channel < " << shape.n
      << "; ++channel) {\n";
   os << "    const int8_t *row = in1 + channel * " << shape.k << ";\n";
@@ -932,7 +777,8 @@ std::string printCpp(const GemvShape &shape, const std::string &name) {
 
 FailureOr<fusec::KernelDesc> buildQuantizedMatmulKernel(FusionOp fusion,
                                                         unsigned index,
-                                                        fusec::Target target) {
+                                                        fusec::Target target,
+                                                        std::string *params) {
   QuantizedMatmulOp gemv;
   for (Operation &op : fusion.getBody().front().without_terminator()) {
     if (gemv || !isa<QuantizedMatmulOp>(op))
@@ -963,25 +809,18 @@ FailureOr<fusec::KernelDesc> buildQuantizedMatmulKernel(FusionOp fusion,
   desc.ops = regionOpNames(fusion);
   desc.name = kernelName("gemv", desc.ops, index);
   desc.schedule = "quantized-gemv";
-  bool tensorCores = target == fusec::Target::Cuda && usesTensorCores(shape);
   ValueRange inputs = fusion.getInputs();
   bool constantWeights =
       isConstantStorage(inputs[1]) && isConstantStorage(inputs[2]);
-  desc.source = target != fusec::Target::Cuda ? printCpp(shape, desc.name)
-                : tensorCores
-                    ? printCudaTensorCore(shape, desc.name, constantWeights)
-                    : printCuda(shape, desc.name);
-  if (tensorCores) {
-    desc.launch.gridX = std::max<int64_t>(
-        1, (shape.n + kTensorCoreChannels - 1) / kTensorCoreChannels);
-    desc.launch.blockX = kTensorCoreWarps * 32;
-    desc.launch.waitsForPredecessor = true;
-  } else if (target == fusec::Target::Cuda) {
-    CudaGemvSplit split = cudaGemvSplit(shape);
-    desc.launch.gridX = std::max<int64_t>(
-        1, (shape.n + split.channelsPerBlock - 1) / split.channelsPerBlock);
-    desc.launch.blockX = kWarpsPerBlock * 32;
-  }
+  GemvParams schedule = scheduleGemv(shape, target, constantWeights);
+  if (params)
+    *params = schedule.toString();
+  desc.source =
+      target != fusec::Target::Cuda ? printCpp(shape, schedule, desc.name)
+      : schedule.tensorCores ? printCudaTensorCore(shape, schedule, desc.name)
+                             : printCuda(shape, schedule, desc.name);
+  if (target == fusec::Target::Cuda)
+    desc.launch = launchOf(schedule);
   return desc;
 }
 

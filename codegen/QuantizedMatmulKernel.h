@@ -12,10 +12,11 @@ namespace fuse {
 /// lane and step, accumulate every lhs row at once and add their partial
 /// sums in shared memory; C++: one loop over the
 /// channels, split among OpenMP threads. Inputs and outputs are filled in
-/// by the caller.
+/// by the caller. `params`, when given, receives the schedule's params
+/// (GemvParams::toString()).
 mlir::FailureOr<fusec::KernelDesc>
 buildQuantizedMatmulKernel(FusionOp fusion, unsigned index,
-                           fusec::Target target);
+                           fusec::Target target, std::string *params = nullptr);
 
 } // namespace fuse
 

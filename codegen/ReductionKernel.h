@@ -11,10 +11,12 @@ namespace fuse {
 /// The kernel of a region rooted at reductions: the reductions with their
 /// pointwise prologue (ops on the reduced operand's shape) and epilogue
 /// (ops on the reduced values, and on the full shape through broadcasts of
-/// them). Inputs and outputs are filled in by the caller.
+/// them). Inputs and outputs are filled in by the caller. `params`, when
+/// given, receives the schedule's params (ReductionParams::toString()).
 mlir::FailureOr<fusec::KernelDesc>
 buildReductionKernel(FusionOp fusion, unsigned index, fusec::Target target,
-                     const MathFunctionMap *f32Functions);
+                     const MathFunctionMap *f32Functions,
+                     std::string *params = nullptr);
 
 } // namespace fuse
 

@@ -18,7 +18,7 @@
 
 namespace fuse {
 
-/// The name of a narrow dtype in runtime/NarrowTypes.h's functions
+/// The name of a narrow dtype in runtime/core/NarrowTypes.h's functions
 /// (fusec_f32_to_<stem>, fusec_<stem>_to_f32, fusec_round_to_<stem>).
 std::string narrowFunctionStem(fusec::DType dtype);
 

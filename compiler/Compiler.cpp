@@ -240,11 +240,16 @@ Lowering lower(const CompileOptions &options, bool captureIR, Stage stopAfter,
     return lowering;
 
   trace::Scope codegen("codegen", "codegen");
-  FailureOr<Program> program =
-      fuse::buildProgram(*module, resolveTarget(options), options.fastMath);
+  std::vector<fuse::KernelSchedule> schedules;
+  FailureOr<Program> program = fuse::buildProgram(
+      *module, resolveTarget(options), options.fastMath, &schedules);
   if (failed(program))
     diagnostics.fail("fusec: code generation failed");
   lowering.program = std::move(*program);
+  for (const fuse::KernelSchedule &schedule : schedules)
+    lowering.schedules += schedule.kernel + ": " + schedule.kind +
+                          (schedule.params.empty() ? "" : " ") +
+                          schedule.params + "\n";
   return lowering;
 }
 

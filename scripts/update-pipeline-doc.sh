@@ -130,16 +130,28 @@ TEXT
   cat <<'TEXT'
 ```
 
-Codegen plans a reduction region (codegen/ReductionKernel.cpp): region
-inputs become loads with strides over the reduction space, reductions are
-sorted into levels (a reduction whose operand needs another's result comes
-a level later), each level is one pass over the row, and the ops on the
-reduced shape run between passes. The CUDA emitter gives a row a warp or a
-block (warp shuffles and shared memory from `codegen/device/Reduction.cuh`),
-reads inputs once with 16-byte loads and keeps them, and values a later pass
-needs, in registers; the launch geometry is decided here and carried in the
-plan. Column reductions (reduced dims outside a kept inner dim) get a schedule
-of their own. The same plan printed for the GPU:
+Codegen analyzes a reduction region (codegen/schedule/ReductionSchedule.cpp):
+region inputs become loads with strides over the reduction space, reductions
+are sorted into levels (a reduction whose operand needs another's result
+comes a level later), each level is one pass over the row, and the ops on
+the reduced shape run between passes. The schedule step then makes every
+choice for the target as plain data, `ReductionParams`: on the GPU a warp or
+a block per row, threads, steps, the width of each access, which loads and
+values a later pass needs stay in registers, whether softmax's max and sum
+share a pass, and the launch geometry (carried in the plan); column
+reductions (reduced dims outside a kept inner dim) get their tiles and the
+split of the reduced rows across blocks. `--emit=schedule` prints each
+kernel's params:
+
+```
+TEXT
+  $fusec test/models/softmax.json --target=cuda --emit=schedule
+  cat <<'TEXT'
+```
+
+The printers (codegen/cpu/, codegen/cuda/) only print what the params say:
+the warp shuffles and shared memory come from
+`codegen/device/Reduction.cuh`. The same plan printed for the GPU:
 
 ```cuda
 TEXT

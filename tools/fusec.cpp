@@ -36,7 +36,9 @@ With no action, prints the kernels (name and fused ops) and library calls.
                           present, cpu otherwise)
   --emit=STAGE            print a stage: ir (imported fuse IR), fused (after
                           fusion), plan (JSON steps, kernels and buffers),
-                          source (generated kernels, then the library calls),
+                          schedule (each kernel's schedule parameters for
+                          the target, a line per kernel), source
+                          (generated kernels, then the library calls),
                           ptx (CUDA only), dot (the fusion graph in Graphviz
                           DOT: a cluster per kernel, unfused edges labelled
                           with the reason), svg (that graph rendered by
@@ -179,12 +181,12 @@ CliOptions parseArguments(int argc, char **argv) {
     } else if (is("--emit")) {
       options.emit = value("--emit");
       if (options.emit != "ir" && options.emit != "fused" &&
-          options.emit != "plan" && options.emit != "source" &&
-          options.emit != "ptx" && options.emit != "dot" &&
-          options.emit != "svg")
+          options.emit != "plan" && options.emit != "schedule" &&
+          options.emit != "source" && options.emit != "ptx" &&
+          options.emit != "dot" && options.emit != "svg")
         throw UsageError{"unknown --emit stage '" + options.emit +
-                         "' (expected ir, fused, plan, source, ptx, dot or "
-                         "svg)"};
+                         "' (expected ir, fused, plan, schedule, source, "
+                         "ptx, dot or svg)"};
     } else if (arg == "-o") {
       options.outputPath = value("-o");
     } else if (is("--dump-kernels")) {
@@ -335,6 +337,8 @@ std::string emitStage(const CliOptions &options, const Lowering &lowering) {
     return lowering.fusedIR;
   if (options.emit == "plan")
     return lowering.program.planJson();
+  if (options.emit == "schedule")
+    return lowering.schedules;
   if (options.emit == "dot" || options.emit == "svg") {
     std::string dot =
         fusionGraphDot(options.model, options.compile, lowering.program);

@@ -1,4 +1,5 @@
-//===- CudaKernelPrinter.cpp - Pointwise regions as CUDA C ---------------===//
+//===- PointwiseCudaPrinter.cpp - Pointwise regions as CUDA C
+//---------------===//
 //
 // The same per-element expressions as the C++ target (ScalarExpr.h),
 // wrapped in a grid-stride loop over vectors: each step a thread loads 16
@@ -12,6 +13,7 @@
 #include "codegen/PointwiseKernel.h"
 
 #include "codegen/EmbeddedSources.h"
+#include "codegen/schedule/PointwiseSchedule.h"
 
 #include "mlir/Support/IndentedOstream.h"
 #include <climits>
@@ -23,8 +25,6 @@ namespace fuse {
 
 namespace {
 
-constexpr int kMaxVectorWidth = 8;
-
 /// A broadcast input whose innermost dim is contiguous and a multiple of the
 /// width: each thread's vector reads one contiguous, aligned run of it.
 bool isVectorBroadcast(const KernelInput &input, int width) {
@@ -34,53 +34,9 @@ bool isVectorBroadcast(const KernelInput &input, int width) {
 
 } // namespace
 
-int cudaVectorWidth(const PointwiseKernel &kernel) {
-  // Elements that one block covers one per thread gain nothing from
-  // vectors, and a vector plus a tail costs a second access: on mapped host
-  // memory (a small program's inputs and outputs) an H200 ran sin^4 over 6
-  // floats in 7.8-8.1 us as a vector and a tail, in 7.1 us one element per
-  // thread (graph launch to host flag, median of 3000).
-  if (kernel.numElements() <= kPointwiseThreadsPerBlock)
-    return 1;
-  size_t widest = 1;
-  for (const KernelInput &input : kernel.inputs)
-    if (input.access == InputAccess::Contiguous)
-      widest = std::max(widest, fusec::dtypeBytes(input.dtype));
-  for (const KernelOutput &output : kernel.outputs)
-    widest = std::max(widest, fusec::dtypeBytes(output.dtype));
-  return std::min<int>(kMaxVectorWidth, 16 / static_cast<int>(widest));
-}
-
 std::string cudaVectorType(DType dtype, int64_t width) {
   return "FusecVector<" + std::string(storageType(dtype)) + ", " +
          std::to_string(width) + ">";
-}
-
-/// The thread that takes the first tail element: the first of the warp after
-/// the vectors' warps. Threads of one warp that take different loops run
-/// them one after the other, so a tail in the last vector's warp would wait
-/// for that vector's loads before issuing its own (on mapped host memory,
-/// two PCIe round trips instead of one).
-static int64_t cudaTailFirstThread(const PointwiseKernel &kernel) {
-  int64_t width = cudaVectorWidth(kernel);
-  int64_t vectors = width > 1 ? kernel.numElements() / width : 0;
-  return (vectors + kWarpSize - 1) / kWarpSize * kWarpSize;
-}
-
-fusec::LaunchGeometry cudaPointwiseLaunch(const PointwiseKernel &kernel) {
-  int64_t width = cudaVectorWidth(kernel), count = kernel.numElements();
-  // Threads: without vectors, one per element; with them, one per vector,
-  // then the tail's from the warp after the vectors'.
-  int64_t steps = count;
-  if (width > 1)
-    steps = count % width == 0 ? count / width
-                               : cudaTailFirstThread(kernel) + count % width;
-  fusec::LaunchGeometry launch;
-  launch.blockX = kPointwiseThreadsPerBlock;
-  launch.gridX = std::max<int64_t>(1, (steps + kPointwiseThreadsPerBlock - 1) /
-                                          kPointwiseThreadsPerBlock);
-  launch.maxBlocksPerMultiprocessor = kGridStrideBlocksPerMultiprocessor;
-  return launch;
 }
 
 const MathFunctionMap &cudaFastMathFunctions() {
@@ -98,83 +54,11 @@ const MathFunctionMap &cudaFastMathFunctions() {
   return functions;
 }
 
+/// NVRTC has no standard headers: device/CudaBasics.cuh gives the few types
+/// and helpers kernels use.
 std::string cudaPrelude() {
-  return std::string(
-             R"(// NVRTC provides no standard headers: the few types and helpers kernels use.
-typedef signed char int8_t;
-typedef short int16_t;
-typedef int int32_t;
-typedef long long int64_t;
-typedef unsigned char uint8_t;
-typedef unsigned short uint16_t;
-typedef unsigned int uint32_t;
-typedef unsigned long long uint64_t;
-#define NAN __int_as_float(0x7fffffff)
-#define INFINITY __int_as_float(0x7f800000)
-
-// f16 and bf16 are stored as 16 bits and computed in f32; the conversions
-// round to nearest even (hardware cvt).
-static __device__ __forceinline__ float fusec_f16_to_f32(uint16_t h) {
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-  return f;
-}
-// The cvt gives one NaN for every NaN (the host keeps payload bits): a
-// check to keep them cost a bf16 gelu chain 28% (an H200, 2026-11-25).
-static __device__ __forceinline__ uint16_t fusec_f32_to_f16(float f) {
-  uint16_t h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
-}
-static __device__ __forceinline__ float fusec_bf16_to_f32(uint16_t h) {
-  return __uint_as_float(((uint32_t)h) << 16);
-}
-static __device__ __forceinline__ uint16_t fusec_f32_to_bf16(float f) {
-  uint16_t h;
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
-}
-
-// An f32 value rounded to f16 or bf16 and widened back (an op's result on
-// an f16/bf16 tensor). The packed conversion runs on the ALU at half rate,
-// the single one (F2F) at an eighth, which made a bf16 gelu chain of 9 ops
-// compute-bound; bf16 rounded into the upper half over a 0 lower half is
-// the rounded f32 itself.
-static __device__ __forceinline__ float fusec_round_to_f16(float f) {
-  uint32_t packed;
-  asm("cvt.rn.f16x2.f32 %0, %1, %1;" : "=r"(packed) : "f"(f));
-  return fusec_f16_to_f32((uint16_t)packed);
-}
-static __device__ __forceinline__ float fusec_round_to_bf16(float f) {
-  uint32_t packed;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(f), "f"(0.0f));
-  return __uint_as_float(packed);
-}
-
-// f64 -> f32 rounded to odd (truncated, last bit set when inexact): then
-// rounding to f16/bf16 is the correctly rounded f64 -> f16/bf16 conversion,
-// as runtime/HalfFloat.h does on the host.
-static __device__ __forceinline__ float fusec_f64_to_f32_round_odd(double d) {
-  const float truncated = __double2float_rz(d);
-  if (d != d || (double)truncated == d)
-    return d != d ? (float)d : truncated;
-  return __uint_as_float(__float_as_uint(truncated) | 1u);
-}
-
-// tanh has no __tanhf: the hardware approximation (sm_75+), for --fast-math.
-static __device__ __forceinline__ float fusec_tanh_approx(float x) {
-  float y;
-  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
-// N elements moved as one aligned access (16 bytes at most).
-template <typename T, int N> struct alignas(sizeof(T) * N) FusecVector {
-  T v[N];
-};
-
-)") + kCombinersSource +
-         "\n" + kScalarMathSource + "\n" + kNarrowTypesSource + "\n" +
+  return std::string(kCudaBasicsSource) + "\n" + kCombinersSource + "\n" +
+         kScalarMathSource + "\n" + kNarrowTypesSource + "\n" +
          kReductionCudaSource;
 }
 
@@ -182,10 +66,11 @@ template <typename T, int N> struct alignas(sizeof(T) * N) FusecVector {
 /// vectors and, unless they cover every element, the tail loop.
 static void printCudaLoops(mlir::raw_indented_ostream &os,
                            const PointwiseKernel &kernel,
+                           const PointwiseParams &params,
                            const MathFunctionMap *f32Functions) {
-  const int width = cudaVectorWidth(kernel);
+  const int width = params.vectorWidth;
   const int64_t count = kernel.numElements();
-  const char *index = count > kMax32BitElements ? "int64_t" : "int32_t";
+  const char *index = params.index64 ? "int64_t" : "int32_t";
   os << "const " << index << " count = " << count << ";\n";
   os << "const " << index << " stride = (" << index
      << ")gridDim.x * blockDim.x;\n";
@@ -272,7 +157,7 @@ static void printCudaLoops(mlir::raw_indented_ostream &os,
   }
 
   // The tail (or everything, for a width of 1), one element per step, from
-  // the warp after the vectors' (cudaTailFirstThread); none when the
+  // the warp after the vectors' (the params' tailFirstThread); none when the
   // vectors cover every element.
   int64_t vectorized = width > 1 ? count / width * width : 0;
   if (vectorized == count)
@@ -280,7 +165,7 @@ static void printCudaLoops(mlir::raw_indented_ostream &os,
   std::string start = "first";
   if (vectorized > 0) {
     os << "const " << index << " tail_first = (first + stride - "
-       << cudaTailFirstThread(kernel) << " % stride) % stride;\n";
+       << params.tailFirstThread << " % stride) % stride;\n";
     start = std::to_string(vectorized) + " + tail_first";
   }
   os << "#pragma unroll 1\n";
@@ -299,8 +184,9 @@ static void printCudaLoops(mlir::raw_indented_ostream &os,
 }
 
 std::string printCudaKernel(const PointwiseKernel &kernel,
+                            const PointwiseParams &params,
                             const MathFunctionMap *f32Functions) {
-  const int width = cudaVectorWidth(kernel);
+  const int width = params.vectorWidth;
   std::string source;
   llvm::raw_string_ostream raw(source);
   mlir::raw_indented_ostream os(raw);
@@ -320,7 +206,7 @@ std::string printCudaKernel(const PointwiseKernel &kernel,
     if (kernel.numElements() == 0)
       os << "// empty tensors: nothing to compute\n";
     else
-      printCudaLoops(os, kernel, f32Functions);
+      printCudaLoops(os, kernel, params, f32Functions);
   }
   return source;
 }

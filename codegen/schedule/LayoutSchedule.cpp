@@ -1,0 +1,73 @@
+//===- LayoutSchedule.cpp - Layout kernels: params -----------------------===//
+
+#include "codegen/schedule/LayoutSchedule.h"
+
+#include "codegen/PointwiseKernel.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/Hashing.h"
+
+#include <algorithm>
+#include <tuple>
+
+using namespace mlir;
+
+namespace fuse {
+
+static int64_t shapeElements(Value value) {
+  return cast<ShapedType>(value.getType()).getNumElements();
+}
+
+LayoutParams scheduleLayout(Operation *layoutOp, fusec::Target target) {
+  LayoutParams params;
+  params.target = target;
+  const int64_t count = shapeElements(layoutOp->getResult(0));
+  params.elements = count;
+  int64_t largest = count;
+  for (Value operand : layoutOp->getOperands())
+    largest = std::max(largest, shapeElements(operand));
+  params.index64 = target == fusec::Target::Cpu || largest > kMax32BitElements;
+  if (target == fusec::Target::Cpu) {
+    params.parallel = count >= kCpuParallelThreshold;
+    return params;
+  }
+  params.blockX = kPointwiseThreadsPerBlock;
+  params.gridX = std::max<int64_t>(1, (count + kPointwiseThreadsPerBlock - 1) /
+                                          kPointwiseThreadsPerBlock);
+  params.maxBlocksPerMultiprocessor = kGridStrideBlocksPerMultiprocessor;
+  return params;
+}
+
+fusec::LaunchGeometry launchOf(const LayoutParams &params) {
+  fusec::LaunchGeometry launch;
+  launch.blockX = params.blockX;
+  launch.gridX = params.gridX;
+  launch.maxBlocksPerMultiprocessor = params.maxBlocksPerMultiprocessor;
+  return launch;
+}
+
+std::string LayoutParams::toString() const {
+  std::string text = "elements=" + std::to_string(elements) +
+                     " index=" + (index64 ? "64" : "32");
+  if (target == fusec::Target::Cpu)
+    return text + " parallel=" + (parallel ? "yes" : "no");
+  return text + " block=" + std::to_string(blockX) +
+         " grid=" + std::to_string(gridX) +
+         " max-blocks-per-sm=" + std::to_string(maxBlocksPerMultiprocessor);
+}
+
+size_t LayoutParams::hash() const {
+  return llvm::hash_combine(static_cast<int>(target), elements, index64,
+                            parallel, blockX, gridX,
+                            maxBlocksPerMultiprocessor);
+}
+
+bool LayoutParams::operator==(const LayoutParams &other) const {
+  auto fields = [](const LayoutParams &p) {
+    return std::tie(p.target, p.elements, p.index64, p.parallel, p.blockX,
+                    p.gridX, p.maxBlocksPerMultiprocessor);
+  };
+  return fields(*this) == fields(other);
+}
+
+} // namespace fuse
