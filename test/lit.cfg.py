@@ -14,6 +14,12 @@ config.environment["FUSEC_CACHE_DIR"] = config.fusec_test_cache_dir
 for name in ("HOME", "CXX", "PATH"):
     if name in os.environ:
         config.environment[name] = os.environ[name]
+# The threads and OpenBLAS kernel a run uses: the suite must pass under any
+# of them (e.g. OPENBLAS_CORETYPE=Haswell OMP_NUM_THREADS=3), so a run under
+# them tests what they change rather than lit's defaults.
+for name in ("OMP_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS"):
+    if name in os.environ:
+        config.environment[name] = os.environ[name]
 config.environment["PATH"] = os.pathsep.join(
     [config.fusec_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
 config.substitutions.append(("%examples", os.path.join(config.fusec_source_dir, "examples")))
