@@ -66,6 +66,8 @@ With no action, prints the kernels (name and fused ops) and library calls.
   --input-shape NAME=D0,D1,...
                           ONNX: the shape of an input with symbolic dims
   --list-ops              print the supported ONNX ops and their opsets
+  --list-ops=markdown     the same by family, with each op's attributes
+                          and constant inputs (docs/onnx-ops.md)
   --expect F...           with --run: .npy or .pb files of the expected
                           outputs, in order; prints each output's worst
                           error and exits 1 past --rtol/--atol
@@ -224,6 +226,9 @@ CliOptions parseArguments(int argc, char **argv) {
     } else if (arg == "--list-ops") {
       for (const std::string &line : supportedOnnxOps())
         std::cout << line << "\n";
+      std::exit(0);
+    } else if (arg == "--list-ops=markdown") {
+      std::cout << supportedOnnxOpsMarkdown();
       std::exit(0);
     } else if (is("--input-shape")) {
       std::string spec = value("--input-shape");

@@ -992,11 +992,14 @@ std::string supportedOnnxOpsMarkdown() {
       }
       if (def->convert && attrs.empty())
         attrs = "read by its converter";
-      for (size_t i = 0; i < 16; ++i)
+      for (size_t i = 0; i < def->readsConstantsFrom; ++i)
         if (def->bindsInput(i))
           constants += (constants.empty() ? "" : ", ") + std::to_string(i);
+        else if (i > 8) // past every op's inputs
+          break;
       if (def->readsConstantsFrom != SIZE_MAX)
-        constants += " on";
+        constants += (constants.empty() ? "" : ", ") +
+                     std::to_string(def->readsConstantsFrom) + " on";
       out << "| " << def->name << " | "
           << opsetRange(opsets->first, opsets->second) << " | " << attrs
           << " | " << constants << " |\n";
