@@ -59,13 +59,8 @@ void addLayerNormStatistics(OnnxConverter &converter,
   auto add = [&](const std::string &op, std::vector<std::string> inputs,
                  const std::string &output,
                  std::map<std::string, AttrValue> attrs = {}) {
-    GraphNode step;
-    step.name = node.name + "_" + output;
-    step.op = op;
-    step.inputs = std::move(inputs);
-    step.outputs = {output};
-    step.attrs = std::move(attrs);
-    converter.addNode(std::move(step));
+    converter.addOutputStep(node, op, std::move(inputs), output,
+                            std::move(attrs));
     return output;
   };
   const std::map<std::string, AttrValue> reduce = {{"axes", axes},
