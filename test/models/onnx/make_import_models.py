@@ -1,4 +1,4 @@
-"""Writes the ONNX import edge cases of test/cli/onnx-ops.test, each output
+"""Writes the ONNX import edge cases of test/e2e/onnx-ops.test, each output
 checked against ONNX's reference evaluator. Run by hand with the PyPI onnx
 package (it has onnx.reference): `python3 make_import_models.py`; the
 outputs are committed.

@@ -1,4 +1,4 @@
-"""Writes the small ONNX models of test/cli/onnx.test (run by hand with the
+"""Writes the small ONNX models of test/e2e/onnx-models.test (run by hand with the
 PyPI onnx package, `python3 make_models.py`; the outputs are committed)."""
 import numpy as np
 import onnx

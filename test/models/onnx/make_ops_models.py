@@ -1,4 +1,4 @@
-"""Writes the ONNX models of test/cli/onnx-ops.test: Trilu, ReduceSumSquare,
+"""Writes the ONNX models of test/e2e/onnx-ops.test: Trilu, ReduceSumSquare,
 ReduceL1, ReduceLogSum, CastLike, Mean, Dropout, PRelu, Tile, Hardmax, Pad
 edge/reflect and a shape subgraph (Shape with start/end, Size, Neg,
 ConstantOfShape, Concat) that must fold. Each output is checked against
