@@ -241,8 +241,9 @@ Lowering lower(const CompileOptions &options, bool captureIR, Stage stopAfter,
 
   trace::Scope codegen("codegen", "codegen");
   std::vector<fuse::KernelSchedule> schedules;
-  FailureOr<Program> program = fuse::buildProgram(
-      *module, resolveTarget(options), options.fastMath, &schedules);
+  FailureOr<Program> program =
+      fuse::buildProgram(*module, resolveTarget(options), options.fastMath,
+                         captureIR ? &schedules : nullptr);
   if (failed(program))
     diagnostics.fail("fusec: code generation failed");
   lowering.program = std::move(*program);

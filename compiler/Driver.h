@@ -25,8 +25,8 @@ struct Lowering {
   std::string importedIR; ///< kept when captureIR
   std::string fusedIR;    ///< kept when captureIR and the stage was reached
   Program program;        ///< when the Program stage was reached
-  /// `fusec --emit=schedule`: a line per kernel, "NAME: KIND PARAMS", when
-  /// the Program stage was reached.
+  /// `fusec --emit=schedule`: a line per kernel, "NAME: KIND PARAMS", kept
+  /// when captureIR and the Program stage was reached.
   std::string schedules;
   /// Wall time of each pass run, in order: (pass argument, milliseconds).
   std::vector<std::pair<std::string, double>> passMillis;

@@ -478,8 +478,10 @@ int runCli(const CliOptions &options) {
                     : options.emit == "ir"    ? Stage::Imported
                     : options.emit == "fused" ? Stage::Fused
                                               : Stage::Program;
-  // Kernel repros (--dump-kernels) read the fused IR back for references.
-  bool captureIR = wantsIR || !options.dumpKernelsDir.empty();
+  // Kernel repros (--dump-kernels) read the fused IR back for references;
+  // schedules are described only when asked for.
+  bool captureIR =
+      wantsIR || options.emit == "schedule" || !options.dumpKernelsDir.empty();
   if ((options.run || options.check) &&
       resolveTarget(options.compile) == Target::Cuda)
     cuda::startInitializingInBackground(); // beside the import and passes
