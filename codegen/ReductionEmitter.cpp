@@ -71,6 +71,15 @@ RowScope EmitterBase::emitRowLoads(raw_indented_ostream &os,
   return scope;
 }
 
+void EmitterBase::emitReducedLoads(
+    raw_indented_ostream &os,
+    llvm::function_ref<std::string(const fusec::Shape &)> offsetOf) {
+  for (const Load &load : plan.loads)
+    if (load.kind == Load::Reduced)
+      os << "const " << computeType(load.dtype) << " " << load.variable << " = "
+         << loadExpression(load, offsetOf(load.strides)) << ";\n";
+}
+
 void EmitterBase::emitColumnStep(raw_indented_ostream &os,
                                  ArrayRef<ScalarLet> statements,
                                  const ScopePrinter &printer,

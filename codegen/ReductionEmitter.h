@@ -12,6 +12,7 @@
 #include "codegen/schedule/ReductionSchedule.h"
 
 #include "mlir/Support/IndentedOstream.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <string>
 #include <utility>
@@ -117,6 +118,11 @@ protected:
                       const ScopePrinter &printer,
                       const std::string &outputOffset, const std::string &lane);
   void emitUniformLoads(mlir::raw_indented_ostream &os);
+  /// The loads of values constant along the reduction (Load::Reduced), at
+  /// the offsets `offsetOf` gives for their strides.
+  void emitReducedLoads(
+      mlir::raw_indented_ostream &os,
+      llvm::function_ref<std::string(const fusec::Shape &)> offsetOf);
   /// Prints the reduced ops ready after `level` at row scope and binds
   /// their results for later scopes.
   mlir::LogicalResult emitReducedOps(mlir::raw_indented_ostream &os,

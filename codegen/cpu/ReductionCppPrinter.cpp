@@ -235,11 +235,8 @@ private:
     os << "if (ii < width) {\n";
     os.indent();
     os << "const int64_t i = i0 + ii;\n";
-    for (const Load &load : plan.loads)
-      if (load.kind == Load::Reduced)
-        os << "const " << computeType(load.dtype) << " " << load.variable
-           << " = " << loadExpression(load, offsetOf(load.strides, false))
-           << ";\n";
+    emitReducedLoads(
+        os, [&](const Shape &strides) { return offsetOf(strides, false); });
     for (unsigned index : schedule.columnLoads) {
       const Load &load = plan.loads[index];
       os << "const " << computeType(load.dtype) << " " << load.variable << " = "
@@ -256,11 +253,8 @@ private:
     os << "for (int64_t ii = 0; ii < width; ++ii) {\n";
     os.indent();
     os << "const int64_t i = i0 + ii;\n";
-    for (const Load &load : plan.loads)
-      if (load.kind == Load::Reduced)
-        os << "const " << computeType(load.dtype) << " " << load.variable
-           << " = " << loadExpression(load, offsetOf(load.strides, false))
-           << ";\n";
+    emitReducedLoads(
+        os, [&](const Shape &strides) { return offsetOf(strides, false); });
     for (const ReductionInfo &reduction : plan.reductions) {
       os << "const " << computeType(reduction.dtype) << " "
          << reduction.accumulator << "_result = " << reduction.accumulator

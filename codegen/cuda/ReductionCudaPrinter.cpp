@@ -387,13 +387,10 @@ private:
         offset += " + " + reduced.offset("k", strides);
       return offset;
     };
-    auto emitReducedLoads = [&] {
-      for (const Load &load : plan.loads)
-        if (load.kind == Load::Reduced)
-          os << "const " << computeType(load.dtype) << " " << load.variable
-             << " = "
-             << loadExpression(load, offsetOf(load.strides, false, "i"))
-             << ";\n";
+    auto reducedLoads = [&] {
+      emitReducedLoads(os, [&](const Shape &strides) {
+        return offsetOf(strides, false, "i");
+      });
     };
     RowScope scope;
     for (auto [value, index] : plan.loadOf)
@@ -441,7 +438,7 @@ private:
     os << "for (int lane = 0; lane < " << width << "; ++lane) {\n";
     os.indent();
     os << "[[maybe_unused]] const int64_t i = i0 + lane;\n";
-    emitReducedLoads();
+    reducedLoads();
     for (unsigned index : used) {
       const Load &load = plan.loads[index];
       os << "const " << computeType(load.dtype) << " " << load.variable << " = "
@@ -488,7 +485,7 @@ private:
       os << "for (int lane = 0; lane < " << width << "; ++lane) {\n";
       os.indent();
       os << "const int64_t i = i0 + lane;\n";
-      emitReducedLoads();
+      reducedLoads();
       RowScope epilogue = scope;
       for (const ReductionInfo &reduction : plan.reductions)
         epilogue.bound.push_back(
