@@ -1,0 +1,81 @@
+//===- AttentionSchedule.h - Fused attention: shape and params --*- C++ -*-===//
+//
+// The fused attention kernel (one fuse.attention in a region) computes, for
+// every batch b, query head h and query row i,
+//
+//   s[j]   = scale * sum_d q[b, h, i, d] * k[b, h / group, j, d] + bias(b, h, i, j)
+//   out[b, h, i, :] = sum_j softmax(s)[j] * v[b, h / group, j, :]
+//
+// with group = heads / kvHeads, the keys j a causal or sliding-window rule
+// hides left out of the softmax (as -inf), softmax statistics in f32 (f64
+// for f64), never writing the queryLen x keyLen scores to memory. The
+// operands are strided views (the head split and merge of a model become
+// strides, not copies). AttentionShape is what the region asks for;
+// AttentionParams is every decision of the kernel for a target, printable
+// and hashable as the other schedules' params are.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSE_CODEGEN_SCHEDULE_ATTENTIONSCHEDULE_H
+#define FUSE_CODEGEN_SCHEDULE_ATTENTIONSCHEDULE_H
+
+#include "runtime/core/DType.h"
+#include "runtime/core/Program.h"
+
+#include <cstdint>
+#include <string>
+
+namespace fuse {
+
+/// Where element (b, h, t, d) of q, k, v or the output lies, in elements
+/// from the start of its buffer: offset + b * batch + h * head + t * row + d.
+/// The head dim is contiguous; a stride of 0 repeats (broadcasts) a dim.
+struct AttentionOperandLayout {
+  int64_t offset = 0, batch = 0, head = 0, row = 0;
+};
+
+/// Where element (b, h, i, j) of the bias lies: offset + b * batch +
+/// h * head + i * row + j * column (0: the dim broadcasts).
+struct AttentionBiasLayout {
+  int64_t offset = 0, batch = 0, head = 0, row = 0, column = 0;
+};
+
+enum class AttentionBias {
+  None,
+  /// A float tensor (the operands' dtype) added to the scaled scores.
+  Additive,
+  /// A bool tensor: where it is false (0) the key is hidden (-inf).
+  Keep,
+};
+
+struct AttentionShape {
+  /// Of q, k, v and the output (and an additive bias): f16, bf16, f32, f64.
+  fusec::DType dtype = fusec::DType::F32;
+  int64_t batch = 1, heads = 1, kvHeads = 1, queryLen = 1, keyLen = 1;
+  int64_t headDim = 1, valueHeadDim = 1;
+  AttentionOperandLayout query, key, value, output;
+  AttentionBias bias = AttentionBias::None;
+  AttentionBiasLayout biasLayout;
+  /// Multiplies q . k before the bias is added.
+  double scale = 1.0;
+  /// Causal: query i sees key j only if j <= i + causalOffset.
+  bool causal = false;
+  int64_t causalOffset = 0;
+  /// >= 0: query i sees key j only if j >= i + causalOffset - windowLeft
+  /// (a sliding window; with `causal`, windowLeft + 1 keys at most).
+  int64_t windowLeft = -1;
+  /// A row that sees no key (every score -inf) outputs zeros (ONNX's
+  /// Attention op) rather than NaN (softmax of -inf everywhere, as an
+  /// explicit Softmax computes it).
+  bool zeroMaskedRows = false;
+  /// CUDA f32: the products on TF32 tensor cores (--tf32).
+  bool tf32 = false;
+
+  /// Multiply-adds of q . k and p . v over the keys a query may see:
+  /// 2 * (headDim + valueHeadDim) per visible (i, j) pair, the causal
+  /// triangle counted as half (the usual TFLOP/s convention).
+  double flops() const;
+};
+
+} // namespace fuse
+
+#endif
