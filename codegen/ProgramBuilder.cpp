@@ -2,6 +2,8 @@
 
 #include "codegen/Codegen.h"
 
+#include "codegen/AttentionKernel.h"
+#include "codegen/EmbeddedSources.h"
 #include "codegen/LayoutKernel.h"
 #include "codegen/PointwiseKernel.h"
 #include "codegen/QuantizedMatmulKernel.h"
@@ -217,6 +219,12 @@ public:
         fusec::targetName(program.target) + ".\n" +
         (program.target == fusec::Target::Cuda ? cudaPrelude()
                                                : cppPrelude(usesHalfTypes));
+    // The attention kernels' templates, once for all of them.
+    if (usesAttention)
+      program.prelude +=
+          std::string("\n") + (program.target == fusec::Target::Cuda
+                                   ? kFlashAttentionSource
+                                   : kAttentionCpuSource);
     program.source = program.prelude;
     for (const fusec::KernelDesc &kernel : program.kernels)
       program.source += "\n" + kernel.source;
@@ -248,6 +256,10 @@ private:
     case fuse::RegionKind::Contraction:
       return adopt(
           buildQuantizedMatmulKernel(fusion, index, program.target, &params));
+    case fuse::RegionKind::Attention:
+      usesAttention = true;
+      return adopt(
+          buildAttentionKernel(fusion, index, program.target, &params));
     case fuse::RegionKind::Pointwise:
       break;
     }
@@ -274,6 +286,7 @@ private:
   DenseMap<Value, std::string> outputNameOf;
   std::set<std::string> usedNames;
   bool usesHalfTypes = false;
+  bool usesAttention = false;
 };
 } // namespace
 

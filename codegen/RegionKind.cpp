@@ -22,7 +22,8 @@ RegionKind regionKindOf(FusionOp fusion) {
     if (kindOp.getFusionKind() == FusionKind::Layout)
       kind = RegionKind::Layout;
     if (kindOp.getFusionKind() == FusionKind::Contraction)
-      return RegionKind::Contraction;
+      return isa<AttentionOp>(op) ? RegionKind::Attention
+                                  : RegionKind::Contraction;
   }
   return kind;
 }

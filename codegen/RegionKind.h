@@ -10,9 +10,9 @@
 namespace fuse {
 
 /// The kind of a region, read from its ops' fusion kinds: a region with a
-/// reduction is scheduled around it, a layout op or a contraction runs
-/// alone, anything else is pointwise.
-enum class RegionKind { Pointwise, Reduction, Layout, Contraction };
+/// reduction is scheduled around it, a layout op or a contraction (the
+/// int8 GEMV, attention) runs alone, anything else is pointwise.
+enum class RegionKind { Pointwise, Reduction, Layout, Contraction, Attention };
 
 RegionKind regionKindOf(FusionOp fusion);
 

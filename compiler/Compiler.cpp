@@ -225,6 +225,7 @@ Lowering lower(const CompileOptions &options, bool captureIR, Stage stopAfter,
     pm.addInstrumentation(std::make_unique<PassTracer>());
   fuse::PipelineOptions pipeline;
   pipeline.fuse = options.fuse;
+  pipeline.attention = options.attention;
   pipeline.libraryEpilogues =
       options.fuse && resolveTarget(options) == Target::Cuda;
   if (failed(fuse::buildDefaultPipeline(pm, pipeline)))

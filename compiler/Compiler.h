@@ -51,6 +51,9 @@ struct CompileOptions {
   std::string gpuArch;
   /// false: one kernel per op, the eager-like baseline.
   bool fuse = true;
+  /// false (with `fuse`): attention runs as its matmul, softmax and matmul
+  /// kernels rather than one fused attention kernel (its baseline).
+  bool attention = true;
   /// ONNX models: shapes for graph inputs with symbolic dims.
   std::map<std::string, Shape> inputShapes;
   /// Kernel cache directory; "" for KernelCache::defaultDirectory().

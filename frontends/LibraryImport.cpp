@@ -1,7 +1,8 @@
 //===- LibraryImport.cpp - matmul and gemm nodes -------------------------===//
 //
-// matmul (ONNX MatMul: NumPy's matmul) and gemm (ONNX Gemm: `alpha`,
-// `beta`, `transA`, `transB`, an optional C broadcast to the result).
+// matmul (ONNX MatMul: NumPy's matmul), gemm (ONNX Gemm: `alpha`,
+// `beta`, `transA`, `transB`, an optional C broadcast to the result) and
+// attention (fuse.attention's operands and attrs).
 //
 // Float products become fuse.matmul and fuse.gemm, run by cuBLASLt or BLAS.
 // No library multiplies 32- and 64-bit integers, so integer products are
@@ -190,6 +191,58 @@ FailureOr<Value> importGemm(NodeImport &node) {
       .getResult();
 }
 
+/// attention: q, k, v and an optional bias, as fuse.attention takes them
+/// ([B, H, T, D] or [B, T, C] operands; see ir/AttentionOps.td).
+FailureOr<Value> importAttention(NodeImport &node) {
+  if (failed(node.expectOperands(3, 4)))
+    return failure();
+  FailureOr<int64_t> heads = node.getInt("num_heads", std::nullopt);
+  FailureOr<int64_t> headDim = node.getInt("head_dim", std::nullopt);
+  if (failed(heads) || failed(headDim))
+    return failure();
+  FailureOr<int64_t> kvHeads = node.getInt("kv_num_heads", *heads);
+  FailureOr<int64_t> valueHeadDim = node.getInt("value_head_dim", *headDim);
+  FailureOr<double> scale = node.getFloat("scale", std::nullopt);
+  FailureOr<int64_t> causal = node.getInt("causal", 0);
+  FailureOr<int64_t> causalOffset = node.getInt("causal_offset", 0);
+  FailureOr<int64_t> windowLeft = node.getInt("window_left", -1);
+  FailureOr<int64_t> zeroMaskedRows = node.getInt("zero_masked_rows", 0);
+  FailureOr<int64_t> queryColumn = node.getInt("query_column", 0);
+  FailureOr<int64_t> keyColumn = node.getInt("key_column", 0);
+  FailureOr<int64_t> valueColumn = node.getInt("value_column", 0);
+  for (bool failedRead :
+       {failed(kvHeads), failed(valueHeadDim), failed(scale), failed(causal),
+        failed(causalOffset), failed(windowLeft), failed(zeroMaskedRows),
+        failed(queryColumn), failed(keyColumn), failed(valueColumn)})
+    if (failedRead)
+      return failure();
+  auto query = cast<RankedTensorType>(node.operands[0].getType());
+  if (query.getRank() != 3 && query.getRank() != 4)
+    return node.error() << "query must be [B, H, T, D] or [B, T, C], not "
+                        << typeString(query);
+  int64_t batch = query.getDimSize(0);
+  int64_t rows = query.getDimSize(query.getRank() == 3 ? 1 : 2);
+  RankedTensorType resultType =
+      query.getRank() == 3 ? query.clone({batch, rows, *heads * *valueHeadDim})
+                           : query.clone({batch, *heads, rows, *valueHeadDim});
+  return AttentionOp::create(node.builder, node.loc, resultType,
+                             node.operands[0], node.operands[1],
+                             node.operands[2], node.operandOrNull(3),
+                             node.builder.getI64IntegerAttr(*heads),
+                             node.builder.getI64IntegerAttr(*kvHeads),
+                             node.builder.getI64IntegerAttr(*headDim),
+                             node.builder.getI64IntegerAttr(*valueHeadDim),
+                             node.builder.getI64IntegerAttr(*queryColumn),
+                             node.builder.getI64IntegerAttr(*keyColumn),
+                             node.builder.getI64IntegerAttr(*valueColumn),
+                             node.builder.getF64FloatAttr(*scale),
+                             node.builder.getBoolAttr(*causal != 0),
+                             node.builder.getI64IntegerAttr(*causalOffset),
+                             node.builder.getI64IntegerAttr(*windowLeft),
+                             node.builder.getBoolAttr(*zeroMaskedRows != 0))
+      .getResult();
+}
+
 } // namespace
 
 std::optional<FailureOr<Value>> importLibrary(NodeImport &node) {
@@ -197,6 +250,8 @@ std::optional<FailureOr<Value>> importLibrary(NodeImport &node) {
     return importMatmul(node);
   if (node.node.op == "gemm")
     return importGemm(node);
+  if (node.node.op == "attention")
+    return importAttention(node);
   return std::nullopt;
 }
 

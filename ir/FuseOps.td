@@ -396,6 +396,7 @@ include "ir/LayoutOps.td"
 
 // Library ops (matmul) and gemm.
 include "ir/LibraryOps.td"
+include "ir/AttentionOps.td"
 
 //===----------------------------------------------------------------------===//
 // Fusion regions

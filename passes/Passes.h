@@ -25,6 +25,8 @@ struct PipelineOptions {
   /// Fold bias adds and activations into matmul calls (cuBLASLt's
   /// epilogues: the CUDA target).
   bool libraryEpilogues = true;
+  /// Replace attention chains with fuse.attention (only when fusing).
+  bool attention = true;
 };
 
 /// The default pipeline as one textual string: library calls prepared,

@@ -24,6 +24,34 @@ def FuseDecomposeComposites
   let dependentDialects = ["fuse::FuseDialect"];
 }
 
+def FuseFormAttention : Pass<"fuse-form-attention", "mlir::func::FuncOp"> {
+  let summary = "Replace attention chains with one fuse.attention";
+  let description = [{
+    Runs first. Finds, from each softmax over the last dim of [B, H, Tq, Tk]
+    scores that feeds a matmul with v,
+
+      s = matmul(q', k')           (q' [B, H, Tq, D], k' [B, H, D, Tk])
+      s = s * c | s / c            (c a positive splat scalar; also on q, k)
+      s = select(m, -inf, s) | select(m, s, -inf) | s + bias
+      o = matmul(softmax(s), v')   (v' [B, H, Tk, Dv])
+
+    and replaces it with a fuse.attention. A constant mask that is a
+    causal or sliding-window pattern becomes the op's `causal`,
+    `causal_offset` and `window_left`; any other mask or bias is read by
+    the kernel. q', k' and v' that are a transpose of a reshape of
+    [B, T, H*D] (the head split), possibly a slice of the last dim of a
+    fused qkv projection, are read in place ([B, T, C] operands with a
+    column); a transpose [0, 2, 1, 3] and reshape to [B, Tq, H*Dv] after o
+    (the head merge) becomes a [B, Tq, C] result. Each intermediate must
+    have no other user. A softmax feeding a matmul that does not match gets
+    a remark "attention not formed: <why>".
+  }];
+  let statistics = [
+    Statistic<"numFormed", "num-formed", "Attention ops formed">,
+  ];
+  let dependentDialects = ["fuse::FuseDialect"];
+}
+
 def FusePrepareLibraryCalls
     : Pass<"fuse-prepare-library-calls", "mlir::func::FuncOp"> {
   let summary = "Fold transposes, scales, biases and activations into matmuls";

@@ -6,7 +6,9 @@
 
 /// The pipeline on each function.
 static std::string functionPipeline(const fuse::PipelineOptions &options) {
-  return std::string("func.func(fuse-prepare-library-calls") +
+  return std::string("func.func(") +
+         (options.fuse && options.attention ? "fuse-form-attention," : "") +
+         "fuse-prepare-library-calls" +
          (options.libraryEpilogues ? "" : "{epilogues=false}") +
          ",fuse-decompose-composites,fuse-make-broadcasts-explicit,"
          "canonicalize,cse,fuse-form-fusion-regions" +

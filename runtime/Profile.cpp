@@ -311,6 +311,8 @@ int64_t stepFlops(const Program &program, const Step &step) {
   if (step.kind != StepKind::Kernel)
     return -1;
   const KernelDesc &kernel = program.kernels[step.index];
+  if (kernel.flops > 0)
+    return static_cast<int64_t>(kernel.flops);
   // Layout kernels only move elements.
   if (kernel.schedule == "layout")
     return -1;
@@ -434,7 +436,10 @@ Profile profileExecutable(Executable &executable,
       row.dtype = kernel.outputs.empty()
                       ? DType::F32
                       : program.buffers[kernel.outputs.front()].dtype;
-      row.peakTflops = limits.kernelTflops(row.dtype);
+      // Attention multiplies on the tensor cores, as the library does.
+      row.peakTflops = kernel.schedule == "attention"
+                           ? limits.matmulTflops(row.dtype)
+                           : limits.kernelTflops(row.dtype);
     } else {
       const MatmulCall &call = program.matmuls[step.index];
       row.name = "matmul";

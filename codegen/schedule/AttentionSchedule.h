@@ -76,6 +76,18 @@ struct AttentionShape {
   double flops() const;
 };
 
+
+// PROVISIONAL (lead's local stand-in until the flash-kernel branch lands)
+struct AttentionParams {
+  fusec::Target target = fusec::Target::Cpu;
+  int64_t cpuQueryTile = 32, cpuKeyTile = 128;
+  int64_t scratchBytes = 0;
+  std::string toString() const;
+};
+AttentionParams scheduleAttention(const AttentionShape &shape,
+                                  fusec::Target target);
+fusec::LaunchGeometry launchOf(const AttentionParams &params);
+
 } // namespace fuse
 
 #endif

@@ -177,6 +177,8 @@ std::string Program::planJson() const {
     // It may start while the kernel before it ends (LaunchGeometry).
     if (kernel.launch.waitsForPredecessor)
       entry["waits_for_predecessor"] = true;
+    if (kernel.flops > 0)
+      entry["flops"] = kernel.flops;
     plan["kernels"].push_back(entry);
   }
   MemoryPlan memory = planMemory(*this);

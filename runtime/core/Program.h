@@ -73,6 +73,9 @@ struct KernelDesc {
   /// the outputs; -1 when the kernel needs none.
   int64_t scratchBytes = 0;
   int scratch = -1;
+  /// Floating-point operations of one launch where the kernel knows them
+  /// (attention's products); 0: profiles estimate them from the ops.
+  double flops = 0;
 };
 
 /// The activation a library call applies to its result: the cuBLASLt

@@ -182,6 +182,8 @@ Style styleOf(fuse::RegionKind kind) {
     return {"#d9f2d9", "#3c9a3c", "layout"};
   case fuse::RegionKind::Contraction:
     return {"#eadcf8", "#8a56c2", "contraction"};
+  case fuse::RegionKind::Attention:
+    return {"#fbe0ef", "#b8437f", "attention"};
   }
   return {"#ffffff", "#000000", ""};
 }

@@ -17,6 +17,80 @@ namespace fusec::onnx_import {
 
 namespace {
 
+/// The Attention nodes one fuse.attention computes (the graph op
+/// "attention"): no cache inputs or outputs, no qk_matmul_output, softcap
+/// or key padding, softmax in f32 (or the operands' dtype when that is
+/// f32 or f64: the kernel's own precision), a sliding window only on a
+/// causal mask, and a mask that covers every key. Returns false, having
+/// changed nothing, for any other (which attention() decomposes).
+bool fusedAttention(OnnxConverter &converter, GraphNode &node, DType dtype,
+                    const Shape &qShape, const Shape &kShape,
+                    const Shape &vShape) {
+  auto input = [&](size_t i) { return nameOrEmpty(node.inputs, i); };
+  auto output = [&](size_t i) { return nameOrEmpty(node.outputs, i); };
+  if (!input(4).empty() || !input(5).empty() || !input(6).empty() ||
+      !output(1).empty() || !output(2).empty() || !output(3).empty() ||
+      floatAttr(node, "softcap", 0.0f) != 0)
+    return false;
+  if (node.attrs.count("softmax_precision")) {
+    std::optional<DType> precision = dtypeOfOnnx(
+        static_cast<int32_t>(intAttr(node, "softmax_precision", 0)));
+    DType kernelPrecision = dtype == DType::F64 ? DType::F64 : DType::F32;
+    if (precision != kernelPrecision)
+      return false;
+  }
+  const bool causal = intAttr(node, "is_causal", 0) != 0;
+  const int64_t left = intAttr(node, "left_window_size", -1),
+                right = intAttr(node, "right_window_size", -1);
+  if (right != -1 || left < -1 || (left >= 0 && !causal))
+    return false;
+  const bool heads3d = qShape.size() == 3;
+  const int64_t qHeads = heads3d ? intAttr(node, "q_num_heads", 0) : qShape[1];
+  const int64_t kvHeads =
+      heads3d ? intAttr(node, "kv_num_heads", 0) : kShape[1];
+  if (qHeads < 1 || kvHeads < 1 || qHeads % kvHeads != 0)
+    return false;
+  const int64_t headSize = heads3d ? qShape[2] / qHeads : qShape[3];
+  const int64_t valueHeadSize = heads3d ? vShape[2] / kvHeads : vShape[3];
+  const int64_t queries = qShape[heads3d ? 1 : 2],
+                keys = kShape[heads3d ? 1 : 2];
+  if ((heads3d && (qShape[2] % qHeads != 0 || kShape[2] != kvHeads * headSize ||
+                   vShape[2] % kvHeads != 0)) ||
+      (!heads3d && (kShape[1] != kvHeads || kShape[3] != headSize ||
+                    vShape[1] != kvHeads)) ||
+      kShape[0] != qShape[0] || vShape[0] != qShape[0] ||
+      vShape[heads3d ? 1 : 2] != keys || headSize > 256 || valueHeadSize > 256)
+    return false; // attention() reports what is wrong, if anything
+  const std::string mask = input(3);
+  if (!mask.empty()) {
+    Shape maskShape = converter.requireShape(mask, "Attention's attn_mask");
+    DType maskType = converter.requireDType(mask, "Attention's attn_mask");
+    std::optional<Shape> scores =
+        broadcastShapes(maskShape, Shape{qShape[0], qHeads, queries, keys});
+    // A mask shorter than the keys hides the rest (attention() pads it).
+    if ((maskType != DType::I1 && maskType != dtype) || maskShape.size() > 4 ||
+        maskShape.empty() || maskShape.back() != keys || !scores ||
+        *scores != Shape{qShape[0], qHeads, queries, keys})
+      return false;
+  }
+  const double scale = node.attrs.count("scale")
+                           ? floatAttr(node, "scale", 1.0f)
+                           : 1.0 / std::sqrt(static_cast<double>(headSize));
+  node.op = "attention";
+  node.inputs.resize(mask.empty() ? 3 : 4);
+  node.outputs.resize(1);
+  node.attrs = {{"num_heads", qHeads},  {"kv_num_heads", kvHeads},
+                {"head_dim", headSize}, {"value_head_dim", valueHeadSize},
+                {"scale", scale},       {"causal", int64_t(causal)},
+                {"window_left", left},  {"zero_masked_rows", int64_t(1)}};
+  converter.recordValue(node.outputs[0],
+                        heads3d
+                            ? Shape{qShape[0], queries, qHeads * valueHeadSize}
+                            : Shape{qShape[0], qHeads, queries, valueHeadSize},
+                        dtype);
+  return true;
+}
+
 /// Attention (opsets 23-25): scaled dot-product attention as ONNX's
 /// reference evaluator computes it, in graph ops. 3-D inputs are split into
 /// heads; the past key and value are concatenated before the new ones
@@ -61,6 +135,8 @@ void attention(OnnxConverter &converter, const onnx::NodeProto &proto,
     throw Unsupported{"q_num_heads and kv_num_heads are for 3-D inputs only"};
   if (heads3d && (!qHeadsGiven || !kvHeadsGiven))
     throw Unsupported{"3-D inputs need q_num_heads and kv_num_heads"};
+  if (fusedAttention(converter, node, dtype, qShape, kShape, vShape))
+    return;
   // 3-D [B, S, heads * size] becomes [B, heads, S, size].
   auto splitHeads = [&](std::string &value, Shape &shape, int64_t heads,
                         const std::string &suffix) {

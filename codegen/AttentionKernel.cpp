@@ -1,0 +1,149 @@
+//===- AttentionKernel.cpp - A region's fuse.attention as a kernel --------===//
+//
+// Reads the region's one fuse.attention as an AttentionShape (each operand
+// a strided view of a kernel input), schedules it for the target and
+// hands it to that target's printer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/AttentionKernel.h"
+
+#include "codegen/RegionKind.h"
+#include "codegen/cuda/AttentionCudaPrinter.h"
+#include "ir/TypeUtils.h"
+
+using namespace mlir;
+
+namespace fuse {
+
+namespace {
+
+/// The layout of q, k, v (heads of `headDim`) or the result: [B, H, T, D]
+/// dense, or [B, T, C] with head h at column `column` + h * headDim.
+AttentionOperandLayout operandLayout(Value value, int64_t headDim,
+                                     int64_t column) {
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(value.getType()).getShape();
+  AttentionOperandLayout layout;
+  if (shape.size() == 4) {
+    layout.row = shape[3];
+    layout.head = shape[2] * shape[3];
+    layout.batch = shape[1] * layout.head;
+    return layout;
+  }
+  layout.offset = column;
+  layout.row = shape[2];
+  layout.head = headDim;
+  layout.batch = shape[1] * shape[2];
+  return layout;
+}
+
+/// The bias, broadcast (right-aligned) to [B, H, Tq, Tk]: its dense strides
+/// with 0 for the dims it repeats.
+AttentionBiasLayout biasLayout(Value bias) {
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(bias.getType()).getShape();
+  int64_t strides[4] = {0, 0, 0, 0};
+  int64_t stride = 1;
+  for (int64_t dim = static_cast<int64_t>(shape.size()) - 1, out = 3; dim >= 0;
+       --dim, --out) {
+    strides[out] = shape[dim] == 1 ? 0 : stride;
+    stride *= shape[dim];
+  }
+  AttentionBiasLayout layout;
+  layout.batch = strides[0];
+  layout.head = strides[1];
+  layout.row = strides[2];
+  layout.column = strides[3];
+  return layout;
+}
+
+} // namespace
+
+FailureOr<AttentionRegion> analyzeAttentionRegion(FusionOp fusion) {
+  Block &body = fusion.getBody().front();
+  AttentionOp op;
+  for (Operation &member : body.without_terminator()) {
+    if (auto attention = dyn_cast<AttentionOp>(member)) {
+      op = attention;
+      continue;
+    }
+    return member.emitError() << "codegen: " << describeOp(&member)
+                              << " shares a region with an attention";
+  }
+  if (!op)
+    return fusion.emitError("codegen: no attention in the region");
+  AttentionRegion region;
+  for (BlockArgument arg : body.getArguments())
+    region.signature.inputs.push_back(dtypeOf(arg.getType()));
+  auto inputOf = [&](Value value) -> int {
+    auto arg = dyn_cast<BlockArgument>(value);
+    return arg && arg.getOwner() == &body ? static_cast<int>(arg.getArgNumber())
+                                          : -1;
+  };
+  region.signature.query = inputOf(op.getQuery());
+  region.signature.key = inputOf(op.getKey());
+  region.signature.value = inputOf(op.getValue());
+  region.signature.bias = op.getBias() ? inputOf(op.getBias()) : -1;
+  if (region.signature.query < 0 || region.signature.key < 0 ||
+      region.signature.value < 0 || (op.getBias() && region.signature.bias < 0))
+    return op.emitError() << "codegen: " << describeOp(op)
+                          << " must read its operands from the region's "
+                             "inputs";
+
+  AttentionShape &shape = region.shape;
+  shape.dtype = dtypeOf(op.getType());
+  shape.batch = op.getBatch();
+  shape.heads = static_cast<int64_t>(op.getNumHeads());
+  shape.kvHeads = static_cast<int64_t>(op.getKvNumHeads());
+  shape.queryLen = op.getQueryLength();
+  shape.keyLen = op.getKeyLength();
+  shape.headDim = static_cast<int64_t>(op.getHeadDim());
+  shape.valueHeadDim = static_cast<int64_t>(op.getValueHeadDim());
+  shape.query = operandLayout(op.getQuery(), shape.headDim,
+                              static_cast<int64_t>(op.getQueryColumn()));
+  shape.key = operandLayout(op.getKey(), shape.headDim,
+                            static_cast<int64_t>(op.getKeyColumn()));
+  shape.value = operandLayout(op.getValue(), shape.valueHeadDim,
+                              static_cast<int64_t>(op.getValueColumn()));
+  shape.output = operandLayout(op.getResult(), shape.valueHeadDim, 0);
+  if (Value bias = op.getBias()) {
+    shape.bias = dtypeOf(bias.getType()) == fusec::DType::I1
+                     ? AttentionBias::Keep
+                     : AttentionBias::Additive;
+    shape.biasLayout = biasLayout(bias);
+  }
+  shape.scale = op.getScale().convertToDouble();
+  shape.causal = op.getCausal();
+  shape.causalOffset = static_cast<int64_t>(op.getCausalOffset());
+  shape.windowLeft = static_cast<int64_t>(op.getWindowLeft());
+  shape.zeroMaskedRows = op.getZeroMaskedRows();
+  return region;
+}
+
+FailureOr<fusec::KernelDesc> buildAttentionKernel(FusionOp fusion,
+                                                  unsigned index,
+                                                  fusec::Target target,
+                                                  std::string *paramsText) {
+  FailureOr<AttentionRegion> region = analyzeAttentionRegion(fusion);
+  if (failed(region))
+    return failure();
+  AttentionParams params = scheduleAttention(region->shape, target);
+  if (paramsText)
+    *paramsText = params.toString();
+  fusec::KernelDesc desc;
+  desc.ops = regionOpNames(fusion);
+  desc.name = kernelName("fused", desc.ops, index);
+  desc.schedule = "attention";
+  desc.flops = region->shape.flops();
+  if (target == fusec::Target::Cuda) {
+    desc.source = printCudaAttentionKernel(desc.name, region->shape, params,
+                                           region->signature);
+    desc.launch = launchOf(params);
+    desc.scratchBytes = params.scratchBytes;
+  } else {
+    desc.source = printCppAttentionKernel(desc.name, region->shape, params,
+                                          region->signature);
+  }
+  return desc;
+}
+
+} // namespace fuse

@@ -1,0 +1,48 @@
+//===- AttentionKernel.h - The fused attention kernel ----------*- C++ -*-===//
+#ifndef FUSE_CODEGEN_ATTENTIONKERNEL_H
+#define FUSE_CODEGEN_ATTENTIONKERNEL_H
+
+#include "codegen/schedule/AttentionSchedule.h"
+#include "ir/FuseDialect.h"
+#include "runtime/core/Program.h"
+
+#include <string>
+#include <vector>
+
+namespace fuse {
+
+/// The kernel's parameters: `inputs[i]` is the dtype of `in<i>` (the
+/// region's inputs in order), and which input each operand is; one input
+/// may serve several operands (q, k and v slices of one projection).
+struct AttentionSignature {
+  std::vector<fusec::DType> inputs;
+  int query = 0, key = 1, value = 2;
+  int bias = -1; ///< -1: no bias
+};
+
+/// A region holding one fuse.attention, read as what the kernel needs.
+struct AttentionRegion {
+  AttentionShape shape;
+  AttentionSignature signature;
+};
+
+mlir::FailureOr<AttentionRegion> analyzeAttentionRegion(FusionOp fusion);
+
+/// The kernel of a region holding one fuse.attention (inputs and outputs
+/// are filled in by the caller). `params`, when given, receives the
+/// schedule's params (AttentionParams::toString()).
+mlir::FailureOr<fusec::KernelDesc>
+buildAttentionKernel(FusionOp fusion, unsigned index, fusec::Target target,
+                     std::string *params = nullptr);
+
+/// The C++ kernel: `extern "C" void name(const void *const *fusec_inputs,
+/// void *const *fusec_outputs)` calling device/AttentionCpu.h with the
+/// params' tiles.
+std::string printCppAttentionKernel(const std::string &name,
+                                    const AttentionShape &shape,
+                                    const AttentionParams &params,
+                                    const AttentionSignature &signature);
+
+} // namespace fuse
+
+#endif

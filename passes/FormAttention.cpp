@@ -1,0 +1,517 @@
+//===- FormAttention.cpp - Attention chains as one fuse.attention ---------===//
+//
+// Run as matmul, softmax and matmul, attention writes the heads x Tq x Tk
+// scores to memory and reads them twice, and its head split and merge run
+// as copy kernels. This pass finds the chain a model writes,
+//
+//   softmax(mask(scale * transpose(q) @ transpose(k) + bias)) @ transpose(v)
+//
+// and replaces it with one fuse.attention that reads q, k and v where the
+// projections wrote them (see Passes.td for the forms it accepts). A
+// softmax that feeds a matmul but does not match gets a remark saying why.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "ir/TypeUtils.h"
+
+#include "mlir/IR/Builders.h"
+
+#include <cmath>
+
+namespace fuse {
+#define GEN_PASS_DEF_FUSEFORMATTENTION
+#include "passes/Passes.h.inc"
+} // namespace fuse
+
+using namespace mlir;
+using namespace fuse;
+
+namespace {
+
+/// The kernels hold a row of q and of the output per thread group: head
+/// dims past this are left to the matmul and softmax kernels.
+constexpr int64_t kMaxHeadDim = 256;
+
+RankedTensorType tensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+/// The value of a float splat constant (of any shape), if `value` is one.
+std::optional<double> splatFloat(Value value) {
+  auto constant = value.getDefiningOp<ConstantOp>();
+  auto splat = constant ? dyn_cast<SplatElementsAttr>(constant.getValue())
+                        : SplatElementsAttr();
+  if (!splat || !isa<FloatType>(splat.getElementType()))
+    return std::nullopt;
+  return splat.getSplatValue<APFloat>().convertToDouble();
+}
+
+/// A scalar-like operand: one element, whatever its rank.
+bool isScalar(Value value) { return tensorType(value).getNumElements() == 1; }
+
+bool hasPerm(TransposeOp op, ArrayRef<int64_t> perm) {
+  return op && op.getPerm() == perm;
+}
+
+/// How q, k or v is read: the tensor and, for [B, T, C], the first column.
+struct Operand {
+  Value tensor;
+  int64_t column = 0;
+};
+
+/// A [B, T, H*D] tensor as [B, T, C] with its heads from `column`: the
+/// tensor itself, or the source of a slice of its last dim.
+Operand tokensFirst(Value value) {
+  auto slice = value.getDefiningOp<SliceOp>();
+  if (!slice)
+    return {value, 0};
+  RankedTensorType source = tensorType(slice.getOperand());
+  RankedTensorType result = tensorType(slice.getResult());
+  if (source.getRank() != 3 || source.getDimSize(0) != result.getDimSize(0) ||
+      source.getDimSize(1) != result.getDimSize(1))
+    return {value, 0};
+  std::optional<ArrayRef<int64_t>> steps = slice.getSteps();
+  if (steps && llvm::any_of(*steps, [](int64_t step) { return step != 1; }))
+    return {value, 0};
+  ArrayRef<int64_t> starts = slice.getStarts();
+  std::optional<ArrayRef<int64_t>> axes = slice.getAxes();
+  int64_t column = -1;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t axis = axes ? (*axes)[i] : static_cast<int64_t>(i);
+    if (axis < 0)
+      axis += 3;
+    if (axis != 2)
+      continue;
+    column = starts[i] < 0 ? starts[i] + source.getDimSize(2) : starts[i];
+  }
+  if (column < 0)
+    return {value, 0};
+  return {slice.getOperand(), column};
+}
+
+/// A multiply by a splat scalar as (factor, the other operand).
+std::optional<std::pair<double, Value>> scalarProduct(MulOp mul) {
+  for (auto [factor, other] : {std::pair(mul.getRhs(), mul.getLhs()),
+                               std::pair(mul.getLhs(), mul.getRhs())}) {
+    std::optional<double> splat = splatFloat(factor);
+    if (splat && isScalar(factor) &&
+        tensorType(other) == tensorType(mul.getResult()))
+      return std::pair(*splat, other);
+  }
+  return std::nullopt;
+}
+
+/// `value` without the multiplies by splat scalars that made it, their
+/// product folded into `scale`.
+Value peelScale(Value value, double &scale) {
+  while (auto mul = value.getDefiningOp<MulOp>()) {
+    std::optional<std::pair<double, Value>> product = scalarProduct(mul);
+    if (!product)
+      break;
+    scale *= product->first;
+    value = product->second;
+  }
+  return value;
+}
+
+/// q or v as the attention reads it, from the [B, H, T, D] value the
+/// matmul takes: a transpose [0, 2, 1, 3] of a reshape of [B, T, H*D]
+/// becomes the tokens-first view of that tensor. Multiplies by a splat
+/// scalar on the way are folded into `scale`.
+Operand headsOperand(Value value, double &scale) {
+  value = peelScale(value, scale);
+  auto transpose = value.getDefiningOp<TransposeOp>();
+  if (!hasPerm(transpose, {0, 2, 1, 3}))
+    return {value, 0};
+  auto reshape = transpose.getOperand().getDefiningOp<ReshapeOp>();
+  if (!reshape)
+    return {value, 0};
+  RankedTensorType split = tensorType(reshape.getResult()); // [B, T, H, D]
+  RankedTensorType source = tensorType(reshape.getOperand());
+  if (source.getRank() != 3 || source.getDimSize(0) != split.getDimSize(0) ||
+      source.getDimSize(1) != split.getDimSize(1))
+    return {value, 0};
+  return tokensFirst(reshape.getOperand());
+}
+
+/// k as the attention reads it, from the [B, H, D, Tk] value the score
+/// matmul takes: a transpose [0, 1, 3, 2] of a [B, H, Tk, D] value, or a
+/// transpose [0, 2, 3, 1] of a reshape of [B, Tk, H*D].
+FailureOr<Operand> keyOperand(Value value, double &scale, std::string &why) {
+  value = peelScale(value, scale);
+  auto transpose = value.getDefiningOp<TransposeOp>();
+  if (hasPerm(transpose, {0, 1, 3, 2}))
+    return headsOperand(transpose.getOperand(), scale);
+  if (hasPerm(transpose, {0, 2, 3, 1})) {
+    auto reshape = transpose.getOperand().getDefiningOp<ReshapeOp>();
+    RankedTensorType split =
+        reshape ? tensorType(reshape.getResult()) : RankedTensorType();
+    RankedTensorType source =
+        reshape ? tensorType(reshape.getOperand()) : RankedTensorType();
+    if (reshape && source.getRank() == 3 &&
+        source.getDimSize(0) == split.getDimSize(0) &&
+        source.getDimSize(1) == split.getDimSize(1))
+      return tokensFirst(reshape.getOperand());
+  }
+  why = "the key operand is not a transposed [B, H, Tk, D] tensor (its head "
+        "dim would not be contiguous)";
+  return failure();
+}
+
+/// Visible keys of a [Tq, Tk] 0/1 pattern as causal/window rules.
+struct KeyRule {
+  bool causal = false;
+  int64_t offset = 0;
+  int64_t windowLeft = -1;
+};
+
+/// The causal (and sliding-window) rule a constant pattern spells, where
+/// `visible(i, j)` says whether query i sees key j; nullopt when the
+/// pattern is no such rule.
+std::optional<KeyRule>
+ruleOf(int64_t queries, int64_t keys,
+       llvm::function_ref<bool(int64_t, int64_t)> visible) {
+  KeyRule rule;
+  // The offset and window from the first row they show in.
+  bool offsetKnown = false, windowKnown = false;
+  for (int64_t i = 0; i < queries && !(offsetKnown && windowKnown); ++i) {
+    int64_t last = -1, first = -1;
+    for (int64_t j = 0; j < keys; ++j)
+      if (visible(i, j)) {
+        if (first < 0)
+          first = j;
+        last = j;
+      }
+    if (last < 0)
+      continue;
+    if (!offsetKnown && last < keys - 1) {
+      rule.causal = offsetKnown = true;
+      rule.offset = last - i;
+    }
+    if (!windowKnown && first > 0 && offsetKnown) {
+      windowKnown = true;
+      rule.windowLeft = i + rule.offset - first;
+    }
+  }
+  if (!rule.causal)
+    return std::nullopt; // all visible (nothing to learn) or no rule
+  for (int64_t i = 0; i < queries; ++i)
+    for (int64_t j = 0; j < keys; ++j) {
+      bool expected =
+          j <= i + rule.offset &&
+          (rule.windowLeft < 0 || j >= i + rule.offset - rule.windowLeft);
+      if (visible(i, j) != expected)
+        return std::nullopt;
+    }
+  return rule;
+}
+
+/// The rule of a constant mask broadcast to [..., Tq, Tk] that only varies
+/// in its last two dims; `isVisible` reads one element.
+std::optional<KeyRule>
+constantRule(Value mask, int64_t queries, int64_t keys,
+             llvm::function_ref<bool(double)> isVisible) {
+  auto constant = mask.getDefiningOp<ConstantOp>();
+  auto dense = constant ? dyn_cast<DenseElementsAttr>(constant.getValue())
+                        : DenseElementsAttr();
+  if (!dense)
+    return std::nullopt;
+  ArrayRef<int64_t> shape = tensorType(mask).getShape();
+  int64_t rank = shape.size();
+  if (rank < 2 || shape[rank - 2] != queries || shape[rank - 1] != keys ||
+      tensorType(mask).getNumElements() != queries * keys)
+    return std::nullopt;
+  return ruleOf(queries, keys, [&](int64_t i, int64_t j) {
+    return isVisible(constantElement(dense, i * keys + j));
+  });
+}
+
+struct AttentionMatch {
+  MatmulOp scores, output;
+  SoftmaxOp softmax;
+  Operand query, key, value;
+  double scale = 1.0;
+  Value bias;             ///< float added, or bool: true where visible
+  bool biasHides = false; ///< a bool bias that is true where hidden
+  KeyRule rule;
+  /// The result replaces this value: the output matmul, or the reshape
+  /// to [B, Tq, H*Dv] of its head merge.
+  Value replaced;
+  bool tokensFirstResult = false;
+};
+
+class Matcher {
+public:
+  explicit Matcher(SoftmaxOp softmax) { match.softmax = softmax; }
+
+  /// Fills the match or says why not.
+  FailureOr<AttentionMatch> run(std::string &why) {
+    SoftmaxOp softmax = match.softmax;
+    RankedTensorType scores = tensorType(softmax.getResult());
+    int64_t rank = scores.getRank();
+    int64_t axis = static_cast<int64_t>(softmax.getAxis());
+    if (rank != 4 || (axis != -1 && axis != 3))
+      return fail(why, "the softmax is not over the last dim of a "
+                       "[B, H, Tq, Tk] tensor");
+    if (!softmax.getResult().hasOneUse())
+      return fail(why, "the probabilities have other users than the matmul "
+                       "with v");
+    auto output = dyn_cast<MatmulOp>(*softmax.getResult().user_begin());
+    if (!output || output.getLhs() != softmax.getResult() ||
+        !isPlainProduct(output))
+      return fail(why, "the probabilities do not feed a plain matmul as its "
+                       "lhs");
+    match.output = output;
+    if (failed(matchScores(softmax.getOperand(), why)))
+      return failure();
+    if (failed(matchOperands(why)))
+      return failure();
+    matchResult();
+    return match;
+  }
+
+private:
+  static bool isPlainProduct(MatmulOp op) {
+    return !op.getTransposeA() && !op.getTransposeB() && !op.getBias() &&
+           op.getAlpha().convertToDouble() == 1.0 && op.getEpilogue() == "none";
+  }
+
+  LogicalResult fail(std::string &why, StringRef reason) {
+    why = reason.str();
+    return failure();
+  }
+
+  /// Walks from the softmax's operand down to the score matmul through
+  /// masks, bias adds and scales, each used only by the next.
+  LogicalResult matchScores(Value value, std::string &why) {
+    RankedTensorType scores = tensorType(value);
+    int64_t queries = scores.getDimSize(2), keys = scores.getDimSize(3);
+    // Walking down from the softmax meets ops in reverse order: a bias add
+    // met after a scale is one the scale multiplies too.
+    bool scaleSeen = false;
+    while (true) {
+      Operation *op = value.getDefiningOp();
+      if (!op)
+        return fail(why, "the softmax's operand is not computed by a matmul");
+      if (!value.hasOneUse() && op != match.softmax)
+        return fail(why, "an intermediate of the scores has other users");
+      if (auto matmul = dyn_cast<MatmulOp>(op)) {
+        if (!isPlainProduct(matmul))
+          return fail(why, "the score matmul has flags, a scale or a bias");
+        match.scores = matmul;
+        return success();
+      }
+      if (tensorType(value) != scores)
+        return fail(why, "the scores change shape between the matmul and "
+                         "the softmax");
+      if (auto mul = dyn_cast<MulOp>(op)) {
+        std::optional<std::pair<double, Value>> product = scalarProduct(mul);
+        if (!product)
+          return fail(why, "the scores are multiplied by a non-scalar");
+        if (!(product->first > 0))
+          return fail(why, "the scale is not positive");
+        scaleSeen = true;
+        match.scale *= product->first;
+        value = product->second;
+        continue;
+      }
+      if (auto div = dyn_cast<DivOp>(op)) {
+        std::optional<double> divisor = splatFloat(div.getRhs());
+        if (!divisor || !isScalar(div.getRhs()) || !(*divisor > 0))
+          return fail(why, "the scores are divided by something other than "
+                           "a positive scalar");
+        scaleSeen = true;
+        match.scale /= *divisor;
+        value = div.getLhs();
+        continue;
+      }
+      if (auto select = dyn_cast<SelectOp>(op)) {
+        std::optional<double> hiddenValue;
+        Value next;
+        bool condHides = false;
+        if ((hiddenValue = splatFloat(select.getTrueValue())) &&
+            isScalar(select.getTrueValue())) {
+          next = select.getFalseValue();
+          condHides = true;
+        } else if ((hiddenValue = splatFloat(select.getFalseValue())) &&
+                   isScalar(select.getFalseValue())) {
+          next = select.getTrueValue();
+        }
+        if (!hiddenValue || !(std::isinf(*hiddenValue) && *hiddenValue < 0))
+          return fail(why, "a select on the scores does not put -inf");
+        if (match.bias || match.rule.causal)
+          return fail(why, "the scores have more than one mask or bias");
+        Value cond = select.getCond();
+        std::optional<KeyRule> rule =
+            constantRule(cond, queries, keys, [&](double element) {
+              return (element != 0) != condHides;
+            });
+        if (rule) {
+          match.rule = *rule;
+        } else {
+          match.bias = cond;
+          match.biasHides = condHides;
+        }
+        value = next;
+        continue;
+      }
+      if (auto add = dyn_cast<AddOp>(op)) {
+        Value next = add.getLhs(), bias = add.getRhs();
+        if (tensorType(next) != scores)
+          std::swap(next, bias);
+        if (tensorType(next) != scores)
+          return fail(why, "a bias add changes the scores' shape");
+        if (match.bias || match.rule.causal)
+          return fail(why, "the scores have more than one mask or bias");
+        if (scaleSeen)
+          return fail(why, "the scale applies after the bias");
+        std::optional<KeyRule> rule = constantRule(
+            bias, queries, keys, [](double element) { return element == 0; });
+        // Only a pattern of 0 and -inf is a rule; anything else is a bias.
+        auto constant = bias.getDefiningOp<ConstantOp>();
+        auto dense = constant ? dyn_cast<DenseElementsAttr>(constant.getValue())
+                              : DenseElementsAttr();
+        bool zeroOrMinusInf =
+            dense && llvm::all_of(llvm::seq<int64_t>(0, dense.getNumElements()),
+                                  [&](int64_t i) {
+                                    double e = constantElement(dense, i);
+                                    return e == 0 || (std::isinf(e) && e < 0);
+                                  });
+        if (rule && zeroOrMinusInf)
+          match.rule = *rule;
+        else
+          match.bias = bias;
+        value = next;
+        continue;
+      }
+      return fail(why, ("the scores pass through " + describeOp(op) +
+                        ", which attention does not take")
+                           .c_str());
+    }
+  }
+
+  LogicalResult matchOperands(std::string &why) {
+    match.query = headsOperand(match.scores.getLhs(), match.scale);
+    FailureOr<Operand> key =
+        keyOperand(match.scores.getRhs(), match.scale, why);
+    if (failed(key))
+      return failure();
+    match.key = *key;
+    double valueScale = 1.0;
+    match.value = headsOperand(match.output.getRhs(), valueScale);
+    if (valueScale != 1.0)
+      match.value = {match.output.getRhs(), 0};
+    RankedTensorType q = tensorType(match.scores.getLhs());
+    RankedTensorType v = tensorType(match.output.getRhs());
+    if (q.getRank() != 4 || v.getRank() != 4 ||
+        tensorType(match.scores.getRhs()).getRank() != 4)
+      return fail(why, "q, k and v are not [B, H, T, D]");
+    if (q.getDimSize(3) > kMaxHeadDim || v.getDimSize(3) > kMaxHeadDim)
+      return fail(why, "the head dim is over " + std::to_string(kMaxHeadDim));
+    // The matmuls may broadcast a batch; the kernel does not.
+    RankedTensorType kT = tensorType(match.scores.getRhs());
+    if (kT.getDimSize(0) != q.getDimSize(0) ||
+        kT.getDimSize(1) != q.getDimSize(1) ||
+        v.getDimSize(0) != q.getDimSize(0) ||
+        v.getDimSize(1) != q.getDimSize(1))
+      return fail(why, "q, k and v differ in batch or heads");
+    if (!std::isfinite(match.scale))
+      return fail(why, "the scale is not finite");
+    return success();
+  }
+
+  /// The head merge after the output matmul, folded into a tokens-first
+  /// result when it is there.
+  void matchResult() {
+    Value result = match.output.getResult();
+    match.replaced = result;
+    if (!result.hasOneUse())
+      return;
+    auto transpose = dyn_cast<TransposeOp>(*result.user_begin());
+    if (!hasPerm(transpose, {0, 2, 1, 3}) || !transpose.getResult().hasOneUse())
+      return;
+    auto reshape = dyn_cast<ReshapeOp>(*transpose.getResult().user_begin());
+    RankedTensorType merged =
+        reshape ? tensorType(reshape.getResult()) : RankedTensorType();
+    if (!reshape || merged.getRank() != 3 ||
+        merged.getDimSize(1) != tensorType(result).getDimSize(2))
+      return;
+    match.replaced = reshape.getResult();
+    match.tokensFirstResult = true;
+  }
+
+  AttentionMatch match;
+};
+
+struct FormAttention : public fuse::impl::FuseFormAttentionBase<FormAttention> {
+  using FuseFormAttentionBase::FuseFormAttentionBase;
+
+  void runOnOperation() override {
+    SmallVector<SoftmaxOp> softmaxes;
+    getOperation().walk([&](SoftmaxOp op) { softmaxes.push_back(op); });
+    for (SoftmaxOp softmax : softmaxes) {
+      // Only a softmax feeding a matmul may be attention.
+      bool feedsMatmul =
+          llvm::any_of(softmax.getResult().getUsers(),
+                       [](Operation *user) { return isa<MatmulOp>(user); });
+      if (!feedsMatmul)
+        continue;
+      std::string why;
+      FailureOr<AttentionMatch> match = Matcher(softmax).run(why);
+      if (failed(match)) {
+        softmax.emitRemark() << "attention not formed: " << why;
+        continue;
+      }
+      rewrite(*match);
+      ++numFormed;
+    }
+  }
+
+  void rewrite(AttentionMatch &match) {
+    OpBuilder builder(match.replaced.getDefiningOp());
+    builder.setInsertionPointAfter(match.replaced.getDefiningOp());
+    Location loc = match.output.getLoc();
+    RankedTensorType q = tensorType(match.scores.getLhs());
+    RankedTensorType v = tensorType(match.output.getRhs());
+    int64_t heads = q.getDimSize(1), headDim = q.getDimSize(3),
+            valueHeadDim = v.getDimSize(3);
+    Value bias = match.bias;
+    if (bias && match.biasHides) {
+      // The kernel reads a bool bias as "visible": the select's condition
+      // said "hidden". A constant condition folds.
+      bias = NotOp::create(builder, loc, bias).getResult();
+    }
+    RankedTensorType resultType = tensorType(match.replaced);
+    auto attention = AttentionOp::create(
+        builder, loc, resultType, match.query.tensor, match.key.tensor,
+        match.value.tensor, bias, builder.getI64IntegerAttr(heads),
+        builder.getI64IntegerAttr(heads), builder.getI64IntegerAttr(headDim),
+        builder.getI64IntegerAttr(valueHeadDim),
+        builder.getI64IntegerAttr(match.query.column),
+        builder.getI64IntegerAttr(match.key.column),
+        builder.getI64IntegerAttr(match.value.column),
+        builder.getF64FloatAttr(match.scale),
+        builder.getBoolAttr(match.rule.causal),
+        builder.getI64IntegerAttr(match.rule.offset),
+        builder.getI64IntegerAttr(match.rule.windowLeft),
+        builder.getBoolAttr(false));
+    match.replaced.replaceAllUsesWith(attention.getResult());
+    // The chain is dead now; erase it from the result back to the inputs.
+    SmallVector<Operation *> worklist = {match.replaced.getDefiningOp()};
+    while (!worklist.empty()) {
+      Operation *op = worklist.pop_back_val();
+      if (!op || !op->use_empty() || isa<AttentionOp>(op))
+        continue;
+      SmallVector<Value> operands(op->getOperands());
+      op->erase();
+      for (Value operand : operands)
+        if (Operation *def = operand.getDefiningOp())
+          if (def->use_empty() && !isa<ConstantOp>(def))
+            worklist.push_back(def);
+    }
+  }
+};
+
+} // namespace
