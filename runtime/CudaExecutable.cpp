@@ -229,6 +229,19 @@ CudaExecutable::CudaExecutable(Program program,
     launch.config.blockX = kernel.launch.blockX;
     launch.config.blockY = kernel.launch.blockY;
     launch.config.sharedBytes = kernel.launch.sharedBytes;
+    // Past 48 KiB a kernel must opt in to its dynamic shared memory.
+    if (kernel.launch.sharedBytes > cuda::kDefaultDynamicSharedBytes) {
+      if (kernel.launch.sharedBytes >
+          static_cast<unsigned>(device.maxSharedBytesPerBlock))
+        throw Error("kernel '" + kernel.name + "' needs " +
+                    std::to_string(kernel.launch.sharedBytes) +
+                    " bytes of shared memory per block; " + device.name +
+                    " has " + std::to_string(device.maxSharedBytesPerBlock));
+      check(driver.cuFuncSetAttribute(
+                launch.function, cuda::kFunctionAttributeMaxDynamicSharedBytes,
+                static_cast<int>(kernel.launch.sharedBytes)),
+            "cuFuncSetAttribute", "kernel '" + kernel.name + "'");
+    }
     // griddepcontrol is sm_90's; before it the kernel compiles without it.
     if (kernel.launch.waitsForPredecessor && options.kernelOverlap &&
         device.major >= 9) {

@@ -179,6 +179,8 @@ std::string Program::planJson() const {
       entry["waits_for_predecessor"] = true;
     if (kernel.flops > 0)
       entry["flops"] = kernel.flops;
+    if (!kernel.scheduleParams.empty())
+      entry["schedule_params"] = kernel.scheduleParams;
     plan["kernels"].push_back(entry);
   }
   MemoryPlan memory = planMemory(*this);

@@ -66,6 +66,9 @@ struct KernelDesc {
   std::vector<int> inputs, outputs;
   /// The fusion kind of the region: "pointwise", "row-reduction", ...
   std::string schedule;
+  /// Its schedule's decisions as `key=value` text (tiles, splits, launch),
+  /// kept where the compile captures its stages (`fusec --emit`); else "".
+  std::string scheduleParams;
   /// GPU targets only.
   LaunchGeometry launch;
   /// Zero-initialized device memory the kernel keeps between its blocks

@@ -89,7 +89,11 @@ LoadedDevice identifyDevice() {
           "cuDeviceGetAttribute") ||
       failed(
           d.cuDeviceGetAttribute(&device.minor, kAttributeMinor, device.handle),
-          "cuDeviceGetAttribute"))
+          "cuDeviceGetAttribute") ||
+      failed(d.cuDeviceGetAttribute(&device.maxSharedBytesPerBlock,
+                                    kDeviceAttributeMaxSharedPerBlockOptin,
+                                    device.handle),
+             "cuDeviceGetAttribute"))
     return loaded;
   device.name = name;
   return loaded;

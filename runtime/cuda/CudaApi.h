@@ -50,6 +50,13 @@ inline CUstream legacyDefaultStream() {
 constexpr unsigned kStreamWaitValueGeq = 0x0;
 /// CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, in bytes.
 constexpr int kDeviceAttributeL2CacheSize = 38;
+/// CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, in bytes.
+constexpr int kDeviceAttributeMaxSharedPerBlockOptin = 97;
+/// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: a kernel may launch with
+/// more than the default 48 KiB of dynamic shared memory only up to this.
+constexpr int kFunctionAttributeMaxDynamicSharedBytes = 8;
+/// Dynamic shared memory any kernel may launch with, without opting in.
+constexpr unsigned kDefaultDynamicSharedBytes = 48 * 1024;
 /// CU_EVENT_DISABLE_TIMING: an event for ordering only, cheaper to record.
 constexpr unsigned kEventDisableTiming = 0x2;
 
@@ -94,6 +101,7 @@ static_assert(offsetof(LaunchConfig, stream) == 32 &&
   X(cuCtxGetCurrent, (CUcontext *), false)                                     \
   X(cuModuleLoadData, (CUmodule *, const void *), false)                       \
   X(cuModuleGetFunction, (CUfunction *, CUmodule, const char *), false)        \
+  X(cuFuncSetAttribute, (CUfunction, int, int), false)                         \
   X(cuLaunchKernelEx, (const LaunchConfig *, CUfunction, void **, void **),    \
     false)                                                                     \
   X(cuMemAlloc, (CUdeviceptr *, size_t), true)                                 \
@@ -161,6 +169,8 @@ struct Device {
   CUstream stream = nullptr;
   int multiprocessors = 0;
   int major = 0, minor = 0;
+  /// Shared memory one block may use when its kernel opts in.
+  int maxSharedBytesPerBlock = 0;
   std::string name;
   /// A word of mapped host memory that the stream writes when a wait is
   /// asked for (finishStream); null where it could not be allocated.

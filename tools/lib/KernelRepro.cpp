@@ -70,7 +70,6 @@ std::string cpuBuildFlags() {
 constexpr const char *kCudaBuildFlags = "-O2 -std=c++17 -Xcompiler -fwrapv";
 constexpr const char *kCudaLibraries = "-lnvrtc -lcuda";
 
-
 /// "-1", "0.5": a number in a comment.
 std::string number(double value) {
   char text[32];
@@ -317,6 +316,8 @@ private:
                                argmin.getSelectLastIndex());
     if (auto gemv = dyn_cast<QuantizedMatmulOp>(op))
       return writeQuantizedMatmul(gemv);
+    if (auto attention = dyn_cast<AttentionOp>(op))
+      return writeAttention(attention);
     return std::string("no reference for this op");
   }
 
@@ -649,6 +650,97 @@ private:
     }
     os << nameOf(op) << "[r * " << n << " + j] = sum;\n";
     return std::nullopt;
+  }
+
+  /// `auto NAME = [&](b, h, t, d)`: element (b, h, t, d) of an attention
+  /// operand or result, [B, H, T, D] or [B, T, C] with head h at `column` +
+  /// h * headDim.
+  void declareHeadAccessor(const std::string &name, Value value,
+                           int64_t headDim, int64_t column) {
+    ArrayRef<int64_t> shape = tensorType(value).getShape();
+    bool tokens = shape.size() == 3;
+    int64_t rowStride = tokens ? shape[2] : shape[3];
+    int64_t headStride = tokens ? headDim : shape[2] * shape[3];
+    int64_t batchStride = tokens ? shape[1] * shape[2] : shape[1] * headStride;
+    os << "auto " << name
+       << " = [&](int64_t b, int64_t h, int64_t t, int64_t d) -> auto & "
+          "{ return "
+       << nameOf(value) << "[" << column << " + b * " << batchStride
+       << " + h * " << headStride << " + t * " << rowStride << " + d]; };\n";
+  }
+
+  /// Softmax(scale * q k^T + bias, hidden keys -inf) v in double, row by
+  /// row, the max subtracted (ir/AttentionOps.td).
+  std::optional<std::string> writeAttention(AttentionOp op) {
+    const int64_t heads = static_cast<int64_t>(op.getNumHeads());
+    const int64_t group = heads / static_cast<int64_t>(op.getKvNumHeads());
+    const int64_t headDim = static_cast<int64_t>(op.getHeadDim());
+    const int64_t valueHeadDim = static_cast<int64_t>(op.getValueHeadDim());
+    const int64_t queries = op.getQueryLength(), keys = op.getKeyLength();
+    const int64_t offset = static_cast<int64_t>(op.getCausalOffset());
+    const int64_t window = static_cast<int64_t>(op.getWindowLeft());
+    declareResult(op);
+    raw_indented_ostream::DelimitedScope scope(os, "{\n", "}\n");
+    declareHeadAccessor("q_at", op.getQuery(), headDim,
+                        static_cast<int64_t>(op.getQueryColumn()));
+    declareHeadAccessor("k_at", op.getKey(), headDim,
+                        static_cast<int64_t>(op.getKeyColumn()));
+    declareHeadAccessor("v_at", op.getValue(), valueHeadDim,
+                        static_cast<int64_t>(op.getValueColumn()));
+    declareHeadAccessor("out_at", op.getResult(), valueHeadDim, 0);
+    if (Value bias = op.getBias())
+      declareShape("scores_shape", {op.getBatch(), heads, queries, keys});
+    os << "std::vector<double> s(" << keys << ");\n";
+    auto batchLoop = loop("b", op.getBatch());
+    auto headLoop = loop("h", heads);
+    auto rowLoop = loop("i", queries);
+    os << "double max = -INFINITY;\n";
+    {
+      auto keyLoop = loop("j", keys);
+      os << "double dot = 0;\n";
+      {
+        auto dLoop = loop("d", headDim);
+        os << "dot += (double)q_at(b, h, i, d) * (double)k_at(b, h / " << group
+           << ", j, d);\n";
+      }
+      os << "s[j] = " << formatScale(op.getScale().convertToDouble())
+         << " * dot;\n";
+      if (Value bias = op.getBias()) {
+        RankedTensorType biasType = tensorType(bias);
+        std::string element = nameOf(bias) + "[repro::broadcastOffset(((b * " +
+                              std::to_string(heads) + " + h) * " +
+                              std::to_string(queries) + " + i) * " +
+                              std::to_string(keys) + " + j, scores_shape, " +
+                              shapeInitializer(biasType.getShape()) + ")]";
+        if (biasType.getElementType().isInteger(1))
+          os << "if (!" << element << ") s[j] = -INFINITY;\n";
+        else
+          os << "s[j] += " << element << ";\n";
+      }
+      if (op.getCausal())
+        os << "if (j > i + " << offset << ") s[j] = -INFINITY;\n";
+      if (op.getCausal() && window >= 0)
+        os << "if (j < i + " << offset - window << ") s[j] = -INFINITY;\n";
+      os << "if (s[j] != s[j] || max != max) max = NAN;\n";
+      os << "else if (s[j] > max) max = s[j];\n";
+    }
+    os << "double sum = 0;\n";
+    os << "for (int64_t j = 0; j < " << keys
+       << "; ++j) sum += std::exp(s[j] - max);\n";
+    auto dLoop = loop("d", valueHeadDim);
+    os << "double acc = 0;\n";
+    os << "for (int64_t j = 0; j < " << keys
+       << "; ++j) acc += std::exp(s[j] - max) * (double)v_at(b, h / " << group
+       << ", j, d);\n";
+    os << "out_at(b, h, i, d) = max == -INFINITY ? "
+       << (op.getZeroMaskedRows() ? "0.0" : "NAN") << " : acc / sum;\n";
+    return std::nullopt;
+  }
+
+  static std::string formatScale(double scale) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.17g", scale);
+    return text;
   }
 
   FusionOp fusion;
