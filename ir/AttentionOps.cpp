@@ -115,6 +115,9 @@ LogicalResult AttentionOp::verify() {
     return emitOpError() << "scale must be finite (got " << scale << ")";
   if (static_cast<int64_t>(getWindowLeft()) < -1)
     return emitOpError() << "window_left must be -1 (none) or >= 0";
+  if (static_cast<int64_t>(getWindowLeft()) >= 0 && !getCausal())
+    return emitOpError() << "window_left needs causal (the window ends at "
+                            "the causal diagonal)";
   return success();
 }
 

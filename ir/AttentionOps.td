@@ -27,9 +27,9 @@ def Fuse_AttentionOp : Fuse_Op<"attention", [Pure, Fuse_FusionKindOpInterface]> 
       result[b, h, i, :] = sum_j softmax_j(s)[j] * v[b, h / g, j, :]
     with g = num_heads / kv_num_heads (grouped-query heads share a kv
     head). A key is hidden (its score -inf) when `causal` and
-    j > i + causal_offset, when window_left >= 0 and
-    j < i + causal_offset - window_left, or where a bool bias is false; a
-    float bias (the operands' dtype) is added. Scores, softmax statistics
+    j > i + causal_offset; when also window_left >= 0 and
+    j < i + causal_offset - window_left (a sliding window); or where a
+    bool bias is false. A float bias (the operands' dtype) is added. Scores, softmax statistics
     and the weighted sum are computed in f32 (f64 for f64), and the result
     rounds once. A row whose scores are all -inf is NaN (as Softmax gives
     it) or, with `zero_masked_rows` (ONNX Attention), zero.

@@ -508,7 +508,7 @@ struct FormAttention : public fuse::impl::FuseFormAttentionBase<FormAttention> {
       op->erase();
       for (Value operand : operands)
         if (Operation *def = operand.getDefiningOp())
-          if (def->use_empty() && !isa<ConstantOp>(def))
+          if (def->use_empty())
             worklist.push_back(def);
     }
   }

@@ -126,3 +126,27 @@ func.func @yield_outside_fusion(%x: tensor<3xf32>) {
   // expected-error @+1 {{'fuse.yield' op expects parent op 'fuse.fusion'}}
   fuse.yield %x : tensor<3xf32>
 }
+
+// -----
+
+func.func @attention_heads_do_not_group(%q: tensor<1x3x4x8xf32>, %k: tensor<1x2x5x8xf32>) {
+  // expected-error @+1 {{'fuse.attention' op num_heads (3) must be a positive multiple of kv_num_heads (2)}}
+  %0 = fuse.attention %q, %k, %k {num_heads = 3 : i64, kv_num_heads = 2 : i64, head_dim = 8 : i64, value_head_dim = 8 : i64, scale = 1.0 : f64} : (tensor<1x3x4x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x8xf32>) -> tensor<1x3x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_columns_past_the_end(%x: tensor<1x4x64xf32>) {
+  // expected-error @+1 {{'fuse.attention' op key [1x4x64] must be [1, 4, C] with its 4 heads of 16 in columns 32..96 of C}}
+  %0 = fuse.attention %x, %x, %x {num_heads = 4 : i64, kv_num_heads = 4 : i64, head_dim = 16 : i64, value_head_dim = 16 : i64, key_column = 32 : i64, scale = 1.0 : f64} : (tensor<1x4x64xf32>, tensor<1x4x64xf32>, tensor<1x4x64xf32>) -> tensor<1x4x64xf32>
+  return
+}
+
+// -----
+
+func.func @attention_bias_does_not_broadcast(%q: tensor<1x2x4x8xf32>, %b: tensor<3x5xf32>) {
+  // expected-error @+1 {{'fuse.attention' op bias [3x5] must broadcast to the scores [1x2x4x4]}}
+  %0 = fuse.attention %q, %q, %q bias %b {num_heads = 2 : i64, kv_num_heads = 2 : i64, head_dim = 8 : i64, value_head_dim = 8 : i64, scale = 1.0 : f64} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<3x5xf32>) -> tensor<1x2x4x8xf32>
+  return
+}

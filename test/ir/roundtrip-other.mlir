@@ -33,3 +33,10 @@ func.func @region(%x: tensor<4xf32>, %y: tensor<4xf32>) -> (tensor<4xf32>, tenso
   }
   return %r#0, %r#1 : tensor<4xf32>, tensor<4xf32>
 }
+
+// CHECK-LABEL: func.func @attention
+// CHECK: fuse.attention %arg0, %arg0, %arg0 bias %arg1 {causal = true, causal_offset = 3 : i64, head_dim = 16 : i64, key_column = 64 : i64, kv_num_heads = 2 : i64, num_heads = 4 : i64, scale = 2.500000e-01 : f64, value_column = 96 : i64, value_head_dim = 16 : i64, window_left = 8 : i64, zero_masked_rows = true} : (tensor<2x5x128xbf16>, tensor<2x5x128xbf16>, tensor<2x5x128xbf16>, tensor<5x5xi1>) -> tensor<2x5x64xbf16>
+func.func @attention(%qkv: tensor<2x5x128xbf16>, %keep: tensor<5x5xi1>) -> tensor<2x5x64xbf16> {
+  %0 = fuse.attention %qkv, %qkv, %qkv bias %keep {num_heads = 4 : i64, kv_num_heads = 2 : i64, head_dim = 16 : i64, value_head_dim = 16 : i64, key_column = 64 : i64, value_column = 96 : i64, scale = 0.25 : f64, causal = true, causal_offset = 3 : i64, window_left = 8 : i64, zero_masked_rows = true} : (tensor<2x5x128xbf16>, tensor<2x5x128xbf16>, tensor<2x5x128xbf16>, tensor<5x5xi1>) -> tensor<2x5x64xbf16>
+  return %0 : tensor<2x5x64xbf16>
+}
