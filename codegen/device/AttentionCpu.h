@@ -31,16 +31,56 @@ struct fusec_attention_args {
   int parallel;
 };
 
+// The products run on blocks of this many rows by this many columns (keys,
+// or value elements), their sums in vector registers. Tiles are multiples
+// of them; the value head dim is padded to the columns with zeros.
+#define FUSEC_ATTENTION_ROWS 4
+#define FUSEC_ATTENTION_COLUMNS 16
+
+// c + a * b for the products' sums: one fused multiply-add where the CPU
+// has it (kernels compile with -ffp-contract=off, which keeps each ONNX op
+// rounding on its own; a sum of products has no such order to keep),
+// else a multiply and an add (fma would be a libm call).
+static inline float fusec_attention_madd(float c, float a, float b) {
+#if defined(__FMA__)
+  return __builtin_fmaf(a, b, c);
+#else
+  return c + a * b;
+#endif
+}
+static inline double fusec_attention_madd(double c, double a, double b) {
+#if defined(__FMA__)
+  return __builtin_fma(a, b, c);
+#else
+  return c + a * b;
+#endif
+}
+
+// Scores to exp(score - max), returning their sum (one vectorized loop).
+template <typename Traits, int KeyTile>
+static inline typename Traits::acc
+fusec_attention_probabilities(typename Traits::acc *scores,
+                              typename Traits::acc max) {
+  typename Traits::acc sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t c = 0; c < KeyTile; ++c) {
+    const typename Traits::acc p = Traits::exp(scores[c] - max);
+    scores[c] = p;
+    sum += p;
+  }
+  return sum;
+}
+
 // One thread's tiles (on the heap: at head dim 256 in f64 they take 1 MB).
 template <typename A, int QueryTile, int KeyTile, int HeadDim,
-          int ValueHeadDim>
+          int PaddedValueHeadDim>
 struct fusec_attention_tiles {
   A q[QueryTile][HeadDim]; // the query tile, scaled
-  A acc[QueryTile][ValueHeadDim];
+  A acc[QueryTile][PaddedValueHeadDim];
   A s[QueryTile][KeyTile];  // scores, then probabilities
   A kt[HeadDim][KeyTile];   // the key tile, transposed
-  A v[KeyTile][ValueHeadDim];
-  A row_max[QueryTile], row_sum[QueryTile];
+  A v[KeyTile][PaddedValueHeadDim];
+  A row_max[QueryTile], row_sum[QueryTile], correction[QueryTile];
 };
 
 // Traits: `storage` (the tensors' element type), `acc` (f32, f64 for f64),
@@ -58,7 +98,12 @@ static void fusec_attention_cpu(const fusec_attention_args &a) {
   const int64_t query_tiles = (a.query_len + QueryTile - 1) / QueryTile;
   const int64_t tasks = a.batch * a.heads * query_tiles;
   const A minus_inf = -(A)INFINITY;
-  typedef fusec_attention_tiles<A, QueryTile, KeyTile, HeadDim, ValueHeadDim>
+  enum {
+    PaddedValueHeadDim = (ValueHeadDim + FUSEC_ATTENTION_COLUMNS - 1) /
+                         FUSEC_ATTENTION_COLUMNS * FUSEC_ATTENTION_COLUMNS
+  };
+  typedef fusec_attention_tiles<A, QueryTile, KeyTile, HeadDim,
+                                PaddedValueHeadDim>
       Tiles;
 #pragma omp parallel if (a.parallel)
   {
@@ -73,17 +118,18 @@ static void fusec_attention_cpu(const fusec_attention_args &a) {
     const int64_t rows = a.query_len - i0 < QueryTile ? a.query_len - i0
                                                       : QueryTile;
     A(*q)[HeadDim] = tiles->q;
-    A(*acc)[ValueHeadDim] = tiles->acc;
+    A(*acc)[PaddedValueHeadDim] = tiles->acc;
     A(*s)[KeyTile] = tiles->s;
     A(*kt)[KeyTile] = tiles->kt;
-    A(*vt)[ValueHeadDim] = tiles->v;
-    A *row_max = tiles->row_max, *row_sum = tiles->row_sum;
-    for (int64_t r = 0; r < rows; ++r) {
+    A(*vt)[PaddedValueHeadDim] = tiles->v;
+    A *row_max = tiles->row_max, *row_sum = tiles->row_sum,
+      *correction = tiles->correction;
+    for (int64_t r = 0; r < QueryTile; ++r) {
       const T *qrow = query + a.q.offset + bb * a.q.batch + h * a.q.head +
                       (i0 + r) * a.q.row;
       for (int64_t d = 0; d < HeadDim; ++d)
-        q[r][d] = Traits::load(qrow[d]) * (A)a.scale;
-      for (int64_t d = 0; d < ValueHeadDim; ++d)
+        q[r][d] = r < rows ? Traits::load(qrow[d]) * (A)a.scale : (A)0;
+      for (int64_t d = 0; d < PaddedValueHeadDim; ++d)
         acc[r][d] = 0;
       row_max[r] = minus_inf;
       row_sum[r] = 0;
@@ -107,24 +153,42 @@ static void fusec_attention_cpu(const fusec_attention_args &a) {
                         kvh * a.v.head + (j0 + c) * a.v.row;
         for (int64_t d = 0; d < HeadDim; ++d)
           kt[d][c] = Traits::load(krow[d]);
-        for (int64_t d = 0; d < ValueHeadDim; ++d)
-          vt[c][d] = Traits::load(vrow[d]);
+        for (int64_t d = 0; d < PaddedValueHeadDim; ++d)
+          vt[c][d] = d < ValueHeadDim ? Traits::load(vrow[d]) : (A)0;
       }
       // A last, partial tile: zero keys past the end (the loops below run
-      // over whole tiles to vectorize; their scores are never read).
-      for (int64_t c = keys; c < KeyTile; ++c)
+      // over whole tiles to vectorize; their probabilities are 0).
+      for (int64_t c = keys; c < KeyTile; ++c) {
         for (int64_t d = 0; d < HeadDim; ++d)
           kt[d][c] = 0;
-      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t d = 0; d < PaddedValueHeadDim; ++d)
+          vt[c][d] = 0;
+      }
+      // Scores of FUSEC_ATTENTION_ROWS rows by FUSEC_ATTENTION_COLUMNS keys
+      // at a time, their sums in registers: each key element loaded feeds
+      // a row block's worth of multiply-adds.
+      for (int64_t r0 = 0; r0 < QueryTile; r0 += FUSEC_ATTENTION_ROWS)
+        for (int64_t c0 = 0; c0 < KeyTile; c0 += FUSEC_ATTENTION_COLUMNS) {
+          A block[FUSEC_ATTENTION_ROWS][FUSEC_ATTENTION_COLUMNS] = {};
+          for (int64_t d = 0; d < HeadDim; ++d)
+            for (int64_t r = 0; r < FUSEC_ATTENTION_ROWS; ++r) {
+              const A qd = q[r0 + r][d];
+#pragma omp simd
+              for (int64_t c = 0; c < FUSEC_ATTENTION_COLUMNS; ++c)
+                block[r][c] = fusec_attention_madd(block[r][c], qd, kt[d][c0 + c]);
+            }
+          for (int64_t r = 0; r < FUSEC_ATTENTION_ROWS; ++r)
+            for (int64_t c = 0; c < FUSEC_ATTENTION_COLUMNS; ++c)
+              s[r0 + r][c0 + c] = block[r][c];
+        }
+      for (int64_t r = 0; r < QueryTile; ++r) {
         const int64_t i = i0 + r;
         A *srow = s[r];
-        for (int64_t c = 0; c < KeyTile; ++c)
-          srow[c] = 0;
-        for (int64_t d = 0; d < HeadDim; ++d) {
-          const A qd = q[r][d];
-#pragma omp simd
+        correction[r] = 1;
+        if (r >= rows) { // a row past the end: computes nothing
           for (int64_t c = 0; c < KeyTile; ++c)
-            srow[c] += qd * kt[d][c];
+            srow[c] = 0;
+          continue;
         }
         // The bias, then the hidden keys.
         if (a.bias_kind != 0) {
@@ -138,7 +202,11 @@ static void fusec_attention_cpu(const fusec_attention_args &a) {
               srow[c] = minus_inf;
           }
         }
-        if (a.causal)
+        // Keys the rule hides: only tiles on the diagonal (or the window's
+        // edge) have any.
+        if (a.causal && (j0 + keys - 1 > i + a.causal_offset ||
+                         (a.window_left >= 0 &&
+                          j0 < i + a.causal_offset - a.window_left)))
           for (int64_t c = 0; c < keys; ++c) {
             const int64_t j = j0 + c;
             if (j > i + a.causal_offset ||
@@ -148,34 +216,49 @@ static void fusec_attention_cpu(const fusec_attention_args &a) {
           }
         // A NaN score makes the max NaN, and with it the row (as softmax).
         A tile_max = row_max[r];
-        for (int64_t c = 0; c < keys; ++c)
-          tile_max = srow[c] != srow[c] || tile_max != tile_max
-                         ? (A)NAN
-                         : (srow[c] > tile_max ? srow[c] : tile_max);
-        if (tile_max == minus_inf)
-          continue; // nothing visible yet
-        const A correction = Traits::exp(row_max[r] - tile_max);
-        row_max[r] = tile_max;
-        A sum = 0;
-#pragma omp simd reduction(+ : sum)
-        for (int64_t c = 0; c < KeyTile; ++c) {
-          const A p = c < keys ? Traits::exp(srow[c] - tile_max) : (A)0;
-          srow[c] = p;
-          sum += p;
-        }
-        row_sum[r] = row_sum[r] * correction + sum;
-        A *arow = acc[r];
-#pragma omp simd
-        for (int64_t d = 0; d < ValueHeadDim; ++d)
-          arow[d] *= correction;
+        int nan = tile_max != tile_max;
+#pragma omp simd reduction(max : tile_max) reduction(| : nan)
         for (int64_t c = 0; c < keys; ++c) {
-          const A p = srow[c];
-          const A *vrow = vt[c];
-#pragma omp simd
-          for (int64_t d = 0; d < ValueHeadDim; ++d)
-            arow[d] += p * vrow[d];
+          tile_max = srow[c] > tile_max ? srow[c] : tile_max;
+          nan |= srow[c] != srow[c];
         }
+        if (nan)
+          tile_max = (A)NAN;
+        if (tile_max == minus_inf) { // nothing visible yet
+          for (int64_t c = 0; c < KeyTile; ++c)
+            srow[c] = 0;
+          continue;
+        }
+        correction[r] = Traits::exp(row_max[r] - tile_max);
+        row_max[r] = tile_max;
+        // Keys past the end weigh exp(-inf) = 0: the loop runs whole.
+        for (int64_t c = keys; c < KeyTile; ++c)
+          srow[c] = minus_inf;
+        const A sum =
+            fusec_attention_probabilities<Traits, KeyTile>(srow, tile_max);
+        row_sum[r] = row_sum[r] * correction[r] + sum;
       }
+      // acc = acc * correction + p v, a row block by a column chunk at a
+      // time in registers.
+      for (int64_t r0 = 0; r0 < QueryTile; r0 += FUSEC_ATTENTION_ROWS)
+        for (int64_t d0 = 0; d0 < PaddedValueHeadDim;
+             d0 += FUSEC_ATTENTION_COLUMNS) {
+          A block[FUSEC_ATTENTION_ROWS][FUSEC_ATTENTION_COLUMNS];
+          for (int64_t r = 0; r < FUSEC_ATTENTION_ROWS; ++r)
+#pragma omp simd
+            for (int64_t d = 0; d < FUSEC_ATTENTION_COLUMNS; ++d)
+              block[r][d] = acc[r0 + r][d0 + d] * correction[r0 + r];
+          for (int64_t c = 0; c < keys; ++c)
+            for (int64_t r = 0; r < FUSEC_ATTENTION_ROWS; ++r) {
+              const A p = s[r0 + r][c];
+#pragma omp simd
+              for (int64_t d = 0; d < FUSEC_ATTENTION_COLUMNS; ++d)
+                block[r][d] = fusec_attention_madd(block[r][d], p, vt[c][d0 + d]);
+            }
+          for (int64_t r = 0; r < FUSEC_ATTENTION_ROWS; ++r)
+            for (int64_t d = 0; d < FUSEC_ATTENTION_COLUMNS; ++d)
+              acc[r0 + r][d0 + d] = block[r][d];
+        }
     }
     for (int64_t r = 0; r < rows; ++r) {
       T *orow = output + a.o.offset + bb * a.o.batch + h * a.o.head +

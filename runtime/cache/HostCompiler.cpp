@@ -166,11 +166,19 @@ std::vector<std::string> KernelCache::hostCompileCommand() {
 const std::vector<std::string> &KernelCache::hostKernelCodeFlags() {
   // -fwrapv: integers wrap as the reference does; -ffp-contract=off: a
   // multiply and an add round separately, as ONNX's ops do (GCC would
-  // otherwise contract them into an fma under -march).
-  static const std::vector<std::string> flags = {
-      "-O3",       "-march=native",   "-fopenmp",
-      "-fwrapv",   "-fno-math-errno", "-ffp-contract=off",
-      "-std=c++17"};
+  // otherwise contract them into an fma under -march); -fno-trapping-math:
+  // no kernel reads the floating-point exception flags, and without it
+  // GCC 12 does not if-convert (so does not vectorize) a loop around a
+  // float-to-int conversion: fusec_expf ran scalar in every softmax and
+  // attention (the values are the same either way).
+  static const std::vector<std::string> flags = {"-O3",
+                                                 "-march=native",
+                                                 "-fopenmp",
+                                                 "-fwrapv",
+                                                 "-fno-math-errno",
+                                                 "-fno-trapping-math",
+                                                 "-ffp-contract=off",
+                                                 "-std=c++17"};
   return flags;
 }
 
