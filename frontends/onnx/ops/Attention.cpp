@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <tuple>
 #include <variant>
 
 namespace fusec::onnx_import {
@@ -18,19 +19,22 @@ namespace fusec::onnx_import {
 namespace {
 
 /// The Attention nodes one fuse.attention computes (the graph op
-/// "attention"): no cache inputs or outputs, no qk_matmul_output, softcap
-/// or key padding, softmax in f32 (or the operands' dtype when that is
+/// "attention"): no qk_matmul_output, softcap or key padding
+/// (nonpad_kv_seqlen), softmax in f32 (or the operands' dtype when that is
 /// f32 or f64: the kernel's own precision), a sliding window only on a
-/// causal mask, and a mask that covers every key. Returns false, having
-/// changed nothing, for any other (which attention() decomposes).
+/// causal mask, a mask that covers every key, and a past key and value
+/// (4-D inputs) concatenated before the new ones, the causal diagonal
+/// offset by the past's length. Returns false, having changed nothing, for
+/// any other (which attention() decomposes).
 bool fusedAttention(OnnxConverter &converter, GraphNode &node, DType dtype,
                     const Shape &qShape, const Shape &kShape,
                     const Shape &vShape) {
   auto input = [&](size_t i) { return nameOrEmpty(node.inputs, i); };
   auto output = [&](size_t i) { return nameOrEmpty(node.outputs, i); };
-  if (!input(4).empty() || !input(5).empty() || !input(6).empty() ||
-      !output(1).empty() || !output(2).empty() || !output(3).empty() ||
-      floatAttr(node, "softcap", 0.0f) != 0)
+  const std::string pastKey = input(4), pastValue = input(5);
+  if (pastKey.empty() != pastValue.empty() || !input(6).empty() ||
+      !output(3).empty() || floatAttr(node, "softcap", 0.0f) != 0 ||
+      (!pastKey.empty() && qShape.size() != 4))
     return false;
   if (node.attrs.count("softmax_precision")) {
     std::optional<DType> precision = dtypeOfOnnx(
@@ -61,28 +65,68 @@ bool fusedAttention(OnnxConverter &converter, GraphNode &node, DType dtype,
       kShape[0] != qShape[0] || vShape[0] != qShape[0] ||
       vShape[heads3d ? 1 : 2] != keys || headSize > 256 || valueHeadSize > 256)
     return false; // attention() reports what is wrong, if anything
+  int64_t pastLength = 0;
+  if (!pastKey.empty()) {
+    Shape pastKeyShape = converter.requireShape(pastKey, "past_key"),
+          pastValueShape = converter.requireShape(pastValue, "past_value");
+    if (pastKeyShape.size() != 4 || pastValueShape.size() != 4 ||
+        pastKeyShape != Shape{qShape[0], kvHeads, pastKeyShape[2], headSize} ||
+        pastValueShape !=
+            Shape{qShape[0], kvHeads, pastKeyShape[2], valueHeadSize})
+      return false;
+    pastLength = pastKeyShape[2];
+  }
+  const int64_t allKeys = pastLength + keys;
   const std::string mask = input(3);
   if (!mask.empty()) {
     Shape maskShape = converter.requireShape(mask, "Attention's attn_mask");
     DType maskType = converter.requireDType(mask, "Attention's attn_mask");
     std::optional<Shape> scores =
-        broadcastShapes(maskShape, Shape{qShape[0], qHeads, queries, keys});
+        broadcastShapes(maskShape, Shape{qShape[0], qHeads, queries, allKeys});
     // A mask shorter than the keys hides the rest (attention() pads it).
     if ((maskType != DType::I1 && maskType != dtype) || maskShape.size() > 4 ||
-        maskShape.empty() || maskShape.back() != keys || !scores ||
-        *scores != Shape{qShape[0], qHeads, queries, keys})
+        maskShape.empty() || maskShape.back() != allKeys || !scores ||
+        *scores != Shape{qShape[0], qHeads, queries, allKeys})
       return false;
+  }
+  // The cache: past then new keys and values (present_key, present_value).
+  std::string key = input(1), value = input(2);
+  if (!pastKey.empty()) {
+    key = converter.addStep(node, "concat", {pastKey, key}, "present_key",
+                            {{"axis", int64_t(2)}});
+    value = converter.addStep(node, "concat", {pastValue, value},
+                              "present_value", {{"axis", int64_t(2)}});
+  }
+  for (auto [index, present, dim] :
+       {std::tuple(size_t(1), key, headSize),
+        std::tuple(size_t(2), value, valueHeadSize)}) {
+    if (output(index).empty())
+      continue;
+    Shape shape = heads3d ? Shape{qShape[0], allKeys, kvHeads * dim}
+                          : Shape{qShape[0], kvHeads, allKeys, dim};
+    converter.recordValue(output(index), shape, dtype);
+    converter.addOutputStep(
+        node, "reshape", {present}, output(index),
+        {{"shape", std::vector<int64_t>(shape.begin(), shape.end())},
+         {"allowzero", int64_t(1)}});
   }
   const double scale = node.attrs.count("scale")
                            ? floatAttr(node, "scale", 1.0f)
                            : 1.0 / std::sqrt(static_cast<double>(headSize));
   node.op = "attention";
-  node.inputs.resize(mask.empty() ? 3 : 4);
+  node.inputs = {input(0), key, value};
+  if (!mask.empty())
+    node.inputs.push_back(mask);
   node.outputs.resize(1);
-  node.attrs = {{"num_heads", qHeads},  {"kv_num_heads", kvHeads},
-                {"head_dim", headSize}, {"value_head_dim", valueHeadSize},
-                {"scale", scale},       {"causal", int64_t(causal)},
-                {"window_left", left},  {"zero_masked_rows", int64_t(1)}};
+  node.attrs = {{"num_heads", qHeads},
+                {"kv_num_heads", kvHeads},
+                {"head_dim", headSize},
+                {"value_head_dim", valueHeadSize},
+                {"scale", scale},
+                {"causal", int64_t(causal)},
+                {"causal_offset", pastLength},
+                {"window_left", left},
+                {"zero_masked_rows", int64_t(1)}};
   converter.recordValue(node.outputs[0],
                         heads3d
                             ? Shape{qShape[0], queries, qHeads * valueHeadSize}
