@@ -13,11 +13,17 @@
 #include "tools/lib/ProfileReport.h"
 #include "tools/lib/TraceFile.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <sys/stat.h>
 
@@ -25,86 +31,186 @@ using namespace fusec;
 
 namespace {
 
-const char *kUsage = R"(usage: fusec MODEL [options]
-       fusec --cache-stats | --cache-clear | --cache-cleanup [--cache-dir=DIR]
+namespace cl = llvm::cl;
 
-Compiles a model (.json, .mlir or .onnx), fusing its pointwise work into
-kernels.
-With no action, prints the kernels (name and fused ops) and library calls.
+const char *kOverview =
+    R"(compiles a model (.json, .mlir or .onnx), fusing its pointwise work
+into kernels. With no action, prints the kernels (name and fused ops) and
+library calls.
 
-  --target=cpu|cuda       backend (default: cuda when a usable GPU is
-                          present, cpu otherwise)
-  --emit=STAGE            print a stage: ir (imported fuse IR), fused (after
-                          fusion), plan (JSON steps, kernels and buffers),
-                          schedule (each kernel's schedule parameters for
-                          the target, a line per kernel), source
-                          (generated kernels, then the library calls),
-                          ptx (CUDA only), dot (the fusion graph in Graphviz
-                          DOT: a cluster per kernel, unfused edges labelled
-                          with the reason), svg (that graph rendered by
-                          Graphviz's dot, which must be on PATH)
-  --gpu-arch=sm_XY        CUDA architecture to compile for (default: the
-                          GPU's own, or sm_90a without a GPU)
-  --fast-math             CUDA: fast intrinsics (__sinf, __expf, ...)
-  --tf32                  CUDA: f32 matmuls on TF32 tensor cores (faster,
-                          10-bit mantissa inputs; off by default)
-  --no-cuda-graph         CUDA: launch each step of a run on its own rather
-                          than replaying the run as one captured graph
-  --no-kernel-overlap     CUDA: start every kernel after the one before it
-                          has finished (by default an f16/bf16 int8-weight
-                          GEMV starts while it ends, streaming its constant
-                          weights)
-  -o PATH                 write --emit's output to PATH instead of stdout
-  --dump-kernels=DIR      write each kernel's source to DIR/<kernel>.cpp
-                          (.cu for cuda) and a standalone repro program
-                          that checks and times it, DIR/<kernel>.repro.cpp
-                          (.repro.cu); DIR/README.md says how to build them
-  --run                   run the model and print each output's shape, dtype
-                          and checksum; inputs are seeded random unless given
-  --inputs F...           .npy or ONNX TensorProto .pb files, one per graph
-                          input, in order
-  --input-shape NAME=D0,D1,...
-                          ONNX: the shape of an input with symbolic dims
-  --list-ops              print the supported ONNX ops and their opsets
-  --list-ops=markdown     the same by family, with each op's attributes
-                          and constant inputs (docs/onnx-ops.md)
-  --expect F...           with --run: .npy or .pb files of the expected
-                          outputs, in order; prints each output's worst
-                          error and exits 1 past --rtol/--atol
-  --rtol R, --atol A      --expect's bound (default 1e-3 and 1e-7; both 0:
-                          identical, the sign of zero included)
-  --outputs-dir=DIR       with --run, write DIR/<output name>.npy
-  --profile[=N]           with --run: run N more times (default 20) after a
-                          warm-up, timing each kernel and library call, and
-                          print a table: median time, bytes moved, GB/s,
-                          FLOPs, TFLOP/s, the fraction of the device's copy
-                          ceiling or peak FLOP rate, memory- or compute-bound
-  --profile-json=FILE     with --run: write the profile as JSON to FILE
-                          (implies --profile)
-  --trace=FILE            write a Chrome trace (Perfetto, chrome://tracing)
-                          of this invocation to FILE: import, each pass,
-                          codegen, each kernel compile or cache hit, upload,
-                          and each kernel and library call of every run on
-                          a device track (runs then go step by step); also
-                          written when a stage fails
-  --check                 run fused and unfused; print max abs/rel error per
-                          output; exit 1 past the dtype's tolerance
-  --no-fuse               one kernel per op (the eager-like baseline)
-  --cache-dir=DIR         kernel cache (default $FUSEC_CACHE_DIR, else
-                          $XDG_CACHE_HOME/fusec, else ~/.cache/fusec); its
-                          size limit is $FUSEC_CACHE_MAX_SIZE (e.g. 500M, 2G;
-                          0 for none; default 1G), least recently used
-                          entries evicted first
-  --cache-stats           print the cache's entries, size, limit, hit and
-                          miss counts, and work files left by dead processes;
-                          verifies every entry (no MODEL needed)
-  --cache-clear           remove every cache entry (no MODEL needed)
-  --cache-cleanup         remove work files of dead processes and evict
-                          down to the size limit (no MODEL needed)
-  --seed=N                seed of the random inputs (default 0)
-  --remarks               print why ops were not fused
-  --help                  show this text
+  fusec MODEL [options]
+  fusec --cache-stats | --cache-clear | --cache-cleanup [--cache-dir=DIR]
 )";
+
+cl::OptionCategory compileCategory("Compiling");
+cl::OptionCategory inspectCategory("Inspecting");
+cl::OptionCategory runCategory("Running");
+cl::OptionCategory cacheCategory("Kernel cache (no MODEL needed)");
+
+// Values are read as text and checked by cliOptionsFromFlags, which keeps
+// fusec's own error messages (naming the flag and the expected form).
+
+/// The model, and the files of --inputs and --expect (see claimFileLists).
+cl::list<std::string> positionalArguments(cl::Positional, cl::desc("MODEL"),
+                                          cl::cat(compileCategory));
+/// Unknown flags, reported in fusec's words rather than cl's.
+cl::list<std::string> unknownFlags(cl::Sink);
+cl::opt<bool> shortHelp("h", cl::desc("Alias for --help"), cl::Hidden);
+
+cl::opt<std::string>
+    targetFlag("target", cl::value_desc("cpu|cuda"),
+               cl::desc("backend (default: cuda when a usable GPU is present,\n"
+                        "cpu otherwise)"),
+               cl::cat(compileCategory));
+cl::opt<std::string>
+    gpuArchFlag("gpu-arch", cl::value_desc("sm_XY"),
+                cl::desc("CUDA architecture to compile for (default: the "
+                         "GPU's own,\nor sm_90a without a GPU)"),
+                cl::cat(compileCategory));
+cl::opt<bool> fastMathFlag("fast-math",
+                           cl::desc("CUDA: fast intrinsics (__sinf, __expf, "
+                                    "...)"),
+                           cl::cat(compileCategory));
+cl::opt<bool> tf32Flag("tf32",
+                       cl::desc("CUDA: f32 matmuls on TF32 tensor cores "
+                                "(faster, 10-bit\nmantissa inputs; off by "
+                                "default)"),
+                       cl::cat(compileCategory));
+cl::opt<bool>
+    noCudaGraphFlag("no-cuda-graph",
+                    cl::desc("CUDA: launch each step of a run on its own "
+                             "rather than\nreplaying the run as one captured "
+                             "graph"),
+                    cl::cat(compileCategory));
+cl::opt<bool> noKernelOverlapFlag(
+    "no-kernel-overlap",
+    cl::desc("CUDA: start every kernel after the one before it has\n"
+             "finished (by default an f16/bf16 int8-weight GEMV starts\n"
+             "while it ends, streaming its constant weights)"),
+    cl::cat(compileCategory));
+cl::opt<bool> noFuseFlag("no-fuse",
+                         cl::desc("one kernel per op (the eager-like "
+                                  "baseline)"),
+                         cl::cat(compileCategory));
+cl::list<std::string> inputShapeFlags(
+    "input-shape", cl::value_desc("NAME=D0,D1,..."),
+    cl::desc("ONNX: the shape of an input with symbolic dims (repeatable)"),
+    cl::cat(compileCategory));
+
+cl::opt<std::string> emitFlag(
+    "emit", cl::value_desc("STAGE"),
+    cl::desc("print a stage: ir (imported fuse IR), fused (after\n"
+             "fusion), plan (JSON steps, kernels and buffers),\n"
+             "schedule (each kernel's schedule parameters for the\n"
+             "target, a line per kernel), source (generated kernels,\n"
+             "then the library calls), ptx (CUDA only), dot (the\n"
+             "fusion graph in Graphviz DOT: a cluster per kernel,\n"
+             "unfused edges labelled with the reason), svg (that graph\n"
+             "rendered by Graphviz's dot, which must be on PATH)"),
+    cl::cat(inspectCategory));
+cl::opt<std::string> outputPathFlag("o", cl::value_desc("PATH"),
+                                    cl::desc("write --emit's output to PATH "
+                                             "instead of stdout"),
+                                    cl::cat(inspectCategory));
+cl::opt<std::string> dumpKernelsFlag(
+    "dump-kernels", cl::value_desc("DIR"),
+    cl::desc("write each kernel's source to DIR/<kernel>.cpp (.cu for\n"
+             "cuda) and a standalone repro program that checks and\n"
+             "times it, DIR/<kernel>.repro.cpp (.repro.cu);\n"
+             "DIR/README.md says how to build them"),
+    cl::cat(inspectCategory));
+cl::opt<std::string> listOpsFlag(
+    "list-ops", cl::ValueOptional, cl::value_desc("markdown"),
+    cl::desc("print the supported ONNX ops and their opsets; =markdown:\n"
+             "the same by family, with each op's attributes and constant\n"
+             "inputs (docs/onnx-ops.md)"),
+    cl::cat(inspectCategory));
+cl::opt<bool> remarksFlag("remarks", cl::desc("print why ops were not fused"),
+                          cl::cat(inspectCategory));
+cl::opt<std::string> traceFlag(
+    "trace", cl::value_desc("FILE"),
+    cl::desc("write a Chrome trace (Perfetto, chrome://tracing) of this\n"
+             "invocation to FILE: import, each pass, codegen, each\n"
+             "kernel compile or cache hit, upload, and each kernel and\n"
+             "library call of every run on a device track (runs then go\n"
+             "step by step); also written when a stage fails"),
+    cl::cat(inspectCategory));
+
+cl::opt<bool> runFlag("run",
+                      cl::desc("run the model and print each output's shape, "
+                               "dtype and\nchecksum; inputs are seeded random "
+                               "unless given"),
+                      cl::cat(runCategory));
+// --inputs F... and --expect F...: their files are the positional arguments
+// that follow them (see claimFileLists).
+cl::list<bool> inputsFlags("inputs", cl::ValueDisallowed,
+                           cl::desc("F...: .npy or ONNX TensorProto .pb files, "
+                                    "one per graph\ninput, in order"),
+                           cl::cat(runCategory));
+cl::list<bool> expectFlags(
+    "expect", cl::ValueDisallowed,
+    cl::desc("F...: with --run, .npy or .pb files of the expected\n"
+             "outputs, in order; prints each output's worst error and\n"
+             "exits 1 past --rtol/--atol"),
+    cl::cat(runCategory));
+cl::opt<std::string> rtolFlag("rtol", cl::value_desc("R"),
+                              cl::desc("--expect's relative bound (default "
+                                       "1e-3; with --atol 0:\nidentical, the "
+                                       "sign of zero included)"),
+                              cl::cat(runCategory));
+cl::opt<std::string> atolFlag("atol", cl::value_desc("A"),
+                              cl::desc("--expect's absolute bound (default "
+                                       "1e-7)"),
+                              cl::cat(runCategory));
+cl::opt<std::string> outputsDirFlag("outputs-dir", cl::value_desc("DIR"),
+                                    cl::desc("with --run, write DIR/<output "
+                                             "name>.npy"),
+                                    cl::cat(runCategory));
+cl::opt<std::string> profileFlag(
+    "profile", cl::ValueOptional, cl::value_desc("N"),
+    cl::desc("with --run: run N more times (default 20) after a warm-up,\n"
+             "timing each kernel and library call, and print a table:\n"
+             "median time, bytes moved, GB/s, FLOPs, TFLOP/s, the\n"
+             "fraction of the device's copy ceiling or peak FLOP rate,\n"
+             "memory- or compute-bound"),
+    cl::cat(runCategory));
+cl::opt<std::string> profileJsonFlag(
+    "profile-json", cl::value_desc("FILE"),
+    cl::desc("with --run: write the profile as JSON to FILE (implies\n"
+             "--profile)"),
+    cl::cat(runCategory));
+cl::opt<bool> checkFlag("check",
+                        cl::desc("run fused and unfused; print max abs/rel "
+                                 "error per output;\nexit 1 past the dtype's "
+                                 "tolerance"),
+                        cl::cat(runCategory));
+cl::opt<std::string> seedFlag("seed", cl::value_desc("N"),
+                              cl::desc("seed of the random inputs (default 0)"),
+                              cl::cat(runCategory));
+
+cl::opt<std::string> cacheDirFlag(
+    "cache-dir", cl::value_desc("DIR"),
+    cl::desc("kernel cache (default $FUSEC_CACHE_DIR, else\n"
+             "$XDG_CACHE_HOME/fusec, else ~/.cache/fusec); its size\n"
+             "limit is $FUSEC_CACHE_MAX_SIZE (e.g. 500M, 2G; 0 for none;\n"
+             "default 1G), least recently used entries evicted first"),
+    cl::cat(cacheCategory));
+cl::opt<bool> cacheStatsFlag(
+    "cache-stats",
+    cl::desc("print the cache's entries, size, limit, hit and miss\n"
+             "counts, and work files left by dead processes; verifies\n"
+             "every entry"),
+    cl::cat(cacheCategory));
+cl::opt<bool> cacheClearFlag("cache-clear",
+                             cl::desc("remove every cache entry"),
+                             cl::cat(cacheCategory));
+cl::opt<bool> cacheCleanupFlag("cache-cleanup",
+                               cl::desc("remove work files of dead processes "
+                                        "and evict down to the\nsize limit"),
+                               cl::cat(cacheCategory));
+
+const cl::OptionCategory *const kFusecCategories[] = {
+    &compileCategory, &inspectCategory, &runCategory, &cacheCategory};
 
 /// --profile's runs when no N is given.
 constexpr int kDefaultProfileRuns = 20;
@@ -134,167 +240,195 @@ struct CliOptions {
 
 /// A usage error: printed with a hint, exit code 2.
 struct UsageError {
+  /// "": cl has printed the error.
   std::string message;
 };
 
-bool startsWith(const std::string &text, const std::string &prefix) {
-  return text.rfind(prefix, 0) == 0;
+/// Only fusec's options and --help are accepted: the options LLVM and MLIR
+/// register in this process would otherwise parse (HideUnrelatedOptions
+/// only hides them from --help).
+void removeForeignOptions() {
+  std::vector<cl::Option *> foreign;
+  for (const auto &entry : cl::getRegisteredOptions()) {
+    cl::Option *option = entry.second;
+    bool ours = entry.first == "help" || entry.first == "help-hidden" ||
+                llvm::any_of(option->Categories, [](cl::OptionCategory *c) {
+                  return llvm::is_contained(kFusecCategories, c);
+                });
+    if (!ours && option != &shortHelp && !llvm::is_contained(foreign, option))
+      foreign.push_back(option);
+  }
+  for (cl::Option *option : foreign)
+    option->removeArgument();
 }
 
+/// cl gives --inputs and --expect no value: their files are the positional
+/// arguments right after them. A positional belongs to the list whose flag
+/// or file directly precedes it on the command line; the rest are models.
+std::vector<std::string> claimFileLists(CliOptions &options) {
+  std::map<unsigned, std::vector<std::string> *> listAt;
+  for (unsigned i = 0; i < inputsFlags.size(); ++i)
+    listAt[inputsFlags.getPosition(i)] = &options.inputFiles;
+  for (unsigned i = 0; i < expectFlags.size(); ++i)
+    listAt[expectFlags.getPosition(i)] = &options.expectFiles;
+  std::set<unsigned> flagsWithoutFiles;
+  for (const auto &[position, list] : listAt)
+    flagsWithoutFiles.insert(position);
+  std::vector<std::string> models;
+  for (unsigned i = 0; i < positionalArguments.size(); ++i) {
+    unsigned position = positionalArguments.getPosition(i);
+    auto list = listAt.find(position - 1);
+    if (list == listAt.end()) {
+      models.push_back(positionalArguments[i]);
+      continue;
+    }
+    list->second->push_back(positionalArguments[i]);
+    listAt[position] = list->second;
+    flagsWithoutFiles.erase(position - 1);
+  }
+  for (unsigned position : flagsWithoutFiles) {
+    if (listAt[position] == &options.inputFiles)
+      throw UsageError{"--inputs needs one .npy file per graph input"};
+    throw UsageError{"--expect needs one .npy or .pb file per output"};
+  }
+  return models;
+}
+
+/// The command line's options: cl reads the flags, this checks their values.
 CliOptions parseArguments(int argc, char **argv) {
-  CliOptions options;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&](const std::string &flag) -> std::string {
-      if (startsWith(arg, flag + "="))
-        return arg.substr(flag.size() + 1);
-      if (i + 1 >= argc)
-        throw UsageError{flag + " needs a value"};
-      return argv[++i];
-    };
-    auto is = [&](const std::string &flag) {
-      return arg == flag || startsWith(arg, flag + "=");
-    };
-    if (arg == "--help" || arg == "-h") {
-      std::cout << kUsage;
-      std::exit(0);
-    } else if (is("--target")) {
-      std::string target = value("--target");
-      if (target == "cpu")
-        options.compile.target = Target::Cpu;
-      else if (target == "cuda")
-        options.compile.target = Target::Cuda;
-      else
-        throw UsageError{"unknown --target '" + target +
-                         "' (expected cpu or cuda)"};
-    } else if (is("--gpu-arch")) {
-      options.compile.gpuArch = value("--gpu-arch");
-      if (!startsWith(options.compile.gpuArch, "sm_"))
-        throw UsageError{"--gpu-arch expects sm_XY (e.g. sm_90a), got '" +
-                         options.compile.gpuArch + "'"};
-    } else if (arg == "--fast-math") {
-      options.compile.fastMath = true;
-    } else if (arg == "--tf32") {
-      options.compile.tf32 = true;
-    } else if (arg == "--no-cuda-graph") {
-      options.compile.cudaGraph = false;
-    } else if (arg == "--no-kernel-overlap") {
-      options.compile.kernelOverlap = false;
-    } else if (is("--emit")) {
-      options.emit = value("--emit");
-      if (options.emit != "ir" && options.emit != "fused" &&
-          options.emit != "plan" && options.emit != "schedule" &&
-          options.emit != "source" && options.emit != "ptx" &&
-          options.emit != "dot" && options.emit != "svg")
-        throw UsageError{"unknown --emit stage '" + options.emit +
-                         "' (expected ir, fused, plan, schedule, source, "
-                         "ptx, dot or svg)"};
-    } else if (arg == "-o") {
-      options.outputPath = value("-o");
-    } else if (is("--dump-kernels")) {
-      options.dumpKernelsDir = value("--dump-kernels");
-    } else if (arg == "--run") {
-      options.run = true;
-    } else if (arg == "--profile" || startsWith(arg, "--profile=")) {
-      options.profileRuns = kDefaultProfileRuns;
-      if (arg != "--profile") {
-        std::string runs = value("--profile");
-        char *end = nullptr;
-        long count = std::strtol(runs.c_str(), &end, 10);
-        if (runs.empty() || *end || count < 1 || count > 1000000)
-          throw UsageError{"--profile=N needs a positive number of runs, "
-                           "got '" +
-                           runs + "'"};
-        options.profileRuns = static_cast<int>(count);
-      }
-    } else if (is("--profile-json")) {
-      options.profileJsonPath = value("--profile-json");
-      if (options.profileRuns == 0)
-        options.profileRuns = kDefaultProfileRuns;
-    } else if (is("--trace")) {
-      options.tracePath = value("--trace");
-      if (options.tracePath.empty())
-        throw UsageError{"--trace needs a file name"};
-    } else if (arg == "--check") {
-      options.check = true;
-    } else if (arg == "--no-fuse") {
-      options.compile.fuse = false;
-    } else if (arg == "--remarks") {
-      options.compile.onRemark = [](const std::string &remark) {
-        std::cerr << remark << "\n";
-      };
-    } else if (arg == "--list-ops") {
+  removeForeignOptions();
+  cl::HideUnrelatedOptions(kFusecCategories);
+  // With an error stream cl returns false on an error rather than exiting 1,
+  // so a usage error exits 2 as the others do. cl writes a bad value's error
+  // to stderr itself, the others to this stream.
+  std::string clErrors;
+  llvm::raw_string_ostream clErrorStream(clErrors);
+  if (!cl::ParseCommandLineOptions(argc, argv, kOverview, &clErrorStream)) {
+    std::cerr << clErrors;
+    throw UsageError{/*message=*/""};
+  }
+  if (!unknownFlags.empty())
+    throw UsageError{"unknown option '" + unknownFlags.front() + "'"};
+  if (shortHelp) {
+    cl::PrintHelpMessage();
+    std::exit(0);
+  }
+  if (listOpsFlag.getNumOccurrences()) {
+    if (listOpsFlag == "markdown") {
+      std::cout << supportedOnnxOpsMarkdown();
+    } else if (listOpsFlag.empty()) {
       for (const std::string &line : supportedOnnxOps())
         std::cout << line << "\n";
-      std::exit(0);
-    } else if (arg == "--list-ops=markdown") {
-      std::cout << supportedOnnxOpsMarkdown();
-      std::exit(0);
-    } else if (is("--input-shape")) {
-      std::string spec = value("--input-shape");
-      size_t equals = spec.find('=');
-      Shape shape;
-      std::istringstream dims(equals == std::string::npos
-                                  ? std::string()
-                                  : spec.substr(equals + 1));
-      for (std::string dim; std::getline(dims, dim, ',');) {
-        char *end = nullptr;
-        long long value = std::strtoll(dim.c_str(), &end, 10);
-        if (dim.empty() || *end || value < 0)
-          throw UsageError{"--input-shape expects NAME=D0,D1,... with "
-                           "non-negative dims, got '" +
-                           spec + "'"};
-        shape.push_back(value);
-      }
-      if (equals == std::string::npos || equals == 0)
-        throw UsageError{"--input-shape expects NAME=D0,D1,..., got '" + spec +
-                         "'"};
-      options.compile.inputShapes[spec.substr(0, equals)] = shape;
-    } else if (is("--cache-dir")) {
-      options.compile.cacheDir = value("--cache-dir");
-    } else if (arg == "--cache-stats") {
-      options.cacheStats = true;
-    } else if (arg == "--cache-clear") {
-      options.cacheClear = true;
-    } else if (arg == "--cache-cleanup") {
-      options.cacheCleanup = true;
-    } else if (is("--outputs-dir")) {
-      options.outputsDir = value("--outputs-dir");
-    } else if (is("--seed")) {
-      std::string seed = value("--seed");
-      char *end = nullptr;
-      options.seed = std::strtoull(seed.c_str(), &end, 10);
-      if (seed.empty() || *end)
-        throw UsageError{"--seed needs a non-negative integer, got '" + seed +
-                         "'"};
-    } else if (arg == "--expect") {
-      while (i + 1 < argc && !startsWith(argv[i + 1], "-"))
-        options.expectFiles.push_back(argv[++i]);
-      if (options.expectFiles.empty())
-        throw UsageError{"--expect needs one .npy or .pb file per output"};
-    } else if (is("--rtol") || is("--atol")) {
-      bool relative = is("--rtol");
-      std::string text = value(relative ? "--rtol" : "--atol");
-      char *end = nullptr;
-      double bound = std::strtod(text.c_str(), &end);
-      if (text.empty() || *end || !(bound >= 0))
-        throw UsageError{std::string(relative ? "--rtol" : "--atol") +
-                         " needs a non-negative number, got '" + text + "'"};
-      (relative ? options.rtol : options.atol) = bound;
-    } else if (arg == "--inputs") {
-      while (i + 1 < argc && !startsWith(argv[i + 1], "-"))
-        options.inputFiles.push_back(argv[++i]);
-      if (options.inputFiles.empty())
-        throw UsageError{"--inputs needs one .npy file per graph input"};
-    } else if (startsWith(arg, "-")) {
-      throw UsageError{"unknown option '" + arg + "'"};
-    } else if (options.model.empty()) {
-      options.model = arg;
     } else {
-      throw UsageError{"more than one model given: '" + options.model +
-                       "' and '" + arg + "'"};
+      throw UsageError{"unknown --list-ops format '" + listOpsFlag +
+                       "' (expected --list-ops or --list-ops=markdown)"};
     }
+    std::exit(0);
   }
+
+  CliOptions options;
+  if (targetFlag.getNumOccurrences()) {
+    if (targetFlag == "cpu")
+      options.compile.target = Target::Cpu;
+    else if (targetFlag == "cuda")
+      options.compile.target = Target::Cuda;
+    else
+      throw UsageError{"unknown --target '" + targetFlag +
+                       "' (expected cpu or cuda)"};
+  }
+  if (gpuArchFlag.getNumOccurrences()) {
+    options.compile.gpuArch = gpuArchFlag;
+    if (!llvm::StringRef(gpuArchFlag).starts_with("sm_"))
+      throw UsageError{"--gpu-arch expects sm_XY (e.g. sm_90a), got '" +
+                       gpuArchFlag + "'"};
+  }
+  options.compile.fastMath = fastMathFlag;
+  options.compile.tf32 = tf32Flag;
+  options.compile.cudaGraph = !noCudaGraphFlag;
+  options.compile.kernelOverlap = !noKernelOverlapFlag;
+  options.compile.fuse = !noFuseFlag;
+  if (remarksFlag)
+    options.compile.onRemark = [](const std::string &remark) {
+      std::cerr << remark << "\n";
+    };
+  for (const std::string &spec : inputShapeFlags) {
+    size_t equals = spec.find('=');
+    Shape shape;
+    std::istringstream dims(
+        equals == std::string::npos ? std::string() : spec.substr(equals + 1));
+    for (std::string dim; std::getline(dims, dim, ',');) {
+      char *end = nullptr;
+      long long value = std::strtoll(dim.c_str(), &end, 10);
+      if (dim.empty() || *end || value < 0)
+        throw UsageError{"--input-shape expects NAME=D0,D1,... with "
+                         "non-negative dims, got '" +
+                         spec + "'"};
+      shape.push_back(value);
+    }
+    if (equals == std::string::npos || equals == 0)
+      throw UsageError{"--input-shape expects NAME=D0,D1,..., got '" + spec +
+                       "'"};
+    options.compile.inputShapes[spec.substr(0, equals)] = shape;
+  }
+  options.compile.cacheDir = cacheDirFlag;
+
+  options.emit = emitFlag;
+  if (emitFlag.getNumOccurrences() && options.emit != "ir" &&
+      options.emit != "fused" && options.emit != "plan" &&
+      options.emit != "schedule" && options.emit != "source" &&
+      options.emit != "ptx" && options.emit != "dot" && options.emit != "svg")
+    throw UsageError{"unknown --emit stage '" + options.emit +
+                     "' (expected ir, fused, plan, schedule, source, "
+                     "ptx, dot or svg)"};
+  options.outputPath = outputPathFlag;
+  options.dumpKernelsDir = dumpKernelsFlag;
+  options.tracePath = traceFlag;
+  if (traceFlag.getNumOccurrences() && options.tracePath.empty())
+    throw UsageError{"--trace needs a file name"};
+
+  options.run = runFlag;
+  options.check = checkFlag;
+  options.outputsDir = outputsDirFlag;
+  options.profileJsonPath = profileJsonFlag;
+  if (profileFlag.getNumOccurrences() || profileJsonFlag.getNumOccurrences())
+    options.profileRuns = kDefaultProfileRuns;
+  if (!profileFlag.empty()) {
+    char *end = nullptr;
+    long count = std::strtol(profileFlag.c_str(), &end, 10);
+    if (*end || count < 1 || count > 1000000)
+      throw UsageError{"--profile=N needs a positive number of runs, got '" +
+                       profileFlag + "'"};
+    options.profileRuns = static_cast<int>(count);
+  }
+  if (seedFlag.getNumOccurrences()) {
+    char *end = nullptr;
+    options.seed = std::strtoull(seedFlag.c_str(), &end, 10);
+    if (seedFlag.empty() || *end)
+      throw UsageError{"--seed needs a non-negative integer, got '" + seedFlag +
+                       "'"};
+  }
+  for (auto [flag, bound] : {std::pair{&rtolFlag, &options.rtol},
+                             std::pair{&atolFlag, &options.atol}}) {
+    if (!flag->getNumOccurrences())
+      continue;
+    const std::string &text = *flag;
+    char *end = nullptr;
+    double value = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end || !(value >= 0))
+      throw UsageError{"--" + flag->ArgStr.str() +
+                       " needs a non-negative number, got '" + text + "'"};
+    *bound = value;
+  }
+  options.cacheStats = cacheStatsFlag;
+  options.cacheClear = cacheClearFlag;
+  options.cacheCleanup = cacheCleanupFlag;
+
+  std::vector<std::string> models = claimFileLists(options);
+  if (models.size() > 1)
+    throw UsageError{"more than one model given: '" + models[0] + "' and '" +
+                     models[1] + "'"};
+  if (!models.empty())
+    options.model = models.front();
   bool cacheCommand =
       options.cacheStats || options.cacheClear || options.cacheCleanup;
   if (cacheCommand && !options.model.empty())
@@ -653,8 +787,9 @@ int main(int argc, char **argv) {
     trace.write();
     return status;
   } catch (const UsageError &error) {
-    std::cerr << "fusec: error: " << error.message
-              << "\n(run 'fusec --help' for usage)\n";
+    if (!error.message.empty())
+      std::cerr << "fusec: error: " << error.message << "\n";
+    std::cerr << "(run 'fusec --help' for usage)\n";
     return 2;
   } catch (const Error &error) {
     std::cerr << error.what() << "\n";

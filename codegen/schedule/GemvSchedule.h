@@ -1,10 +1,10 @@
 //===- GemvSchedule.h - The int8-weight GEMV: params -----------*- C++ -*-===//
 //
-// The decisions of the quantized GEMV kernel (QuantizedMatmulKernel.cpp
-// prints it) as plain data: on CUDA the tensor-core kernel (f16/bf16) with
-// its pipeline (blocks per SM, steps in flight, the weight ring, the lhs
-// staged in shared memory) or the SIMT kernel with its split of k among
-// warps; on the CPU the OpenMP split.
+// The decisions of the quantized GEMV kernel (cpu/GemvCppPrinter.cpp and
+// cuda/GemvCudaPrinter.cpp print it) as plain data: on CUDA the tensor-core
+// kernel (f16/bf16) with its pipeline (blocks per SM, steps in flight, the
+// weight ring, the lhs staged in shared memory) or the SIMT kernel with its
+// split of k among warps; on the CPU the OpenMP split.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FUSE_CODEGEN_SCHEDULE_GEMVSCHEDULE_H
