@@ -92,6 +92,11 @@ cl::opt<bool> noFuseFlag("no-fuse",
                          cl::desc("one kernel per op (the eager-like "
                                   "baseline)"),
                          cl::cat(compileCategory));
+cl::opt<bool> noFusedAttentionFlag(
+    "no-fused-attention",
+    cl::desc("run attention as its matmul, softmax and matmul kernels\n"
+             "rather than one fused attention kernel (its baseline)"),
+    cl::cat(compileCategory));
 cl::list<std::string> inputShapeFlags(
     "input-shape", cl::value_desc("NAME=D0,D1,..."),
     cl::desc("ONNX: the shape of an input with symbolic dims (repeatable)"),
@@ -347,6 +352,7 @@ CliOptions parseArguments(int argc, char **argv) {
   options.compile.cudaGraph = !noCudaGraphFlag;
   options.compile.kernelOverlap = !noKernelOverlapFlag;
   options.compile.fuse = !noFuseFlag;
+  options.compile.attention = !noFusedAttentionFlag;
   if (remarksFlag)
     options.compile.onRemark = [](const std::string &remark) {
       std::cerr << remark << "\n";
@@ -614,8 +620,8 @@ int runCli(const CliOptions &options) {
                                               : Stage::Program;
   // Kernel repros (--dump-kernels) read the fused IR back for references;
   // schedules are described only when asked for.
-  bool captureIR =
-      wantsIR || options.emit == "schedule" || !options.dumpKernelsDir.empty();
+  bool captureIR = wantsIR || options.emit == "schedule" ||
+                   options.emit == "plan" || !options.dumpKernelsDir.empty();
   if ((options.run || options.check) &&
       resolveTarget(options.compile) == Target::Cuda)
     cuda::startInitializingInBackground(); // beside the import and passes

@@ -169,18 +169,17 @@ std::string Program::planJson() const {
   plan["outputs"] = outputNames;
   plan["kernels"] = json::array();
   for (const KernelDesc &kernel : kernels) {
-    json entry = {{"name", kernel.name},
-                  {"schedule", kernel.schedule},
-                  {"ops", kernel.ops},
-                  {"inputs", names(kernel.inputs)},
-                  {"outputs", names(kernel.outputs)}};
+    json entry = {{"name", kernel.name}, {"schedule", kernel.schedule}};
+    if (!kernel.scheduleParams.empty())
+      entry["schedule_params"] = kernel.scheduleParams;
+    entry["ops"] = kernel.ops;
+    entry["inputs"] = names(kernel.inputs);
+    entry["outputs"] = names(kernel.outputs);
     // It may start while the kernel before it ends (LaunchGeometry).
     if (kernel.launch.waitsForPredecessor)
       entry["waits_for_predecessor"] = true;
     if (kernel.flops > 0)
       entry["flops"] = kernel.flops;
-    if (!kernel.scheduleParams.empty())
-      entry["schedule_params"] = kernel.scheduleParams;
     plan["kernels"].push_back(entry);
   }
   MemoryPlan memory = planMemory(*this);
