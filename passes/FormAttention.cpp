@@ -59,6 +59,9 @@ bool hasPerm(TransposeOp op, ArrayRef<int64_t> perm) {
 struct Operand {
   Value tensor;
   int64_t column = 0;
+  /// k and v: the kv heads a grouped-query model repeats (0: as many as
+  /// the query's).
+  int64_t kvHeads = 0;
 };
 
 /// A [B, T, H*D] tensor as [B, T, C] with its heads from `column`: the
@@ -116,12 +119,45 @@ Value peelScale(Value value, double &scale) {
   return value;
 }
 
+/// Grouped-query heads written out (torch's repeat_interleave or expand):
+/// a [B, Hkv, T, D] source reshaped to [B, Hkv, 1, T, D], broadcast to
+/// [B, Hkv, g, T, D] and reshaped to [B, Hkv * g, T, D]. The source, its
+/// Hkv in `kvHeads`; else null.
+Value repeatedHeadsSource(Value value, int64_t &kvHeads) {
+  auto merged = value.getDefiningOp<ReshapeOp>();
+  auto repeated =
+      merged ? merged.getOperand().getDefiningOp<BroadcastToOp>() : nullptr;
+  auto split =
+      repeated ? repeated.getOperand().getDefiningOp<ReshapeOp>() : nullptr;
+  if (!split)
+    return Value();
+  ArrayRef<int64_t> source = tensorType(split.getOperand()).getShape();
+  ArrayRef<int64_t> grouped = tensorType(repeated.getResult()).getShape();
+  ArrayRef<int64_t> result = tensorType(value).getShape();
+  if (source.size() != 4 || grouped.size() != 5 || result.size() != 4 ||
+      tensorType(split.getResult()).getShape() !=
+          ArrayRef<int64_t>{source[0], source[1], 1, source[2], source[3]} ||
+      grouped[0] != source[0] || grouped[1] != source[1] ||
+      grouped[3] != source[2] || grouped[4] != source[3] ||
+      result != ArrayRef<int64_t>{source[0], source[1] * grouped[2], source[2],
+                                  source[3]})
+    return Value();
+  kvHeads = source[1];
+  return split.getOperand();
+}
+
 /// q or v as the attention reads it, from the [B, H, T, D] value the
 /// matmul takes: a transpose [0, 2, 1, 3] of a reshape of [B, T, H*D]
 /// becomes the tokens-first view of that tensor. Multiplies by a splat
 /// scalar on the way are folded into `scale`.
 Operand headsOperand(Value value, double &scale) {
   value = peelScale(value, scale);
+  int64_t kvHeads = 0;
+  if (Value source = repeatedHeadsSource(value, kvHeads)) {
+    Operand operand = headsOperand(source, scale);
+    operand.kvHeads = kvHeads;
+    return operand;
+  }
   auto transpose = value.getDefiningOp<TransposeOp>();
   if (!hasPerm(transpose, {0, 2, 1, 3}))
     return {value, 0};
@@ -402,7 +438,10 @@ private:
     double valueScale = 1.0;
     match.value = headsOperand(match.output.getRhs(), valueScale);
     if (valueScale != 1.0)
-      match.value = {match.output.getRhs(), 0};
+      match.value = {match.output.getRhs()};
+    if (match.key.kvHeads != match.value.kvHeads)
+      return fail(why, "k and v repeat their heads for grouped queries "
+                       "differently");
     RankedTensorType q = tensorType(match.scores.getLhs());
     RankedTensorType v = tensorType(match.output.getRhs());
     if (q.getRank() != 4 || v.getRank() != 4 ||
@@ -487,7 +526,9 @@ struct FormAttention : public fuse::impl::FuseFormAttentionBase<FormAttention> {
     auto attention = AttentionOp::create(
         builder, loc, resultType, match.query.tensor, match.key.tensor,
         match.value.tensor, bias, builder.getI64IntegerAttr(heads),
-        builder.getI64IntegerAttr(heads), builder.getI64IntegerAttr(headDim),
+        builder.getI64IntegerAttr(match.key.kvHeads ? match.key.kvHeads
+                                                    : heads),
+        builder.getI64IntegerAttr(headDim),
         builder.getI64IntegerAttr(valueHeadDim),
         builder.getI64IntegerAttr(match.query.column),
         builder.getI64IntegerAttr(match.key.column),

@@ -125,3 +125,24 @@ func.func @not_attention(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x5x8xf32>, %kt_g
   %o3 = fuse.matmul %p3, %v : (tensor<1x2x3x5xf32>, tensor<1x2x5x8xf32>) -> tensor<1x2x3x8xf32>
   return %o, %o2, %o3, %p3 : tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x5xf32>
 }
+
+// -----
+
+// Grouped-query heads as torch writes them: each of the 2 kv heads
+// repeated for 2 query heads (reshape, broadcast, reshape) is read once
+// per group by the kernel instead.
+// CHECK-LABEL: func.func @grouped
+// CHECK-NEXT: fuse.attention %arg0, %arg1, %arg2 {head_dim = 8 : i64, kv_num_heads = 2 : i64, num_heads = 4 : i64, scale = 1.000000e+00 : f64, value_head_dim = 8 : i64} : (tensor<1x4x3x8xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x8xf32>) -> tensor<1x4x3x8xf32>
+func.func @grouped(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x8xf32>) -> tensor<1x4x3x8xf32> {
+  %k5 = fuse.reshape %k : tensor<1x2x5x8xf32> to tensor<1x2x1x5x8xf32>
+  %kg = fuse.broadcast_to %k5 : tensor<1x2x1x5x8xf32> to tensor<1x2x2x5x8xf32>
+  %kr = fuse.reshape %kg : tensor<1x2x2x5x8xf32> to tensor<1x4x5x8xf32>
+  %v5 = fuse.reshape %v : tensor<1x2x5x8xf32> to tensor<1x2x1x5x8xf32>
+  %vg = fuse.broadcast_to %v5 : tensor<1x2x1x5x8xf32> to tensor<1x2x2x5x8xf32>
+  %vr = fuse.reshape %vg : tensor<1x2x2x5x8xf32> to tensor<1x4x5x8xf32>
+  %kt = fuse.transpose %kr {perm = array<i64: 0, 1, 3, 2>} : tensor<1x4x5x8xf32> -> tensor<1x4x8x5xf32>
+  %s = fuse.matmul %q, %kt : (tensor<1x4x3x8xf32>, tensor<1x4x8x5xf32>) -> tensor<1x4x3x5xf32>
+  %p = fuse.softmax %s : tensor<1x4x3x5xf32>
+  %o = fuse.matmul %p, %vr : (tensor<1x4x3x5xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x3x8xf32>
+  return %o : tensor<1x4x3x8xf32>
+}
