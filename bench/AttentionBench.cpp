@@ -167,7 +167,7 @@ void runAttention(Target target, const std::vector<std::string> &only,
                   "\"pct_of_copy\": %.1f",
                   gbps, *copyCeiling, 100.0 * gbps / *copyCeiling);
     } else {
-      std::printf(", \"TFLOPs\": %.1f", bench.flops() / us / 1e6);
+      std::printf(", \"TFLOPs\": %.3f", bench.flops() / us / 1e6);
     }
     // The unfused chain writes Tq x Tk scores twice: up to 4k.
     if (!bench.decode && bench.queries <= 4096) {
@@ -181,7 +181,7 @@ void runAttention(Target target, const std::vector<std::string> &only,
       tolerance.atol = std::max(tolerance.atol, 4 * tolerance.rtol);
       tolerance.rtol *= 4;
       bool agree = compareTensors(fusedOut[0], chainOut[0], tolerance).ok();
-      std::printf(", \"unfused_us\": %.1f, \"unfused_TFLOPs\": %.1f, "
+      std::printf(", \"unfused_us\": %.1f, \"unfused_TFLOPs\": %.3f, "
                   "\"speedup\": %.2f, \"outputs_agree\": %s",
                   chainUs, bench.flops() / chainUs / 1e6, chainUs / us,
                   agree ? "true" : "false");

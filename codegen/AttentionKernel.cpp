@@ -9,6 +9,7 @@
 #include "codegen/AttentionKernel.h"
 
 #include "codegen/RegionKind.h"
+#include "codegen/ScalarExprPrinter.h"
 #include "codegen/cuda/AttentionCudaPrinter.h"
 #include "ir/TypeUtils.h"
 
@@ -117,6 +118,49 @@ FailureOr<AttentionRegion> analyzeAttentionRegion(FusionOp fusion) {
   shape.windowLeft = static_cast<int64_t>(op.getWindowLeft());
   shape.zeroMaskedRows = op.getZeroMaskedRows();
   return region;
+}
+
+static void printLayout(std::ostream &os, const char *field,
+                        const AttentionOperandLayout &layout) {
+  os << "  args." << field << " = {" << layout.offset << ", " << layout.batch
+     << ", " << layout.head << ", " << layout.row << "};\n";
+}
+
+void printAttentionArguments(std::ostream &os, const AttentionShape &shape,
+                             const AttentionSignature &signature,
+                             llvm::function_ref<std::string(int)> input,
+                             const std::string &output) {
+  os << "  fusec_attention_args args;\n";
+  os << "  args.query = " << input(signature.query) << ";\n";
+  os << "  args.key = " << input(signature.key) << ";\n";
+  os << "  args.value = " << input(signature.value) << ";\n";
+  os << "  args.bias = "
+     << (signature.bias >= 0 ? input(signature.bias) : std::string("0"))
+     << ";\n";
+  os << "  args.output = " << output << ";\n";
+  os << "  args.batch = " << shape.batch << ";\n";
+  os << "  args.heads = " << shape.heads << ";\n";
+  os << "  args.kv_heads = " << shape.kvHeads << ";\n";
+  os << "  args.query_len = " << shape.queryLen << ";\n";
+  os << "  args.key_len = " << shape.keyLen << ";\n";
+  printLayout(os, "q", shape.query);
+  printLayout(os, "k", shape.key);
+  printLayout(os, "v", shape.value);
+  printLayout(os, "o", shape.output);
+  const AttentionBiasLayout &bias = shape.biasLayout;
+  os << "  args.b = {" << bias.offset << ", " << bias.batch << ", " << bias.head
+     << ", " << bias.row << ", " << bias.column << "};\n";
+  os << "  args.bias_kind = "
+     << (shape.bias == AttentionBias::None       ? 0
+         : shape.bias == AttentionBias::Additive ? 1
+                                                 : 2)
+     << ";\n";
+  os << "  args.scale = "
+     << ScalarExprPrinter::literal(shape.scale, fusec::DType::F64) << ";\n";
+  os << "  args.causal = " << (shape.causal ? 1 : 0) << ";\n";
+  os << "  args.causal_offset = " << shape.causalOffset << ";\n";
+  os << "  args.window_left = " << shape.windowLeft << ";\n";
+  os << "  args.zero_masked_rows = " << (shape.zeroMaskedRows ? 1 : 0) << ";\n";
 }
 
 FailureOr<fusec::KernelDesc> buildAttentionKernel(FusionOp fusion,

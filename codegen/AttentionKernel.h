@@ -6,6 +6,9 @@
 #include "ir/FuseDialect.h"
 #include "runtime/core/Program.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -34,6 +37,14 @@ mlir::FailureOr<AttentionRegion> analyzeAttentionRegion(FusionOp fusion);
 mlir::FailureOr<fusec::KernelDesc>
 buildAttentionKernel(FusionOp fusion, unsigned index, fusec::Target target,
                      std::string *params = nullptr);
+
+/// `  args.FIELD = VALUE;` lines filling device/AttentionCpu.h's and
+/// device/FlashAttention.cuh's fusec_attention_args (the same fields) with
+/// the shape's literals; `input(i)` is the expression of input i.
+void printAttentionArguments(std::ostream &os, const AttentionShape &shape,
+                             const AttentionSignature &signature,
+                             llvm::function_ref<std::string(int)> input,
+                             const std::string &output);
 
 /// The C++ kernel: `extern "C" void name(const void *const *fusec_inputs,
 /// void *const *fusec_outputs)` calling device/AttentionCpu.h with the

@@ -20,12 +20,6 @@ namespace {
 /// Below this many multiply-adds an attention runs on one thread.
 constexpr double kParallelFlops = 1 << 20;
 
-void printLayout(std::ostream &os, const char *field,
-                 const AttentionOperandLayout &layout) {
-  os << "  args." << field << " = {" << layout.offset << ", " << layout.batch
-     << ", " << layout.head << ", " << layout.row << "};\n";
-}
-
 } // namespace
 
 std::string printCppAttentionKernel(const std::string &name,
@@ -52,39 +46,10 @@ std::string printCppAttentionKernel(const std::string &name,
   os << "};\n";
   os << "extern \"C\" void " << name
      << "(const void *const *fusec_inputs, void *const *fusec_outputs) {\n";
-  os << "  fusec_attention_args args;\n";
-  os << "  args.query = fusec_inputs[" << signature.query << "];\n";
-  os << "  args.key = fusec_inputs[" << signature.key << "];\n";
-  os << "  args.value = fusec_inputs[" << signature.value << "];\n";
-  os << "  args.bias = "
-     << (signature.bias >= 0
-             ? "fusec_inputs[" + std::to_string(signature.bias) + "]"
-             : std::string("0"))
-     << ";\n";
-  os << "  args.output = fusec_outputs[0];\n";
-  os << "  args.batch = " << shape.batch << ";\n";
-  os << "  args.heads = " << shape.heads << ";\n";
-  os << "  args.kv_heads = " << shape.kvHeads << ";\n";
-  os << "  args.query_len = " << shape.queryLen << ";\n";
-  os << "  args.key_len = " << shape.keyLen << ";\n";
-  printLayout(os, "q", shape.query);
-  printLayout(os, "k", shape.key);
-  printLayout(os, "v", shape.value);
-  printLayout(os, "o", shape.output);
-  const AttentionBiasLayout &bias = shape.biasLayout;
-  os << "  args.b = {" << bias.offset << ", " << bias.batch << ", " << bias.head
-     << ", " << bias.row << ", " << bias.column << "};\n";
-  os << "  args.bias_kind = "
-     << (shape.bias == AttentionBias::None       ? 0
-         : shape.bias == AttentionBias::Additive ? 1
-                                                 : 2)
-     << ";\n";
-  os << "  args.scale = "
-     << ScalarExprPrinter::literal(shape.scale, fusec::DType::F64) << ";\n";
-  os << "  args.causal = " << (shape.causal ? 1 : 0) << ";\n";
-  os << "  args.causal_offset = " << shape.causalOffset << ";\n";
-  os << "  args.window_left = " << shape.windowLeft << ";\n";
-  os << "  args.zero_masked_rows = " << (shape.zeroMaskedRows ? 1 : 0) << ";\n";
+  printAttentionArguments(
+      os, shape, signature,
+      [](int input) { return "fusec_inputs[" + std::to_string(input) + "]"; },
+      "fusec_outputs[0]");
   os << "  args.parallel = " << (shape.flops() >= kParallelFlops ? 1 : 0)
      << ";\n";
   os << "  fusec_attention_cpu<" << name << "_traits, " << params.cpuQueryTile

@@ -1,5 +1,54 @@
-// PROVISIONAL
+//===- AttentionCudaPrinter.cpp - Fused attention as CUDA -----------------===//
+//
+// The kernels are device/FlashAttention.cuh's templates; this prints the
+// `extern "C"` entry: the signature, a traits struct for the dtype
+// (storage conversions, exp) and the args with every size and stride a
+// literal (shapes are static).
+//
+//===----------------------------------------------------------------------===//
+
 #include "codegen/cuda/AttentionCudaPrinter.h"
+
+#include "codegen/PointwiseKernel.h"
+#include "codegen/ScalarExprPrinter.h"
+
+#include <sstream>
+
 namespace fuse {
-std::string printCudaAttentionKernel(const std::string &name, const AttentionShape &, const AttentionParams &, const AttentionSignature &) { return "// " + name + " provisional\n"; }
+
+std::string printCudaAttentionKernel(const std::string &name,
+                                     const AttentionShape &shape,
+                                     const AttentionParams &params,
+                                     const AttentionSignature &signature) {
+  bool f64 = shape.dtype == fusec::DType::F64;
+  std::ostringstream os;
+  os << "// " << name << ": attention, " << shape.batch << " x " << shape.heads
+     << " heads (" << shape.kvHeads << " kv) x " << shape.queryLen
+     << " queries x " << shape.keyLen << " keys, head dim " << shape.headDim
+     << "; " << params.toString() << "\n";
+  os << "struct " << name << "_traits {\n";
+  os << "  typedef " << storageType(shape.dtype) << " storage;\n";
+  os << "  typedef " << (f64 ? "double" : "float") << " acc;\n";
+  os << "  static __device__ __forceinline__ acc load(storage x) { return "
+     << fromStorage(shape.dtype, "x") << "; }\n";
+  os << "  static __device__ __forceinline__ storage store(acc x) { return "
+     << toStorage(shape.dtype, "x") << "; }\n";
+  os << "  static __device__ __forceinline__ acc exp(acc x) { return "
+     << (f64 ? "::exp(x)" : "expf(x)") << "; }\n";
+  os << "};\n";
+  os << "extern \"C\" __global__ void __launch_bounds__(" << params.blockX
+     << ") " << name << "(";
+  for (size_t i = 0; i < signature.inputs.size(); ++i)
+    os << "const " << storageType(signature.inputs[i]) << " *__restrict__ in"
+       << i << ", ";
+  os << storageType(shape.dtype) << " *__restrict__ out0) {\n";
+  printAttentionArguments(
+      os, shape, signature,
+      [](int input) { return "in" + std::to_string(input); }, "out0");
+  os << "  fusec_attention_warp_row<" << name << "_traits, " << shape.headDim
+     << ", " << shape.valueHeadDim << ">(args);\n";
+  os << "}\n";
+  return os.str();
 }
+
+} // namespace fuse

@@ -3,8 +3,8 @@
 // The fused attention kernel (one fuse.attention in a region) computes, for
 // every batch b, query head h and query row i,
 //
-//   s[j]   = scale * sum_d q[b, h, i, d] * k[b, h / group, j, d] + bias(b, h, i, j)
-//   out[b, h, i, :] = sum_j softmax(s)[j] * v[b, h / group, j, :]
+//   s[j]   = scale * sum_d q[b, h, i, d] * k[b, h / group, j, d] + bias(b, h,
+//   i, j) out[b, h, i, :] = sum_j softmax(s)[j] * v[b, h / group, j, :]
 //
 // with group = heads / kvHeads, the keys j a causal or sliding-window rule
 // hides left out of the softmax (as -inf), softmax statistics in f32 (f64
@@ -76,16 +76,37 @@ struct AttentionShape {
   double flops() const;
 };
 
-
-// PROVISIONAL (lead's local stand-in until the flash-kernel branch lands)
+/// Every decision of the attention kernel for a target: printable,
+/// hashable, comparable. Fields the chosen kernel does not use keep their
+/// defaults.
 struct AttentionParams {
   fusec::Target target = fusec::Target::Cpu;
-  int64_t cpuQueryTile = 32, cpuKeyTile = 128;
+  /// "cpu-tiles" (C++: query tiles by key tiles, online softmax) or
+  /// "warp-per-row" (CUDA cores: a warp per query row, its lanes over the
+  /// head dims).
+  std::string kernel;
+  /// C++: rows of a query tile and keys of a key tile.
+  int64_t cpuQueryTile = 0, cpuKeyTile = 0;
+  /// CUDA: the launch.
+  int64_t warpsPerBlock = 0;
+  unsigned blockX = 1;
+  int64_t gridX = 1;
+  /// Zero-initialized device memory between blocks (split-KV partials).
   int64_t scratchBytes = 0;
+
+  /// One line of `key=value` fields, those of the chosen kernel only.
   std::string toString() const;
+  size_t hash() const;
+  bool operator==(const AttentionParams &other) const;
+  bool operator!=(const AttentionParams &other) const {
+    return !(*this == other);
+  }
 };
+
 AttentionParams scheduleAttention(const AttentionShape &shape,
                                   fusec::Target target);
+
+/// The CUDA launch of a scheduled kernel.
 fusec::LaunchGeometry launchOf(const AttentionParams &params);
 
 } // namespace fuse
