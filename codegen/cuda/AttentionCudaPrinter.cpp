@@ -45,8 +45,14 @@ std::string printCudaAttentionKernel(const std::string &name,
   printAttentionArguments(
       os, shape, signature,
       [](int input) { return "in" + std::to_string(input); }, "out0");
-  os << "  fusec_attention_warp_row<" << name << "_traits, " << shape.headDim
-     << ", " << shape.valueHeadDim << ">(args);\n";
+  if (params.kernel == "tensor-cores")
+    os << "  fusec_attention_tensor_cores<"
+       << (shape.dtype == fusec::DType::BF16 ? "true" : "false") << ", "
+       << shape.headDim << ", " << params.blockN << ", " << params.warpsPerBlock
+       << ", " << (shape.causal ? "true" : "false") << ">(args);\n";
+  else
+    os << "  fusec_attention_warp_row<" << name << "_traits, " << shape.headDim
+       << ", " << shape.valueHeadDim << ">(args);\n";
   os << "}\n";
   return os.str();
 }

@@ -15,12 +15,32 @@ namespace {
 /// to key-major); a key tile's scores stay in L1 with the tiles of q and
 /// the output.
 constexpr int64_t kCpuQueryTile = 32, kCpuKeyTile = 128;
-/// CUDA cores: query rows (warps) per block.
+/// CUDA: warps per block (tensor cores: 16 query rows each; CUDA cores: a
+/// row each).
 constexpr int64_t kWarpsPerBlock = 4;
 
 auto fields(const AttentionParams &p) {
   return std::tie(p.target, p.kernel, p.cpuQueryTile, p.cpuKeyTile,
-                  p.warpsPerBlock, p.blockX, p.gridX, p.scratchBytes);
+                  p.warpsPerBlock, p.blockN, p.blockX, p.gridX, p.gridY,
+                  p.sharedBytes, p.scratchBytes);
+}
+
+/// Whether every row of `layout` starts 16-byte aligned (8 elements).
+bool alignedRows(const AttentionOperandLayout &layout) {
+  return layout.offset % 8 == 0 && layout.batch % 8 == 0 &&
+         layout.head % 8 == 0 && layout.row % 8 == 0;
+}
+
+/// The tensor-core kernel: f16/bf16, head dims equal and 64, 128 or 256
+/// (swizzled rows of at least 8 16-byte chunks), rows 16-byte aligned.
+bool fitsTensorCores(const AttentionShape &shape) {
+  return (shape.dtype == fusec::DType::BF16 ||
+          shape.dtype == fusec::DType::F16) &&
+         shape.headDim == shape.valueHeadDim &&
+         (shape.headDim == 64 || shape.headDim == 128 ||
+          shape.headDim == 256) &&
+         alignedRows(shape.query) && alignedRows(shape.key) &&
+         alignedRows(shape.value) && alignedRows(shape.output);
 }
 
 } // namespace
@@ -43,8 +63,21 @@ AttentionParams scheduleAttention(const AttentionShape &shape,
     params.cpuKeyTile = kCpuKeyTile;
     return params;
   }
-  params.kernel = "warp-per-row";
   params.warpsPerBlock = kWarpsPerBlock;
+  if (fitsTensorCores(shape)) {
+    // A key block of 64 keys of 128 (128 of 64, 32 of 256): a 16 KiB
+    // tile, double-buffered for k and v, beside the query block.
+    params.kernel = "tensor-cores";
+    params.blockN = 8192 / shape.headDim;
+    int64_t blockM = 16 * kWarpsPerBlock;
+    params.blockX = static_cast<unsigned>(32 * kWarpsPerBlock);
+    params.gridX = (shape.queryLen + blockM - 1) / blockM;
+    params.gridY = static_cast<unsigned>(shape.batch * shape.heads);
+    params.sharedBytes =
+        static_cast<unsigned>((blockM + 4 * params.blockN) * shape.headDim * 2);
+    return params;
+  }
+  params.kernel = "warp-per-row";
   params.blockX = static_cast<unsigned>(32 * kWarpsPerBlock);
   int64_t rows = shape.batch * shape.heads * shape.queryLen;
   params.gridX = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
@@ -54,7 +87,9 @@ AttentionParams scheduleAttention(const AttentionShape &shape,
 fusec::LaunchGeometry launchOf(const AttentionParams &params) {
   fusec::LaunchGeometry launch;
   launch.gridX = params.gridX;
+  launch.gridY = params.gridY;
   launch.blockX = params.blockX;
+  launch.sharedBytes = params.sharedBytes;
   return launch;
 }
 
@@ -65,7 +100,14 @@ std::string AttentionParams::toString() const {
     os << " query_tile=" << cpuQueryTile << " key_tile=" << cpuKeyTile;
     return os.str();
   }
-  os << " warps=" << warpsPerBlock << " block=" << blockX << " grid=" << gridX;
+  os << " warps=" << warpsPerBlock;
+  if (blockN)
+    os << " block_n=" << blockN;
+  os << " block=" << blockX << " grid=" << gridX;
+  if (gridY > 1)
+    os << "x" << gridY;
+  if (sharedBytes)
+    os << " shared=" << sharedBytes;
   if (scratchBytes)
     os << " scratch=" << scratchBytes;
   return os.str();
@@ -73,8 +115,8 @@ std::string AttentionParams::toString() const {
 
 size_t AttentionParams::hash() const {
   return llvm::hash_combine(static_cast<int>(target), kernel, cpuQueryTile,
-                            cpuKeyTile, warpsPerBlock, blockX, gridX,
-                            scratchBytes);
+                            cpuKeyTile, warpsPerBlock, blockN, blockX, gridX,
+                            gridY, sharedBytes, scratchBytes);
 }
 
 bool AttentionParams::operator==(const AttentionParams &other) const {

@@ -81,16 +81,20 @@ struct AttentionShape {
 /// defaults.
 struct AttentionParams {
   fusec::Target target = fusec::Target::Cpu;
-  /// "cpu-tiles" (C++: query tiles by key tiles, online softmax) or
-  /// "warp-per-row" (CUDA cores: a warp per query row, its lanes over the
-  /// head dims).
+  /// "cpu-tiles" (C++: query tiles by key tiles, online softmax),
+  /// "tensor-cores" (CUDA f16/bf16: mma.sync on query blocks of 16 rows per
+  /// warp, key blocks through shared memory) or "warp-per-row" (CUDA
+  /// cores: a warp per query row, its lanes over the head dims).
   std::string kernel;
   /// C++: rows of a query tile and keys of a key tile.
   int64_t cpuQueryTile = 0, cpuKeyTile = 0;
+  /// CUDA: warps per block; tensor cores: keys per key block.
+  int64_t warpsPerBlock = 0, blockN = 0;
   /// CUDA: the launch.
-  int64_t warpsPerBlock = 0;
   unsigned blockX = 1;
   int64_t gridX = 1;
+  unsigned gridY = 1;
+  unsigned sharedBytes = 0;
   /// Zero-initialized device memory between blocks (split-KV partials).
   int64_t scratchBytes = 0;
 
