@@ -49,7 +49,9 @@ std::string printCudaAttentionKernel(const std::string &name,
     os << "  fusec_attention_tensor_cores<"
        << (shape.dtype == fusec::DType::BF16 ? "true" : "false") << ", "
        << shape.headDim << ", " << params.blockN << ", " << params.warpsPerBlock
-       << ", " << (shape.causal ? "true" : "false") << ">(args);\n";
+       << ", " << params.rowTiles << ", "
+       << (params.queryInRegisters ? "true" : "false") << ", "
+       << (shape.causal ? "true" : "false") << ">(args);\n";
   else
     os << "  fusec_attention_warp_row<" << name << "_traits, " << shape.headDim
        << ", " << shape.valueHeadDim << ">(args);\n";

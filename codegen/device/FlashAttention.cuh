@@ -235,11 +235,17 @@ fusec_attention_load_tile(unsigned tile, const uint16_t *base,
   }
 }
 
-template <bool Bf16, int HeadDim, int BlockN, int Warps, bool Causal>
+// RowTiles: 16-row tiles of queries per warp (two halve the shared-memory
+// reads per multiply: each k and v fragment serves both). QInRegisters:
+// the warp's query fragments stay in registers for the whole loop (else
+// they are read from shared memory for each key block, for registers).
+template <bool Bf16, int HeadDim, int BlockN, int Warps, int RowTiles,
+          bool QInRegisters, bool Causal>
 static __device__ __forceinline__ void
 fusec_attention_tensor_cores(const fusec_attention_args &a) {
   enum {
-    BlockM = 16 * Warps,
+    WarpRows = 16 * RowTiles,
+    BlockM = WarpRows * Warps,
     Threads = 32 * Warps,
     Chunks = HeadDim / 8,
     TileN = BlockN / 8,   // n-tiles of 8 keys in a key block
@@ -248,7 +254,9 @@ fusec_attention_tensor_cores(const fusec_attention_args &a) {
   };
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
-  const int m0 = blockIdx.x * BlockM;
+  // Causal blocks with the most key blocks (the last) start first.
+  const int m_block = Causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int m0 = m_block * BlockM;
   const int bh = blockIdx.y;
   const int h = bh % a.heads, bb = bh / a.heads;
   const int kvh = h / (a.heads / a.kv_heads);
@@ -292,14 +300,30 @@ fusec_attention_tensor_cores(const fusec_attention_args &a) {
   }
   asm volatile("cp.async.commit_group;");
 
-  unsigned q_frag[StepsD][4];
-  float o[TileD][4];
+  unsigned q_frag[QInRegisters ? RowTiles : 1][QInRegisters ? StepsD : 1][4];
+  float o[RowTiles][TileD][4];
 #pragma unroll
-  for (int j = 0; j < TileD; ++j)
-    o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
-  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
+  for (int r = 0; r < RowTiles; ++r)
+#pragma unroll
+    for (int j = 0; j < TileD; ++j)
+      o[r][j][0] = o[r][j][1] = o[r][j][2] = o[r][j][3] = 0.f;
+  float row_max[RowTiles][2], row_sum[RowTiles][2];
+#pragma unroll
+  for (int r = 0; r < RowTiles; ++r) {
+    row_max[r][0] = row_max[r][1] = -INFINITY;
+    row_sum[r][0] = row_sum[r][1] = 0.f;
+  }
   const float scale_log2 = a.scale * 1.4426950408889634f;
-  const int row_a = m0 + warp * 16 + g, row_b = row_a + 8;
+  const int warp_row0 = m0 + warp * WarpRows + g;
+  // The A fragment of the warp's query rows [16 * r, 16 * r + 16) for
+  // k-step `step`, from the swizzled query tile.
+  auto load_query = [&](unsigned (&frag)[4], int r, int step) {
+    const int m = lane >> 3, rr = lane & 7;
+    const int row = warp * WarpRows + r * 16 + rr + (m & 1) * 8;
+    const int chunk = step * 2 + (m >> 1);
+    fusec_attention_ldmatrix(
+        frag, q_tile + fusec_attention_swizzle<Chunks>(row, chunk));
+  };
 
   for (int block = 0; block < blocks; ++block) {
     const int n0 = key_begin + block * BlockN;
@@ -317,124 +341,157 @@ fusec_attention_tensor_cores(const fusec_attention_args &a) {
     asm volatile("cp.async.commit_group;");
     asm volatile("cp.async.wait_group 1;");
     __syncthreads();
-    if (block == 0) {
-      // The warp's 16 query rows as mma A operands, kept in registers.
+    if (QInRegisters && block == 0) {
 #pragma unroll
-      for (int s = 0; s < StepsD; ++s) {
-        const int m = lane >> 3, r = lane & 7;
-        const int row = warp * 16 + r + (m & 1) * 8;
-        const int chunk = s * 2 + (m >> 1);
-        fusec_attention_ldmatrix(q_frag[s],
-                                 q_tile + fusec_attention_swizzle<Chunks>(
-                                              row, chunk));
-      }
+      for (int r = 0; r < RowTiles; ++r)
+#pragma unroll
+        for (int step = 0; step < StepsD; ++step)
+          load_query(q_frag[QInRegisters ? r : 0][QInRegisters ? step : 0], r,
+                     step);
     }
     const unsigned k_tile = k_tiles + buffer * tile_bytes;
     const unsigned v_tile = v_tiles + buffer * tile_bytes;
 
-    // Scores: 16 rows x BlockN keys per warp.
-    float s[TileN][4];
+    // Scores: the warp's rows x BlockN keys.
+    float s[RowTiles][TileN][4];
 #pragma unroll
-    for (int j = 0; j < TileN; ++j)
-      s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+    for (int r = 0; r < RowTiles; ++r)
 #pragma unroll
-    for (int step = 0; step < StepsD; ++step)
+      for (int j = 0; j < TileN; ++j)
+        s[r][j][0] = s[r][j][1] = s[r][j][2] = s[r][j][3] = 0.f;
+#pragma unroll
+    for (int step = 0; step < StepsD; ++step) {
+      unsigned q_step[RowTiles][4];
+#pragma unroll
+      for (int r = 0; r < RowTiles; ++r) {
+        if (QInRegisters) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            q_step[r][e] =
+                q_frag[QInRegisters ? r : 0][QInRegisters ? step : 0][e];
+        } else {
+          load_query(q_step[r], r, step);
+        }
+      }
 #pragma unroll
       for (int j = 0; j < TileN; j += 2) {
         unsigned b[4];
-        const int m = lane >> 3, r = lane & 7;
-        const int key = j * 8 + r + (m >> 1) * 8;
+        const int m = lane >> 3, rr = lane & 7;
+        const int key = j * 8 + rr + (m >> 1) * 8;
         const int chunk = step * 2 + (m & 1);
         fusec_attention_ldmatrix(
             b, k_tile + fusec_attention_swizzle<Chunks>(key, chunk));
-        fusec_attention_mma<Bf16>(s[j], q_frag[step], b[0], b[1]);
-        fusec_attention_mma<Bf16>(s[j + 1], q_frag[step], b[2], b[3]);
+#pragma unroll
+        for (int r = 0; r < RowTiles; ++r) {
+          fusec_attention_mma<Bf16>(s[r][j], q_step[r], b[0], b[1]);
+          fusec_attention_mma<Bf16>(s[r][j + 1], q_step[r], b[2], b[3]);
+        }
       }
+    }
 
     // Scale (to log2 units), bias, hidden keys.
 #pragma unroll
-    for (int j = 0; j < TileN; ++j)
+    for (int r = 0; r < RowTiles; ++r)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = e < 2 ? row_a : row_b;
-        const int key = n0 + j * 8 + 2 * t + (e & 1);
-        float x = s[j][e] * scale_log2;
-        if (a.bias_kind != 0 && i < a.query_len && key < a.key_len) {
-          const long long at = a.b.offset + bb * a.b.batch + h * a.b.head +
-                                (long long)i * a.b.row + key * a.b.column;
-          if (a.bias_kind == 1) {
-            const uint16_t raw = ((const uint16_t *)a.bias)[at];
-            x += (Bf16 ? fusec_bf16_to_f32(raw) : fusec_f16_to_f32(raw)) *
-                 1.4426950408889634f;
-          } else if (!((const unsigned char *)a.bias)[at]) {
-            x = -INFINITY;
+      for (int j = 0; j < TileN; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int i = warp_row0 + r * 16 + (e < 2 ? 0 : 8);
+          const int key = n0 + j * 8 + 2 * t + (e & 1);
+          float x = s[r][j][e] * scale_log2;
+          if (a.bias_kind != 0 && i < a.query_len && key < a.key_len) {
+            const long long at = a.b.offset + bb * a.b.batch +
+                                  h * a.b.head + (long long)i * a.b.row +
+                                  key * a.b.column;
+            if (a.bias_kind == 1) {
+              const uint16_t raw = ((const uint16_t *)a.bias)[at];
+              x += (Bf16 ? fusec_bf16_to_f32(raw) : fusec_f16_to_f32(raw)) *
+                   1.4426950408889634f;
+            } else if (!((const unsigned char *)a.bias)[at]) {
+              x = -INFINITY;
+            }
           }
+          bool hidden = key >= a.key_len;
+          if (Causal)
+            hidden = hidden || key > i + a.causal_offset ||
+                     (a.window_left >= 0 &&
+                      key < i + a.causal_offset - a.window_left);
+          s[r][j][e] = hidden ? -INFINITY : x;
         }
-        bool hidden = key >= a.key_len;
-        if (Causal)
-          hidden = hidden || key > i + a.causal_offset ||
-                   (a.window_left >= 0 &&
-                    key < i + a.causal_offset - a.window_left);
-        s[j][e] = hidden ? -INFINITY : x;
-      }
 
-    // The online softmax of rows g and g + 8 (a quad of lanes holds each).
-    float corr[2];
+    // The online softmax of rows g and g + 8 of each row tile (a quad of
+    // lanes holds each row).
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      float m = row_max[half];
-      bool nan = false;
+    for (int r = 0; r < RowTiles; ++r) {
+      float corr[2];
 #pragma unroll
-      for (int j = 0; j < TileN; ++j) {
-        const float x0 = s[j][2 * half], x1 = s[j][2 * half + 1];
-        nan |= x0 != x0 || x1 != x1;
-        m = fmaxf(m, fmaxf(x0, x1));
+      for (int half = 0; half < 2; ++half) {
+        float m = row_max[r][half];
+        bool nan = false;
+#pragma unroll
+        for (int j = 0; j < TileN; ++j) {
+          const float x0 = s[r][j][2 * half], x1 = s[r][j][2 * half + 1];
+          nan |= x0 != x0 || x1 != x1;
+          m = fmaxf(m, fmaxf(x0, x1));
+        }
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+        // A NaN score makes the row NaN, as softmax does.
+        if (nan)
+          m = NAN;
+        // Nothing visible yet: exponents against 0 (all give 0).
+        const float base = m == -INFINITY ? 0.f : m;
+        corr[half] = fusec_attention_exp2(row_max[r][half] - base);
+        row_max[r][half] = m;
+        float sum = 0.f;
+#pragma unroll
+        for (int j = 0; j < TileN; ++j) {
+          s[r][j][2 * half] = fusec_attention_exp2(s[r][j][2 * half] - base);
+          s[r][j][2 * half + 1] =
+              fusec_attention_exp2(s[r][j][2 * half + 1] - base);
+          sum += s[r][j][2 * half] + s[r][j][2 * half + 1];
+        }
+        row_sum[r][half] = row_sum[r][half] * corr[half] + sum;
       }
-      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
-      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-      // A NaN score makes the row NaN, as softmax does.
-      if (nan)
-        m = NAN;
-      // Nothing visible yet: exponents against 0 (all give 0).
-      const float base = m == -INFINITY ? 0.f : m;
-      corr[half] = fusec_attention_exp2(row_max[half] - base);
-      row_max[half] = m;
-      float sum = 0.f;
 #pragma unroll
-      for (int j = 0; j < TileN; ++j) {
-        s[j][2 * half] = fusec_attention_exp2(s[j][2 * half] - base);
-        s[j][2 * half + 1] = fusec_attention_exp2(s[j][2 * half + 1] - base);
-        sum += s[j][2 * half] + s[j][2 * half + 1];
+      for (int j = 0; j < TileD; ++j) {
+        o[r][j][0] *= corr[0];
+        o[r][j][1] *= corr[0];
+        o[r][j][2] *= corr[1];
+        o[r][j][3] *= corr[1];
       }
-      row_sum[half] = row_sum[half] * corr[half] + sum;
-    }
-#pragma unroll
-    for (int j = 0; j < TileD; ++j) {
-      o[j][0] *= corr[0];
-      o[j][1] *= corr[0];
-      o[j][2] *= corr[1];
-      o[j][3] *= corr[1];
     }
 
     // o += p v: the scores' accumulators are the A operands (rounded to
-    // the dtype), v through ldmatrix.trans.
+    // the dtype), v through ldmatrix.trans, each v fragment for every row
+    // tile.
 #pragma unroll
     for (int step = 0; step < BlockN / 16; ++step) {
-      unsigned p[4];
-      p[0] = fusec_attention_pack<Bf16>(s[2 * step][0], s[2 * step][1]);
-      p[1] = fusec_attention_pack<Bf16>(s[2 * step][2], s[2 * step][3]);
-      p[2] = fusec_attention_pack<Bf16>(s[2 * step + 1][0], s[2 * step + 1][1]);
-      p[3] = fusec_attention_pack<Bf16>(s[2 * step + 1][2], s[2 * step + 1][3]);
+      unsigned p[RowTiles][4];
+#pragma unroll
+      for (int r = 0; r < RowTiles; ++r) {
+        p[r][0] =
+            fusec_attention_pack<Bf16>(s[r][2 * step][0], s[r][2 * step][1]);
+        p[r][1] =
+            fusec_attention_pack<Bf16>(s[r][2 * step][2], s[r][2 * step][3]);
+        p[r][2] = fusec_attention_pack<Bf16>(s[r][2 * step + 1][0],
+                                             s[r][2 * step + 1][1]);
+        p[r][3] = fusec_attention_pack<Bf16>(s[r][2 * step + 1][2],
+                                             s[r][2 * step + 1][3]);
+      }
 #pragma unroll
       for (int j = 0; j < TileD; j += 2) {
         unsigned b[4];
-        const int m = lane >> 3, r = lane & 7;
-        const int key = step * 16 + r + (m & 1) * 8;
+        const int m = lane >> 3, rr = lane & 7;
+        const int key = step * 16 + rr + (m & 1) * 8;
         const int chunk = j + (m >> 1);
         fusec_attention_ldmatrix_trans(
             b, v_tile + fusec_attention_swizzle<Chunks>(key, chunk));
-        fusec_attention_mma<Bf16>(o[j], p, b[0], b[1]);
-        fusec_attention_mma<Bf16>(o[j + 1], p, b[2], b[3]);
+#pragma unroll
+        for (int r = 0; r < RowTiles; ++r) {
+          fusec_attention_mma<Bf16>(o[r][j], p[r], b[0], b[1]);
+          fusec_attention_mma<Bf16>(o[r][j + 1], p[r], b[2], b[3]);
+        }
       }
     }
     __syncthreads(); // the buffer is refilled two blocks on
@@ -443,31 +500,29 @@ fusec_attention_tensor_cores(const fusec_attention_args &a) {
 
   // The sums over the quad, then each row's output: zeros or NaN for a
   // row that saw no key.
-  float inverse[2];
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    float sum = row_sum[half];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const bool masked = row_max[half] == -INFINITY;
-    inverse[half] = masked ? (a.zero_masked_rows ? 0.f : NAN) : 1.f / sum;
-  }
   uint16_t *out = (uint16_t *)a.output + a.o.offset + bb * a.o.batch +
                   h * a.o.head;
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int i = half ? row_b : row_a;
-    if (i >= a.query_len)
-      continue;
-    uint16_t *orow = out + (long long)i * a.o.row;
+  for (int r = 0; r < RowTiles; ++r)
 #pragma unroll
-    for (int j = 0; j < TileD; ++j) {
-      const float inv = inverse[half];
-      // A masked row's accumulators are 0: 0 * NaN is NaN as wanted, and
-      // 0 * 0 zero.
-      const float x0 = inv != inv ? inv : o[j][2 * half] * inv;
-      const float x1 = inv != inv ? inv : o[j][2 * half + 1] * inv;
-      *(unsigned *)(orow + j * 8 + 2 * t) = fusec_attention_pack<Bf16>(x0, x1);
+    for (int half = 0; half < 2; ++half) {
+      float sum = row_sum[r][half];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const bool masked = row_max[r][half] == -INFINITY;
+      const float inv =
+          masked ? (a.zero_masked_rows ? 0.f : NAN) : 1.f / sum;
+      const int i = warp_row0 + r * 16 + half * 8;
+      if (i >= a.query_len)
+        continue;
+      uint16_t *orow = out + (long long)i * a.o.row;
+#pragma unroll
+      for (int j = 0; j < TileD; ++j) {
+        // A masked row's accumulators are 0: NaN stays NaN, 0 * 0 is 0.
+        const float x0 = inv != inv ? inv : o[r][j][2 * half] * inv;
+        const float x1 = inv != inv ? inv : o[r][j][2 * half + 1] * inv;
+        *(unsigned *)(orow + j * 8 + 2 * t) =
+            fusec_attention_pack<Bf16>(x0, x1);
+      }
     }
-  }
 }

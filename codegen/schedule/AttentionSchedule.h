@@ -88,8 +88,11 @@ struct AttentionParams {
   std::string kernel;
   /// C++: rows of a query tile and keys of a key tile.
   int64_t cpuQueryTile = 0, cpuKeyTile = 0;
-  /// CUDA: warps per block; tensor cores: keys per key block.
-  int64_t warpsPerBlock = 0, blockN = 0;
+  /// CUDA: warps per block; tensor cores: keys per key block, 16-row query
+  /// tiles per warp, and whether a warp keeps its query fragments in
+  /// registers (else it reads them from shared memory per key block).
+  int64_t warpsPerBlock = 0, blockN = 0, rowTiles = 0;
+  bool queryInRegisters = false;
   /// CUDA: the launch.
   unsigned blockX = 1;
   int64_t gridX = 1;
