@@ -41,11 +41,18 @@ std::string printCudaAttentionKernel(const std::string &name,
   for (size_t i = 0; i < signature.inputs.size(); ++i)
     os << "const " << storageType(signature.inputs[i]) << " *__restrict__ in"
        << i << ", ";
-  os << storageType(shape.dtype) << " *__restrict__ out0) {\n";
+  os << storageType(shape.dtype) << " *__restrict__ out0"
+     << (params.scratchBytes ? ", unsigned char *__restrict__ scratch" : "")
+     << ") {\n";
   printAttentionArguments(
       os, shape, signature,
       [](int input) { return "in" + std::to_string(input); }, "out0");
-  if (params.kernel == "tensor-cores")
+  if (params.kernel == "split-keys")
+    os << "  fusec_attention_split_keys<" << name << "_traits, "
+       << shape.headDim << ", " << shape.valueHeadDim << ", "
+       << params.decodeRows << ">(args, " << params.splits << ", "
+       << params.splitKeys << ", scratch);\n";
+  else if (params.kernel == "tensor-cores")
     os << "  fusec_attention_tensor_cores<"
        << (shape.dtype == fusec::DType::BF16 ? "true" : "false") << ", "
        << shape.headDim << ", " << params.blockN << ", " << params.warpsPerBlock

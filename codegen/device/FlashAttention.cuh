@@ -389,35 +389,49 @@ fusec_attention_tensor_cores(const fusec_attention_args &a) {
       }
     }
 
-    // Scale (to log2 units), bias, hidden keys.
+    // The bias and the hidden keys, on the blocks that have any: the last
+    // (ragged) block, those crossing the causal diagonal or the window's
+    // edge. With a bias the scores move to log2 units here (scale 1 after).
+    const bool ragged = n0 + BlockN > a.key_len;
+    const bool edge =
+        Causal && (n0 + BlockN - 1 > m0 + a.causal_offset ||
+                   (a.window_left >= 0 &&
+                    n0 < m0 + BlockM - 1 + a.causal_offset - a.window_left));
+    const float scale = a.bias_kind != 0 ? 1.f : scale_log2;
+    if (a.bias_kind != 0 || ragged || edge) {
 #pragma unroll
-    for (int r = 0; r < RowTiles; ++r)
+      for (int r = 0; r < RowTiles; ++r)
 #pragma unroll
-      for (int j = 0; j < TileN; ++j)
+        for (int j = 0; j < TileN; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int i = warp_row0 + r * 16 + (e < 2 ? 0 : 8);
-          const int key = n0 + j * 8 + 2 * t + (e & 1);
-          float x = s[r][j][e] * scale_log2;
-          if (a.bias_kind != 0 && i < a.query_len && key < a.key_len) {
-            const long long at = a.b.offset + bb * a.b.batch +
-                                  h * a.b.head + (long long)i * a.b.row +
-                                  key * a.b.column;
-            if (a.bias_kind == 1) {
-              const uint16_t raw = ((const uint16_t *)a.bias)[at];
-              x += (Bf16 ? fusec_bf16_to_f32(raw) : fusec_f16_to_f32(raw)) *
-                   1.4426950408889634f;
-            } else if (!((const unsigned char *)a.bias)[at]) {
-              x = -INFINITY;
+          for (int e = 0; e < 4; ++e) {
+            const int i = warp_row0 + r * 16 + (e < 2 ? 0 : 8);
+            const int key = n0 + j * 8 + 2 * t + (e & 1);
+            float x = s[r][j][e];
+            if (a.bias_kind != 0) {
+              x *= scale_log2;
+              if (i < a.query_len && key < a.key_len) {
+                const long long at = a.b.offset + bb * a.b.batch +
+                                      h * a.b.head + (long long)i * a.b.row +
+                                      key * a.b.column;
+                if (a.bias_kind == 1) {
+                  const uint16_t raw = ((const uint16_t *)a.bias)[at];
+                  x += (Bf16 ? fusec_bf16_to_f32(raw)
+                             : fusec_f16_to_f32(raw)) *
+                       1.4426950408889634f;
+                } else if (!((const unsigned char *)a.bias)[at]) {
+                  x = -INFINITY;
+                }
+              }
             }
+            bool hidden = key >= a.key_len;
+            if (Causal)
+              hidden = hidden || key > i + a.causal_offset ||
+                       (a.window_left >= 0 &&
+                        key < i + a.causal_offset - a.window_left);
+            s[r][j][e] = hidden ? -INFINITY : x;
           }
-          bool hidden = key >= a.key_len;
-          if (Causal)
-            hidden = hidden || key > i + a.causal_offset ||
-                     (a.window_left >= 0 &&
-                      key < i + a.causal_offset - a.window_left);
-          s[r][j][e] = hidden ? -INFINITY : x;
-        }
+    }
 
     // The online softmax of rows g and g + 8 of each row tile (a quad of
     // lanes holds each row).
@@ -439,16 +453,19 @@ fusec_attention_tensor_cores(const fusec_attention_args &a) {
         // A NaN score makes the row NaN, as softmax does.
         if (nan)
           m = NAN;
-        // Nothing visible yet: exponents against 0 (all give 0).
-        const float base = m == -INFINITY ? 0.f : m;
-        corr[half] = fusec_attention_exp2(row_max[r][half] - base);
+        // Nothing visible yet: exponents against 0 (all give 0). Scores
+        // are raw or (with a bias) in log2 units; maxima in the same
+        // units, so exp2(s * scale - max * scale) is one fma and an exp2.
+        const float base = m == -INFINITY ? 0.f : m * scale;
+        corr[half] = fusec_attention_exp2(row_max[r][half] * scale - base);
         row_max[r][half] = m;
         float sum = 0.f;
 #pragma unroll
         for (int j = 0; j < TileN; ++j) {
-          s[r][j][2 * half] = fusec_attention_exp2(s[r][j][2 * half] - base);
+          s[r][j][2 * half] =
+              fusec_attention_exp2(fmaf(s[r][j][2 * half], scale, -base));
           s[r][j][2 * half + 1] =
-              fusec_attention_exp2(s[r][j][2 * half + 1] - base);
+              fusec_attention_exp2(fmaf(s[r][j][2 * half + 1], scale, -base));
           sum += s[r][j][2 * half] + s[r][j][2 * half + 1];
         }
         row_sum[r][half] = row_sum[r][half] * corr[half] + sum;
@@ -525,4 +542,223 @@ fusec_attention_tensor_cores(const fusec_attention_args &a) {
             fusec_attention_pack<Bf16>(x0, x1);
       }
     }
+}
+
+// ---------------------------------------------------------------------------
+// Decode (a few query rows against a long key sequence): the keys split
+// among blocks (Flash-Decoding) so that the whole GPU reads the cache. A
+// block takes one (batch, kv head) and one split of the keys, for all
+// Rows = group * query_len query rows that share the kv head (each key and
+// value row is read once for all of them); its warps take 32 keys at a
+// time, a lane per key for the scores, a lane per head element for the
+// weighted sum. The block leaves its rows' partial maxima, sums and
+// weighted sums in the scratch; the last block of a (batch, kv head) to
+// finish (a counter in the scratch, which it resets) merges the splits by
+// their log-sum-exp.
+// Scratch: B * kv_heads counters, then per (b, kv head, split, row) the
+// max, the sum and the ValueHeadDim weighted sums, as floats (log2 units).
+
+template <typename Traits, int HeadDim, int ValueHeadDim, int Rows>
+static __device__ __forceinline__ void
+fusec_attention_split_keys(const fusec_attention_args &a, int splits,
+                           int split_keys, unsigned char *scratch) {
+  typedef typename Traits::storage T;
+  enum { Warps = 4, ValuePerLane = (ValueHeadDim + 31) / 32 };
+  __shared__ float q[Rows][HeadDim];
+  __shared__ float warp_max[Warps][Rows], warp_sum[Warps][Rows];
+  __shared__ int warp_nan[Warps][Rows];
+  __shared__ float warp_acc[Warps][Rows][ValueHeadDim];
+  __shared__ bool last_block;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int split = blockIdx.x, pair = blockIdx.y;
+  const int kvh = pair % a.kv_heads, bb = pair / a.kv_heads;
+  const int group = a.heads / a.kv_heads;
+  const float scale_log2 = a.scale * 1.4426950408889634f;
+  // Row r: query head kvh * group + r / query_len, query r % query_len.
+  for (int e = threadIdx.x; e < Rows * HeadDim; e += 32 * Warps) {
+    const int r = e / HeadDim, d = e % HeadDim;
+    const int h = kvh * group + r / a.query_len, i = r % a.query_len;
+    q[r][d] = r < group * a.query_len
+                  ? Traits::load(((const T *)a.query)[a.q.offset +
+                                                       bb * a.q.batch +
+                                                       h * a.q.head +
+                                                       i * a.q.row + d]) *
+                        scale_log2
+                  : 0.f;
+  }
+  __syncthreads();
+  const T *keys = (const T *)a.key + a.k.offset + bb * a.k.batch +
+                  kvh * a.k.head;
+  const T *values = (const T *)a.value + a.v.offset + bb * a.v.batch +
+                    kvh * a.v.head;
+  const int key_begin = split * split_keys;
+  const int key_end =
+      key_begin + split_keys < a.key_len ? key_begin + split_keys : a.key_len;
+  float max[Rows], sum[Rows], acc[Rows][ValuePerLane];
+  bool nan[Rows];
+#pragma unroll
+  for (int r = 0; r < Rows; ++r) {
+    max[r] = -INFINITY;
+    sum[r] = 0.f;
+    nan[r] = false;
+#pragma unroll
+    for (int t = 0; t < ValuePerLane; ++t)
+      acc[r][t] = 0.f;
+  }
+  for (int j0 = key_begin + warp * 32; j0 < key_end; j0 += 32 * Warps) {
+    const int j = j0 + lane;
+    float s[Rows];
+#pragma unroll
+    for (int r = 0; r < Rows; ++r)
+      s[r] = 0.f;
+    if (j < key_end) {
+      const T *krow = keys + (long long)j * a.k.row;
+      for (int d = 0; d < HeadDim; ++d) {
+        const float k = Traits::load(krow[d]);
+#pragma unroll
+        for (int r = 0; r < Rows; ++r)
+          s[r] = fmaf(q[r][d], k, s[r]);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < Rows; ++r) {
+      const int h = kvh * group + r / a.query_len, i = r % a.query_len;
+      bool hidden = j >= key_end || r >= group * a.query_len;
+      if (a.causal)
+        hidden = hidden || j > i + a.causal_offset ||
+                 (a.window_left >= 0 &&
+                  j < i + a.causal_offset - a.window_left);
+      if (!hidden && a.bias_kind != 0) {
+        const long long at = a.b.offset + bb * a.b.batch + h * a.b.head +
+                              (long long)i * a.b.row + (long long)j * a.b.column;
+        if (a.bias_kind == 1)
+          s[r] += Traits::load(((const T *)a.bias)[at]) * 1.4426950408889634f;
+        else if (!((const unsigned char *)a.bias)[at])
+          hidden = true;
+      }
+      s[r] = hidden ? -INFINITY : s[r];
+      nan[r] = nan[r] || s[r] != s[r] || s[r] == INFINITY;
+      float m = s[r];
+#pragma unroll
+      for (int offset = 16; offset > 0; offset >>= 1)
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, offset));
+      m = fmaxf(m, max[r]);
+      const float base = m == -INFINITY ? 0.f : m;
+      const float correction = fusec_attention_exp2(max[r] - base);
+      max[r] = m;
+      const float p = fusec_attention_exp2(s[r] - base);
+      s[r] = p;
+      sum[r] = sum[r] * correction + p;
+#pragma unroll
+      for (int t = 0; t < ValuePerLane; ++t)
+        acc[r][t] *= correction;
+    }
+    // The weighted sum: each lane its head elements, over the 32 keys.
+    const int keys_here = key_end - j0 < 32 ? key_end - j0 : 32;
+    for (int c = 0; c < keys_here; ++c) {
+      const T *vrow = values + (long long)(j0 + c) * a.v.row;
+      float v[ValuePerLane];
+#pragma unroll
+      for (int t = 0; t < ValuePerLane; ++t) {
+        const int d = lane + 32 * t;
+        v[t] = d < ValueHeadDim ? Traits::load(vrow[d]) : 0.f;
+      }
+#pragma unroll
+      for (int r = 0; r < Rows; ++r) {
+        const float p = __shfl_sync(0xffffffffu, s[r], c);
+#pragma unroll
+        for (int t = 0; t < ValuePerLane; ++t)
+          acc[r][t] = fmaf(p, v[t], acc[r][t]);
+      }
+    }
+  }
+  // The block's rows: warps' maxima, sums (over lanes, then warps) and
+  // weighted sums merged through shared memory.
+#pragma unroll
+  for (int r = 0; r < Rows; ++r) {
+    float total = sum[r];
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1)
+      total += __shfl_xor_sync(0xffffffffu, total, offset);
+    const int any_nan = __any_sync(0xffffffffu, nan[r]);
+    if (lane == 0) {
+      warp_max[warp][r] = max[r];
+      warp_sum[warp][r] = total;
+      warp_nan[warp][r] = any_nan;
+    }
+#pragma unroll
+    for (int t = 0; t < ValuePerLane; ++t) {
+      const int d = lane + 32 * t;
+      if (d < ValueHeadDim)
+        warp_acc[warp][r][d] = acc[r][t];
+    }
+  }
+  __syncthreads();
+  unsigned *counters = (unsigned *)scratch;
+  const int pairs = a.batch * a.kv_heads;
+  float *partial = (float *)(scratch + ((pairs * 4 + 15) / 16) * 16);
+  const int stride = ValueHeadDim + 2; // max, sum, weighted sums
+  float *mine = partial + ((long long)(pair * splits + split) * Rows) * stride;
+  for (int e = threadIdx.x; e < Rows * ValueHeadDim; e += 32 * Warps) {
+    const int r = e / ValueHeadDim, d = e % ValueHeadDim;
+    float m = -INFINITY;
+    bool any_nan = false;
+    for (int w = 0; w < Warps; ++w) {
+      m = fmaxf(m, warp_max[w][r]);
+      any_nan = any_nan || warp_nan[w][r];
+    }
+    const float base = m == -INFINITY ? 0.f : m;
+    float s = 0.f, x = 0.f;
+    for (int w = 0; w < Warps; ++w) {
+      const float f = fusec_attention_exp2(warp_max[w][r] - base);
+      s += warp_sum[w][r] * f;
+      x += warp_acc[w][r][d] * f;
+    }
+    if (any_nan)
+      m = NAN;
+    if (d == 0) {
+      mine[r * stride] = m;
+      mine[r * stride + 1] = s;
+    }
+    mine[r * stride + 2 + d] = x;
+  }
+  // The last block of this (batch, kv head) merges every split.
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0)
+    last_block = atomicAdd(&counters[pair], 1u) == (unsigned)splits - 1;
+  __syncthreads();
+  if (!last_block)
+    return;
+  __threadfence();
+  const float *all = partial + (long long)pair * splits * Rows * stride;
+  for (int e = threadIdx.x; e < Rows * ValueHeadDim; e += 32 * Warps) {
+    const int r = e / ValueHeadDim, d = e % ValueHeadDim;
+    if (r >= group * a.query_len)
+      continue;
+    float m = -INFINITY;
+    bool any_nan = false;
+    for (int sp = 0; sp < splits; ++sp) {
+      const float ms = ((volatile const float *)all)[(sp * Rows + r) * stride];
+      any_nan = any_nan || ms != ms;
+      m = fmaxf(m, ms);
+    }
+    const float base = m == -INFINITY ? 0.f : m;
+    float s = 0.f, x = 0.f;
+    for (int sp = 0; sp < splits; ++sp) {
+      const volatile float *row = all + (sp * Rows + r) * stride;
+      const float f = fusec_attention_exp2(row[0] - base);
+      s += row[1] * f;
+      x += row[2 + d] * f;
+    }
+    const bool masked = m == -INFINITY;
+    const float out_value =
+        any_nan ? NAN
+        : masked ? (a.zero_masked_rows ? 0.f : NAN) : x / s;
+    const int h = kvh * group + r / a.query_len, i = r % a.query_len;
+    ((T *)a.output)[a.o.offset + bb * a.o.batch + h * a.o.head +
+                    i * a.o.row + d] = Traits::store(out_value);
+  }
+  if (threadIdx.x == 0)
+    counters[pair] = 0; // as the next launch expects it
 }

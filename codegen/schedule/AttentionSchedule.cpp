@@ -4,6 +4,7 @@
 
 #include "llvm/ADT/Hashing.h"
 
+#include <algorithm>
 #include <sstream>
 #include <tuple>
 
@@ -22,7 +23,8 @@ constexpr int64_t kWarpsPerBlock = 4;
 auto fields(const AttentionParams &p) {
   return std::tie(p.target, p.kernel, p.cpuQueryTile, p.cpuKeyTile,
                   p.warpsPerBlock, p.blockN, p.rowTiles, p.queryInRegisters,
-                  p.blockX, p.gridX, p.gridY, p.sharedBytes, p.scratchBytes);
+                  p.decodeRows, p.splits, p.splitKeys, p.blockX, p.gridX,
+                  p.gridY, p.sharedBytes, p.scratchBytes);
 }
 
 /// Whether every row of `layout` starts 16-byte aligned (8 elements).
@@ -30,6 +32,12 @@ bool alignedRows(const AttentionOperandLayout &layout) {
   return layout.offset % 8 == 0 && layout.batch % 8 == 0 &&
          layout.head % 8 == 0 && layout.row % 8 == 0;
 }
+
+/// Decode: query rows sharing a kv head (group x queries) at most this
+/// many, keys at least this many.
+constexpr int64_t kMaxDecodeRows = 8, kMinDecodeKeys = 256;
+/// Blocks a decode launch aims for: 4 per SM of an H100 or H200 (132).
+constexpr int64_t kDecodeBlocks = 4 * 132;
 
 /// The tensor-core kernel: f16/bf16, head dims equal and 64, 128 or 256
 /// (swizzled rows of at least 8 16-byte chunks), rows 16-byte aligned.
@@ -64,6 +72,26 @@ AttentionParams scheduleAttention(const AttentionShape &shape,
     return params;
   }
   params.warpsPerBlock = kWarpsPerBlock;
+  int64_t decodeRows = shape.heads / shape.kvHeads * shape.queryLen;
+  if (decodeRows <= kMaxDecodeRows && shape.keyLen >= kMinDecodeKeys &&
+      shape.dtype != fusec::DType::F64) {
+    // Few rows read the whole cache: split the keys so that every SM
+    // reads a part (rounds of 128 keys: 32 per warp).
+    params.kernel = "split-keys";
+    params.decodeRows = decodeRows;
+    int64_t pairs = shape.batch * shape.kvHeads;
+    int64_t splits = std::clamp<int64_t>((kDecodeBlocks + pairs - 1) / pairs, 1,
+                                         (shape.keyLen + 127) / 128);
+    params.splitKeys = ((shape.keyLen + splits - 1) / splits + 127) / 128 * 128;
+    params.splits = (shape.keyLen + params.splitKeys - 1) / params.splitKeys;
+    params.blockX = static_cast<unsigned>(32 * kWarpsPerBlock);
+    params.gridX = params.splits;
+    params.gridY = static_cast<unsigned>(pairs);
+    params.scratchBytes =
+        (pairs * 4 + 15) / 16 * 16 +
+        pairs * params.splits * decodeRows * (shape.valueHeadDim + 2) * 4;
+    return params;
+  }
   if (fitsTensorCores(shape)) {
     // Each warp takes 32 query rows (two 16-row tiles share every k and v
     // fragment it reads from shared memory) against key blocks of 64; at
@@ -111,6 +139,9 @@ std::string AttentionParams::toString() const {
   if (blockN)
     os << " block_n=" << blockN << " row_tiles=" << rowTiles
        << " q_in_registers=" << (queryInRegisters ? 1 : 0);
+  if (splits)
+    os << " rows=" << decodeRows << " splits=" << splits
+       << " split_keys=" << splitKeys;
   os << " block=" << blockX << " grid=" << gridX;
   if (gridY > 1)
     os << "x" << gridY;

@@ -82,9 +82,10 @@ struct AttentionShape {
 struct AttentionParams {
   fusec::Target target = fusec::Target::Cpu;
   /// "cpu-tiles" (C++: query tiles by key tiles, online softmax),
-  /// "tensor-cores" (CUDA f16/bf16: mma.sync on query blocks of 16 rows per
-  /// warp, key blocks through shared memory) or "warp-per-row" (CUDA
-  /// cores: a warp per query row, its lanes over the head dims).
+  /// "split-keys" (CUDA decode: few query rows, the keys split among
+  /// blocks), "tensor-cores" (CUDA f16/bf16: mma.sync on query blocks of
+  /// 16 rows per warp, key blocks through shared memory) or "warp-per-row"
+  /// (CUDA cores: a warp per query row, its lanes over the head dims).
   std::string kernel;
   /// C++: rows of a query tile and keys of a key tile.
   int64_t cpuQueryTile = 0, cpuKeyTile = 0;
@@ -93,6 +94,9 @@ struct AttentionParams {
   /// registers (else it reads them from shared memory per key block).
   int64_t warpsPerBlock = 0, blockN = 0, rowTiles = 0;
   bool queryInRegisters = false;
+  /// "split-keys" (decode): the query rows that share a kv head, together,
+  /// and the keys in `splits` splits of `splitKeys` keys.
+  int64_t decodeRows = 0, splits = 0, splitKeys = 0;
   /// CUDA: the launch.
   unsigned blockX = 1;
   int64_t gridX = 1;
