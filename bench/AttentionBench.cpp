@@ -138,12 +138,24 @@ bool isAttentionCase(const std::string &name) {
   return name.rfind("attention_", 0) == 0;
 }
 
+/// Whether `name` is among `only`, where "PREFIX*" names every case that
+/// starts with PREFIX.
+static bool selected(const std::string &name,
+                     const std::vector<std::string> &only) {
+  if (only.empty())
+    return true;
+  return std::any_of(only.begin(), only.end(), [&](const std::string &want) {
+    if (!want.empty() && want.back() == '*')
+      return name.rfind(want.substr(0, want.size() - 1), 0) == 0;
+    return name == want;
+  });
+}
+
 void runAttention(Target target, const std::vector<std::string> &only,
                   int reps) {
   std::optional<double> copyCeiling;
   for (const AttentionBench &bench : attentionCases(target)) {
-    if (!only.empty() &&
-        std::find(only.begin(), only.end(), bench.name) == only.end())
+    if (!selected(bench.name, only))
       continue;
     CompileOptions options;
     options.target = target;

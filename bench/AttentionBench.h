@@ -12,7 +12,8 @@ namespace fusec::bench {
 /// Whether `name` is an attention case ("attention_...").
 bool isAttentionCase(const std::string &name);
 
-/// Times the attention cases of `target` (all, or those named in `only`):
+/// Times the attention cases of `target` (all, or those named in `only`;
+/// "PREFIX*" names all that start with PREFIX):
 /// on CUDA issue #30's prefill grid (bf16 and f16, head dims 64 and 128, B
 /// x T = 16k tokens, T 512 to 16k, causal and not) in TFLOP/s against the
 /// unfused matmul / softmax / matmul chain (T <= 4k), and its decode grid

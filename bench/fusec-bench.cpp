@@ -810,34 +810,44 @@ void runModel(const std::string &path, Target target, int reps) {
   double compileMs = std::chrono::duration<double, std::milli>(
                          std::chrono::steady_clock::now() - compileStart)
                          .count();
-  CompileOptions stepwiseOptions = options, unfusedOptions = options;
+  CompileOptions stepwiseOptions = options, unfusedOptions = options,
+                 chainOptions = options;
   stepwiseOptions.cudaGraph = false;
   unfusedOptions.fuse = false;
   unfusedOptions.cudaGraph = false;
+  chainOptions.attention = false;
   CompiledModel stepwise = compileFile(path, stepwiseOptions);
   CompiledModel unfused = compileFile(path, unfusedOptions);
+  CompiledModel chain = compileFile(path, chainOptions);
   std::vector<Tensor> inputs = randomInputs(fused.program());
   std::vector<Tensor> outputs;
   double runUs = medianMicros(reps, [&] { fused.run(inputs, outputs); });
   double stepwiseUs =
       medianMicros(reps, [&] { stepwise.run(inputs, outputs); });
   double unfusedUs = medianMicros(reps, [&] { unfused.run(inputs, outputs); });
-  double deviceUs = -1;
+  // Device time of the fused model, and of it with attention left as its
+  // matmul / softmax / matmul chain (the baseline of the fused kernel).
+  double deviceUs = -1, chainDeviceUs = -1;
   if (target == Target::Cuda) {
-    auto &gpu = dynamic_cast<CudaExecutable &>(executableOf(fused));
-    gpu.upload(inputs);
-    deviceUs = medianGpuMicros(reps, [&] { gpu.launch(); });
-    gpu.synchronize();
+    for (auto [model, us] :
+         {std::pair(&fused, &deviceUs), std::pair(&chain, &chainDeviceUs)}) {
+      auto &gpu = dynamic_cast<CudaExecutable &>(executableOf(*model));
+      gpu.upload(inputs);
+      *us = medianGpuMicros(reps, [&] { gpu.launch(); });
+      gpu.synchronize();
+    }
   }
   std::string name = path.substr(path.find_last_of('/') + 1);
   std::printf("{\"case\": \"model:%s\", \"target\": \"%s\", "
               "\"run_us\": %.1f, \"run_us_no_graph\": %.1f, "
               "\"unfused_run_us\": %.1f, \"device_us\": %.1f, "
+              "\"device_us_attention_unfused\": %.1f, "
               "\"kernels\": %zu, \"library_calls\": %zu, "
               "\"unfused_kernels\": %zu, \"cold_compile_ms\": %.0f}\n",
               name.c_str(), targetName(target), runUs, stepwiseUs, unfusedUs,
-              deviceUs, fused.kernels().size(), fused.program().matmuls.size(),
-              unfused.kernels().size(), compileMs);
+              deviceUs, chainDeviceUs, fused.kernels().size(),
+              fused.program().matmuls.size(), unfused.kernels().size(),
+              compileMs);
   std::fflush(stdout);
   std::system(("rm -rf '" + options.cacheDir + "'").c_str());
 }
