@@ -10,6 +10,9 @@
 
 #include "compiler/Compiler.h"
 #include "runtime/Executable.h"
+// executableOf's GPU executable, whose upload/launch/download steps
+// benchmarks time apart.
+#include "runtime/cuda/CudaExecutable.h"
 
 namespace fusec {
 

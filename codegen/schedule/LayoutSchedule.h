@@ -1,7 +1,8 @@
 //===- LayoutSchedule.h - Layout kernels: params ---------------*- C++ -*-===//
 //
 // The decisions of a layout kernel (one thread or loop iteration per output
-// element) as plain data; LayoutKernel.cpp prints them.
+// element) as plain data; cpu/LayoutCppPrinter.cpp and
+// cuda/LayoutCudaPrinter.cpp print them.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FUSE_CODEGEN_SCHEDULE_LAYOUTSCHEDULE_H

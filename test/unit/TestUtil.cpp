@@ -1,5 +1,7 @@
 #include "TestUtil.h"
 
+#include "ReferenceOps.h"
+
 #include "runtime/cuda/CudaApi.h"
 
 #include <catch2/catch.hpp>
@@ -105,6 +107,11 @@ std::string describeMismatch(const Tensor &actual, const Tensor &expected,
        << actual.at(comparison.firstMismatch) << ", expected "
        << expected.at(comparison.firstMismatch);
   return os.str();
+}
+
+std::vector<int64_t> specialInts(DType dtype) {
+  int64_t low = ref::intMin(dtype), high = ref::intMax(dtype);
+  return {0, 1, -1, 2, -2, 3, -3, 7, -7, 64, low, low + 1, high, high - 1};
 }
 
 } // namespace fusec::test

@@ -5,7 +5,9 @@
 #include "compiler/Driver.h"
 #include "runtime/core/Compare.h"
 
+#include <cmath>
 #include <string>
+#include <vector>
 
 namespace fusec::test {
 
@@ -41,6 +43,13 @@ void checkRandomGraphs(DType dtype, uint64_t firstSeed, int count,
 /// compile covers all of them.
 void appendRenamedGraph(Graph &merged, const Graph &graph,
                         const std::string &prefix);
+/// NaN, infinities, signed zeros, ties of rounding, the edges of the unit
+/// interval and values where f32 overflows.
+inline const double kSpecialFloats[] = {
+    NAN,  INFINITY, -INFINITY, 0.0, -0.0, 0.5,  -0.5, 1.5,  2.5,
+    -2.5, 1.0,      -1.0,      3.0, -7.0, 0.75, 100,  -100, 1e-3};
+/// The extremes of `dtype` and small values around 0, 1 and -1.
+std::vector<int64_t> specialInts(DType dtype);
 /// A fresh, empty directory under the system temp dir.
 std::string freshTempDir(const std::string &stem);
 /// "max abs error 0.1 at element 3: got 1.5, expected 1.4" for messages.

@@ -1,6 +1,7 @@
 //===- CudaExecutable.cpp - Running a Program on the GPU -----------------===//
 
-#include "runtime/Executable.h"
+#include "runtime/cuda/CudaExecutable.h"
+
 #include "runtime/Profile.h"
 #include "runtime/core/Error.h"
 #include "runtime/core/MemoryPlan.h"

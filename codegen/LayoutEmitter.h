@@ -1,0 +1,107 @@
+//===- LayoutEmitter.h - What the layout printers share --------*- C++ -*-===//
+//
+// The C++ (cpu/LayoutCppPrinter.cpp) and CUDA (cuda/LayoutCudaPrinter.cpp)
+// printers of a layout kernel: each output element decomposes its linear
+// index into coordinates (compile-time constant shapes) and reads the
+// operand element it comes from. Both targets print the same per-element
+// body; a target prints the signature and the loop around it, as the
+// LayoutParams (schedule/LayoutSchedule.h) say. Layout ops copy bits
+// (storage types, no conversion); only argmax/argmin convert, to compare
+// values.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSE_CODEGEN_LAYOUTEMITTER_H
+#define FUSE_CODEGEN_LAYOUTEMITTER_H
+
+#include "codegen/schedule/LayoutSchedule.h"
+#include "ir/FuseDialect.h"
+#include "ir/LayoutOps.h"
+
+#include "mlir/Support/IndentedOstream.h"
+
+#include <array>
+#include <string>
+
+namespace fuse::layout {
+
+/// The kernel of `op` (transpose, slice, concat, gather, pad,
+/// argmax/argmin) as C++ with OpenMP: `extern "C" void NAME(const void
+/// *const *, void *const *)`.
+mlir::FailureOr<std::string> printCppLayout(FusionOp fusion,
+                                            mlir::Operation *op,
+                                            const LayoutParams &params,
+                                            const std::string &name);
+/// The same as CUDA C: `extern "C" __global__ void NAME(in0.., out0)`, a
+/// grid-stride loop.
+mlir::FailureOr<std::string> printCudaLayout(FusionOp fusion,
+                                             mlir::Operation *op,
+                                             const LayoutParams &params,
+                                             const std::string &name);
+
+/// Prints a layout kernel: the operands' reads, the comment and the
+/// per-element body; a target's subclass prints the signature and opens
+/// the loop.
+class LayoutEmitter {
+public:
+  virtual ~LayoutEmitter() = default;
+
+  mlir::FailureOr<std::string> print();
+
+protected:
+  LayoutEmitter(FusionOp fusion, mlir::Operation *op,
+                const LayoutParams &params, std::string name)
+      : fusion(fusion), op(op), params(params), name(std::move(name)),
+        wide(params.index64), index(wide ? "int64_t" : "int32_t") {}
+
+  /// `extern "C" ... NAME(...) {`, parameters and all.
+  virtual void printSignature(fusec::DType resultType) = 0;
+  /// What precedes the loop over the result's `count` elements, and the
+  /// loop's opening line: index `i`, the body follows.
+  virtual void printLoopHead(int64_t count, fusec::DType resultType) = 0;
+
+  FusionOp fusion;
+  mlir::Operation *op;
+  const LayoutParams &params;
+  std::string name;
+  bool wide;
+  std::string index;
+  std::string text;
+  llvm::raw_string_ostream stringStream{text};
+  mlir::raw_indented_ostream os{stringStream};
+
+private:
+  static int64_t shapeElements(mlir::Value value);
+
+  /// Reads element `offset` of operand `k`: `inN[offset]` for a region
+  /// input, the literal for a splat constant.
+  std::string load(unsigned k, const std::string &offset);
+
+  /// Prints the coordinates of linear index `i` in `shape` (row-major) and
+  /// returns them: "cD" per dim, "0" for dims of size 1.
+  llvm::SmallVector<std::string> coordinates(llvm::ArrayRef<int64_t> shape);
+
+  /// Splits linear index `i` of a (outer, middle, inner) view of the result
+  /// into `o`, `m`, `r` ("0" where a factor is 1).
+  std::array<std::string, 3> split3(int64_t outer, int64_t middle,
+                                    int64_t inner, const char *middleName);
+
+  /// The loop over the result's `count` elements and its body.
+  void printLoop(int64_t count, fusec::DType resultType);
+  void printTranspose(TransposeOp transpose);
+  void printSlice(SliceOp slice);
+  void printConcat(ConcatOp concat);
+  void printGather(GatherOp gather);
+  void printPad(PadOp pad);
+  template <typename OpTy> void printArgReduction(OpTy reduction, bool max);
+  std::string description();
+
+  struct OperandRead {
+    std::string pointer; ///< "in2", or "" for a splat constant
+    std::string literal; ///< the splat's value
+  };
+  llvm::SmallVector<OperandRead> operandReads;
+};
+
+} // namespace fuse::layout
+
+#endif
