@@ -14,7 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TestUtil.h"
+#include "test/unit/TestUtil.h"
 
 #include "runtime/cuda/CudaApi.h"
 
