@@ -558,7 +558,10 @@ fusec_attention_tensor_cores(const fusec_attention_args &a) {
 // Scratch: B * kv_heads counters, then per (b, kv head, split, row) the
 // max, the sum and the ValueHeadDim weighted sums, as floats (log2 units).
 
-template <typename Traits, int HeadDim, int ValueHeadDim, int Rows>
+// VectorKeys: key rows start 16-byte aligned and hold whole 16-byte
+// chunks, read as such (a lane reads its own key's row).
+template <typename Traits, int HeadDim, int ValueHeadDim, int Rows,
+          bool VectorKeys>
 static __device__ __forceinline__ void
 fusec_attention_split_keys(const fusec_attention_args &a, int splits,
                            int split_keys, unsigned char *scratch) {
@@ -613,11 +616,27 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
       s[r] = 0.f;
     if (j < key_end) {
       const T *krow = keys + (long long)j * a.k.row;
-      for (int d = 0; d < HeadDim; ++d) {
-        const float k = Traits::load(krow[d]);
+      if (VectorKeys) {
+        enum { PerChunk = 16 / sizeof(T) };
+#pragma unroll 4
+        for (int c = 0; c < HeadDim / PerChunk; ++c) {
+          const uint4 chunk = ((const uint4 *)krow)[c];
+          const T *elements = (const T *)&chunk;
 #pragma unroll
-        for (int r = 0; r < Rows; ++r)
-          s[r] = fmaf(q[r][d], k, s[r]);
+          for (int u = 0; u < PerChunk; ++u) {
+            const float k = Traits::load(elements[u]);
+#pragma unroll
+            for (int r = 0; r < Rows; ++r)
+              s[r] = fmaf(q[r][c * PerChunk + u], k, s[r]);
+          }
+        }
+      } else {
+        for (int d = 0; d < HeadDim; ++d) {
+          const float k = Traits::load(krow[d]);
+#pragma unroll
+          for (int r = 0; r < Rows; ++r)
+            s[r] = fmaf(q[r][d], k, s[r]);
+        }
       }
     }
 #pragma unroll

@@ -23,8 +23,8 @@ constexpr int64_t kWarpsPerBlock = 4;
 auto fields(const AttentionParams &p) {
   return std::tie(p.target, p.kernel, p.cpuQueryTile, p.cpuKeyTile,
                   p.warpsPerBlock, p.blockN, p.rowTiles, p.queryInRegisters,
-                  p.decodeRows, p.splits, p.splitKeys, p.blockX, p.gridX,
-                  p.gridY, p.sharedBytes, p.scratchBytes);
+                  p.decodeRows, p.splits, p.splitKeys, p.vectorKeys, p.blockX,
+                  p.gridX, p.gridY, p.sharedBytes, p.scratchBytes);
 }
 
 /// Whether every row of `layout` starts 16-byte aligned (8 elements).
@@ -79,6 +79,11 @@ AttentionParams scheduleAttention(const AttentionShape &shape,
     // reads a part (rounds of 128 keys: 32 per warp).
     params.kernel = "split-keys";
     params.decodeRows = decodeRows;
+    int64_t width = fusec::dtypeBytes(shape.dtype);
+    params.vectorKeys =
+        shape.headDim * width % 16 == 0 && shape.key.offset * width % 16 == 0 &&
+        shape.key.batch * width % 16 == 0 && shape.key.head * width % 16 == 0 &&
+        shape.key.row * width % 16 == 0;
     int64_t pairs = shape.batch * shape.kvHeads;
     int64_t splits = std::clamp<int64_t>((kDecodeBlocks + pairs - 1) / pairs, 1,
                                          (shape.keyLen + 127) / 128);
@@ -141,7 +146,8 @@ std::string AttentionParams::toString() const {
        << " q_in_registers=" << (queryInRegisters ? 1 : 0);
   if (splits)
     os << " rows=" << decodeRows << " splits=" << splits
-       << " split_keys=" << splitKeys;
+       << " split_keys=" << splitKeys
+       << " vector_keys=" << (vectorKeys ? 1 : 0);
   os << " block=" << blockX << " grid=" << gridX;
   if (gridY > 1)
     os << "x" << gridY;
