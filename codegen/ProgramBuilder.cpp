@@ -224,9 +224,9 @@ public:
     // The attention kernels' templates, once for all of them.
     if (usesAttention)
       program.prelude +=
-          std::string("\n") + (program.target == fusec::Target::Cuda
-                                   ? kFlashAttentionSource
-                                   : kAttentionCpuSource);
+          std::string("\n") + kAttentionArgsSource + "\n" +
+          (program.target == fusec::Target::Cuda ? kFlashAttentionSource
+                                                 : kAttentionCpuSource);
     program.source = program.prelude;
     for (const fusec::KernelDesc &kernel : program.kernels)
       program.source += "\n" + kernel.source;

@@ -4,28 +4,7 @@
 // memory. Every dtype and head dim up to 256; the tensor-core kernels
 // (f16/bf16) are faster where they apply.
 
-// Where element (b, h, t, d) of an operand lies: offset + b * batch +
-// h * head + t * row + d; the bias's (b, h, i, j): offset + b * batch +
-// h * head + i * row + j * column.
-struct fusec_attention_layout {
-  long long offset, batch, head, row;
-};
-struct fusec_attention_bias_layout {
-  long long offset, batch, head, row, column;
-};
-
-struct fusec_attention_args {
-  const void *query, *key, *value, *bias;
-  void *output;
-  int batch, heads, kv_heads, query_len, key_len;
-  fusec_attention_layout q, k, v, o;
-  fusec_attention_bias_layout b;
-  int bias_kind; // 0 none, 1 added, 2 bool: false hides the key
-  float scale;
-  int causal;
-  long long causal_offset, window_left; // window_left < 0: no window
-  int zero_masked_rows;
-};
+// fusec_attention_args: device/AttentionArgs.h.
 
 // Traits: `storage`, `acc` (float, double for f64), static acc load(storage)
 // and storage store(acc), static acc exp(acc).
