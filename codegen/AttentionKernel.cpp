@@ -8,6 +8,7 @@
 
 #include "codegen/AttentionKernel.h"
 
+#include "codegen/PointwiseKernel.h"
 #include "codegen/RegionKind.h"
 #include "codegen/ScalarExprPrinter.h"
 #include "codegen/cuda/AttentionCudaPrinter.h"
@@ -161,6 +162,28 @@ void printAttentionArguments(std::ostream &os, const AttentionShape &shape,
   os << "  args.causal_offset = " << shape.causalOffset << ";\n";
   os << "  args.window_left = " << shape.windowLeft << ";\n";
   os << "  args.zero_masked_rows = " << (shape.zeroMaskedRows ? 1 : 0) << ";\n";
+}
+
+void printAttentionTraits(std::ostream &os, const std::string &name,
+                          const AttentionShape &shape,
+                          const AttentionParams &params,
+                          const std::string &qualifiers,
+                          const std::string &f32Exp) {
+  bool f64 = shape.dtype == fusec::DType::F64;
+  os << "// " << name << ": attention, " << shape.batch << " x " << shape.heads
+     << " heads (" << shape.kvHeads << " kv) x " << shape.queryLen
+     << " queries x " << shape.keyLen << " keys, head dim " << shape.headDim
+     << "; " << params.toString() << "\n";
+  os << "struct " << name << "_traits {\n";
+  os << "  typedef " << storageType(shape.dtype) << " storage;\n";
+  os << "  typedef " << (f64 ? "double" : "float") << " acc;\n";
+  os << "  static " << qualifiers << " acc load(storage x) { return "
+     << fromStorage(shape.dtype, "x") << "; }\n";
+  os << "  static " << qualifiers << " storage store(acc x) { return "
+     << toStorage(shape.dtype, "x") << "; }\n";
+  os << "  static " << qualifiers << " acc exp(acc x) { return "
+     << (f64 ? std::string("::exp") : f32Exp) << "(x); }\n";
+  os << "};\n";
 }
 
 FailureOr<fusec::KernelDesc> buildAttentionKernel(FusionOp fusion,

@@ -8,8 +8,6 @@
 
 #include "codegen/AttentionKernel.h"
 
-#include "codegen/PointwiseKernel.h"
-#include "codegen/ScalarExprPrinter.h"
 
 #include <sstream>
 
@@ -26,24 +24,8 @@ std::string printCppAttentionKernel(const std::string &name,
                                     const AttentionShape &shape,
                                     const AttentionParams &params,
                                     const AttentionSignature &signature) {
-  const char *storage = storageType(shape.dtype);
-  bool f64 = shape.dtype == fusec::DType::F64;
-  const char *acc = f64 ? "double" : "float";
   std::ostringstream os;
-  os << "// " << name << ": attention, " << shape.batch << " x " << shape.heads
-     << " heads (" << shape.kvHeads << " kv) x " << shape.queryLen
-     << " queries x " << shape.keyLen << " keys, head dim " << shape.headDim
-     << "\n";
-  os << "struct " << name << "_traits {\n";
-  os << "  typedef " << storage << " storage;\n";
-  os << "  typedef " << acc << " acc;\n";
-  os << "  static inline acc load(storage x) { return "
-     << fromStorage(shape.dtype, "x") << "; }\n";
-  os << "  static inline storage store(acc x) { return "
-     << toStorage(shape.dtype, "x") << "; }\n";
-  os << "  static inline acc exp(acc x) { return "
-     << (f64 ? "::exp(x)" : "fusec_expf(x)") << "; }\n";
-  os << "};\n";
+  printAttentionTraits(os, name, shape, params, "inline", "fusec_expf");
   os << "extern \"C\" void " << name
      << "(const void *const *fusec_inputs, void *const *fusec_outputs) {\n";
   printAttentionArguments(

@@ -10,7 +10,6 @@
 #include "codegen/cuda/AttentionCudaPrinter.h"
 
 #include "codegen/PointwiseKernel.h"
-#include "codegen/ScalarExprPrinter.h"
 
 #include <sstream>
 
@@ -20,22 +19,9 @@ std::string printCudaAttentionKernel(const std::string &name,
                                      const AttentionShape &shape,
                                      const AttentionParams &params,
                                      const AttentionSignature &signature) {
-  bool f64 = shape.dtype == fusec::DType::F64;
   std::ostringstream os;
-  os << "// " << name << ": attention, " << shape.batch << " x " << shape.heads
-     << " heads (" << shape.kvHeads << " kv) x " << shape.queryLen
-     << " queries x " << shape.keyLen << " keys, head dim " << shape.headDim
-     << "; " << params.toString() << "\n";
-  os << "struct " << name << "_traits {\n";
-  os << "  typedef " << storageType(shape.dtype) << " storage;\n";
-  os << "  typedef " << (f64 ? "double" : "float") << " acc;\n";
-  os << "  static __device__ __forceinline__ acc load(storage x) { return "
-     << fromStorage(shape.dtype, "x") << "; }\n";
-  os << "  static __device__ __forceinline__ storage store(acc x) { return "
-     << toStorage(shape.dtype, "x") << "; }\n";
-  os << "  static __device__ __forceinline__ acc exp(acc x) { return "
-     << (f64 ? "::exp(x)" : "expf(x)") << "; }\n";
-  os << "};\n";
+  printAttentionTraits(os, name, shape, params, "__device__ __forceinline__",
+                       "expf");
   os << "extern \"C\" __global__ void __launch_bounds__(" << params.blockX
      << ") " << name << "(";
   for (size_t i = 0; i < signature.inputs.size(); ++i)

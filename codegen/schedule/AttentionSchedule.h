@@ -67,8 +67,6 @@ struct AttentionShape {
   /// Attention op) rather than NaN (softmax of -inf everywhere, as an
   /// explicit Softmax computes it).
   bool zeroMaskedRows = false;
-  /// CUDA f32: the products on TF32 tensor cores (--tf32).
-  bool tf32 = false;
 
   /// Multiply-adds of q . k and p . v over the keys a query may see:
   /// 2 * (headDim + valueHeadDim) per visible (i, j) pair, the causal

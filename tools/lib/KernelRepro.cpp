@@ -703,7 +703,9 @@ private:
         os << "dot += (double)q_at(b, h, i, d) * (double)k_at(b, h / " << group
            << ", j, d);\n";
       }
-      os << "s[j] = " << formatScale(op.getScale().convertToDouble())
+      os << "s[j] = "
+         << ScalarExprPrinter::literal(op.getScale().convertToDouble(),
+                                       DType::F64)
          << " * dot;\n";
       if (Value bias = op.getBias()) {
         RankedTensorType biasType = tensorType(bias);
@@ -735,12 +737,6 @@ private:
     os << "out_at(b, h, i, d) = max == -INFINITY ? "
        << (op.getZeroMaskedRows() ? "0.0" : "NAN") << " : acc / sum;\n";
     return std::nullopt;
-  }
-
-  static std::string formatScale(double scale) {
-    char text[64];
-    std::snprintf(text, sizeof text, "%.17g", scale);
-    return text;
   }
 
   FusionOp fusion;
