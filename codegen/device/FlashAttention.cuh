@@ -538,14 +538,33 @@ fusec_attention_tensor_cores(const fusec_attention_args &a) {
 // max, the sum and the ValueHeadDim weighted sums, as floats (log2 units).
 
 // VectorKeys: key rows start 16-byte aligned and hold whole 16-byte
-// chunks, read as such (a lane reads its own key's row).
+// chunks, read as such (a lane reads its own key's row, all of its chunks
+// at once). VectorValues: value rows likewise, and ValueHeadDim / (16 /
+// sizeof(T)) chunks a power of two or a multiple of 32: a group of
+// lanes reads a row's chunks side by side (coalesced), the warp a few
+// rows at a time, every row of the 32 keys issued before any is used.
 template <typename Traits, int HeadDim, int ValueHeadDim, int Rows,
-          bool VectorKeys>
+          bool VectorKeys, bool VectorValues>
 static __device__ __forceinline__ void
 fusec_attention_split_keys(const fusec_attention_args &a, int splits,
                            int split_keys, unsigned char *scratch) {
   typedef typename Traits::storage T;
-  enum { Warps = 4, ValuePerLane = (ValueHeadDim + 31) / 32 };
+  enum {
+    Warps = 4,
+    PerChunk = 16 / sizeof(T),
+    // VectorValues: a row's chunks over LanesPerRow lanes, RowsAtOnce
+    // rows per warp-wide load; else a lane per head element.
+    ValueChunks = ValueHeadDim >= PerChunk ? ValueHeadDim / PerChunk : 1,
+    LanesPerRow = ValueChunks < 32 ? ValueChunks : 32,
+    RowsAtOnce = 32 / LanesPerRow,
+    ChunksPerLane = ValueChunks / LanesPerRow,
+    AccPerLane =
+        VectorValues ? ChunksPerLane * PerChunk : (ValueHeadDim + 31) / 32,
+    // Value rows in flight per lane: at most 16 chunks (64 registers).
+    StepsAtOnce = 32 / RowsAtOnce * ChunksPerLane > 16
+                      ? 16 / ChunksPerLane
+                      : 32 / RowsAtOnce
+  };
   __shared__ float q[Rows][HeadDim];
   __shared__ float warp_max[Warps][Rows], warp_sum[Warps][Rows];
   __shared__ int warp_nan[Warps][Rows];
@@ -576,7 +595,7 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
   const int key_begin = split * split_keys;
   const int key_end =
       key_begin + split_keys < a.key_len ? key_begin + split_keys : a.key_len;
-  float max[Rows], sum[Rows], acc[Rows][ValuePerLane];
+  float max[Rows], sum[Rows], acc[Rows][AccPerLane];
   bool nan[Rows];
 #pragma unroll
   for (int r = 0; r < Rows; ++r) {
@@ -584,7 +603,7 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
     sum[r] = 0.f;
     nan[r] = false;
 #pragma unroll
-    for (int t = 0; t < ValuePerLane; ++t)
+    for (int t = 0; t < AccPerLane; ++t)
       acc[r][t] = 0.f;
   }
   for (int j0 = key_begin + warp * 32; j0 < key_end; j0 += 32 * Warps) {
@@ -596,11 +615,14 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
     if (j < key_end) {
       const T *krow = keys + (long long)j * a.k.row;
       if (VectorKeys) {
-        enum { PerChunk = 16 / sizeof(T) };
-#pragma unroll 4
-        for (int c = 0; c < HeadDim / PerChunk; ++c) {
-          const uint4 chunk = ((const uint4 *)krow)[c];
-          const T *elements = (const T *)&chunk;
+        enum { PerChunk = 16 / sizeof(T), Chunks = HeadDim / PerChunk };
+        uint4 chunks[Chunks];
+#pragma unroll
+        for (int c = 0; c < Chunks; ++c)
+          chunks[c] = __ldcs((const uint4 *)krow + c);
+#pragma unroll
+        for (int c = 0; c < Chunks; ++c) {
+          const T *elements = (const T *)&chunks[c];
 #pragma unroll
           for (int u = 0; u < PerChunk; ++u) {
             const float k = Traits::load(elements[u]);
@@ -648,25 +670,62 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
       s[r] = p;
       sum[r] = sum[r] * correction + p;
 #pragma unroll
-      for (int t = 0; t < ValuePerLane; ++t)
+      for (int t = 0; t < AccPerLane; ++t)
         acc[r][t] *= correction;
     }
-    // The weighted sum: each lane its head elements, over the 32 keys.
+    // The weighted sum over the 32 keys (p of key c is lane c's s).
     const int keys_here = key_end - j0 < 32 ? key_end - j0 : 32;
-    for (int c = 0; c < keys_here; ++c) {
-      const T *vrow = values + (long long)(j0 + c) * a.v.row;
-      float v[ValuePerLane];
+    if (VectorValues) {
+      // Lane: row offset `sub` within a step, chunks `column` +
+      // t * LanesPerRow of that row.
+      const int sub = lane / LanesPerRow, column = lane % LanesPerRow;
 #pragma unroll
-      for (int t = 0; t < ValuePerLane; ++t) {
-        const int d = lane + 32 * t;
-        v[t] = d < ValueHeadDim ? Traits::load(vrow[d]) : 0.f;
+      for (int step0 = 0; step0 < 32 / RowsAtOnce; step0 += StepsAtOnce) {
+        uint4 chunks[StepsAtOnce][ChunksPerLane];
+#pragma unroll
+        for (int step = 0; step < StepsAtOnce; ++step) {
+          const int c = (step0 + step) * RowsAtOnce + sub;
+          const uint4 *vrow =
+              (const uint4 *)(values + (long long)(j0 + c) * a.v.row);
+#pragma unroll
+          for (int t = 0; t < ChunksPerLane; ++t)
+            chunks[step][t] = c < keys_here
+                                  ? __ldcs(vrow + column + t * LanesPerRow)
+                                  : make_uint4(0u, 0u, 0u, 0u);
+        }
+#pragma unroll
+        for (int step = 0; step < StepsAtOnce; ++step) {
+          const int c = (step0 + step) * RowsAtOnce + sub;
+#pragma unroll
+          for (int r = 0; r < Rows; ++r) {
+            const float p = __shfl_sync(0xffffffffu, s[r], c);
+#pragma unroll
+            for (int t = 0; t < ChunksPerLane; ++t) {
+              const T *elements = (const T *)&chunks[step][t];
+#pragma unroll
+              for (int u = 0; u < PerChunk; ++u)
+                acc[r][t * PerChunk + u] = fmaf(
+                    p, Traits::load(elements[u]), acc[r][t * PerChunk + u]);
+            }
+          }
+        }
       }
+    } else {
+      for (int c = 0; c < keys_here; ++c) {
+        const T *vrow = values + (long long)(j0 + c) * a.v.row;
+        float v[AccPerLane];
 #pragma unroll
-      for (int r = 0; r < Rows; ++r) {
-        const float p = __shfl_sync(0xffffffffu, s[r], c);
+        for (int t = 0; t < AccPerLane; ++t) {
+          const int d = lane + 32 * t;
+          v[t] = d < ValueHeadDim ? Traits::load(vrow[d]) : 0.f;
+        }
 #pragma unroll
-        for (int t = 0; t < ValuePerLane; ++t)
-          acc[r][t] = fmaf(p, v[t], acc[r][t]);
+        for (int r = 0; r < Rows; ++r) {
+          const float p = __shfl_sync(0xffffffffu, s[r], c);
+#pragma unroll
+          for (int t = 0; t < AccPerLane; ++t)
+            acc[r][t] = fmaf(p, v[t], acc[r][t]);
+        }
       }
     }
   }
@@ -684,11 +743,27 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
       warp_sum[warp][r] = total;
       warp_nan[warp][r] = any_nan;
     }
+    if (VectorValues) {
+      // Lanes that read the same chunks of other rows add up.
 #pragma unroll
-    for (int t = 0; t < ValuePerLane; ++t) {
-      const int d = lane + 32 * t;
-      if (d < ValueHeadDim)
-        warp_acc[warp][r][d] = acc[r][t];
+      for (int t = 0; t < AccPerLane; ++t)
+#pragma unroll
+        for (int offset = LanesPerRow; offset < 32; offset <<= 1)
+          acc[r][t] += __shfl_xor_sync(0xffffffffu, acc[r][t], offset);
+      if (lane < LanesPerRow)
+#pragma unroll
+        for (int t = 0; t < ChunksPerLane; ++t)
+#pragma unroll
+          for (int u = 0; u < PerChunk; ++u)
+            warp_acc[warp][r][(lane + t * LanesPerRow) * PerChunk + u] =
+                acc[r][t * PerChunk + u];
+    } else {
+#pragma unroll
+      for (int t = 0; t < AccPerLane; ++t) {
+        const int d = lane + 32 * t;
+        if (d < ValueHeadDim)
+          warp_acc[warp][r][d] = acc[r][t];
+      }
     }
   }
   __syncthreads();

@@ -3,6 +3,7 @@
 #include "codegen/schedule/AttentionSchedule.h"
 
 #include "llvm/ADT/Hashing.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 #include <sstream>
@@ -23,8 +24,9 @@ constexpr int64_t kWarpsPerBlock = 4;
 auto fields(const AttentionParams &p) {
   return std::tie(p.target, p.kernel, p.cpuQueryTile, p.cpuKeyTile,
                   p.warpsPerBlock, p.blockN, p.rowTiles, p.queryInRegisters,
-                  p.decodeRows, p.splits, p.splitKeys, p.vectorKeys, p.blockX,
-                  p.gridX, p.gridY, p.sharedBytes, p.scratchBytes);
+                  p.decodeRows, p.splits, p.splitKeys, p.vectorKeys,
+                  p.vectorValues, p.blockX, p.gridX, p.gridY, p.sharedBytes,
+                  p.scratchBytes);
 }
 
 /// Whether every row of `layout` starts 16-byte aligned (8 elements).
@@ -80,10 +82,16 @@ AttentionParams scheduleAttention(const AttentionShape &shape,
     params.kernel = "split-keys";
     params.decodeRows = decodeRows;
     int64_t width = fusec::dtypeBytes(shape.dtype);
-    params.vectorKeys =
-        shape.headDim * width % 16 == 0 && shape.key.offset * width % 16 == 0 &&
-        shape.key.batch * width % 16 == 0 && shape.key.head * width % 16 == 0 &&
-        shape.key.row * width % 16 == 0;
+    auto chunkedRows = [&](const AttentionOperandLayout &layout, int64_t dim) {
+      return dim * width % 16 == 0 && layout.offset * width % 16 == 0 &&
+             layout.batch * width % 16 == 0 && layout.head * width % 16 == 0 &&
+             layout.row * width % 16 == 0;
+    };
+    params.vectorKeys = chunkedRows(shape.key, shape.headDim);
+    int64_t valueChunks = shape.valueHeadDim * width / 16;
+    params.vectorValues =
+        chunkedRows(shape.value, shape.valueHeadDim) &&
+        (valueChunks % 32 == 0 || llvm::isPowerOf2_64(valueChunks));
     int64_t pairs = shape.batch * shape.kvHeads;
     int64_t splits = std::clamp<int64_t>((kDecodeBlocks + pairs - 1) / pairs, 1,
                                          (shape.keyLen + 127) / 128);
@@ -146,8 +154,8 @@ std::string AttentionParams::toString() const {
        << " q_in_registers=" << (queryInRegisters ? 1 : 0);
   if (splits)
     os << " rows=" << decodeRows << " splits=" << splits
-       << " split_keys=" << splitKeys
-       << " vector_keys=" << (vectorKeys ? 1 : 0);
+       << " split_keys=" << splitKeys << " vector_keys=" << (vectorKeys ? 1 : 0)
+       << " vector_values=" << (vectorValues ? 1 : 0);
   os << " block=" << blockX << " grid=" << gridX;
   if (gridY > 1)
     os << "x" << gridY;
@@ -161,8 +169,9 @@ std::string AttentionParams::toString() const {
 size_t AttentionParams::hash() const {
   return llvm::hash_combine(static_cast<int>(target), kernel, cpuQueryTile,
                             cpuKeyTile, warpsPerBlock, blockN, rowTiles,
-                            queryInRegisters, blockX, gridX, gridY, sharedBytes,
-                            scratchBytes);
+                            queryInRegisters, decodeRows, splits, splitKeys,
+                            vectorKeys, vectorValues, blockX, gridX, gridY,
+                            sharedBytes, scratchBytes);
 }
 
 bool AttentionParams::operator==(const AttentionParams &other) const {
