@@ -528,23 +528,26 @@ fusec_attention_tensor_cores(const fusec_attention_args &a) {
 // among blocks (Flash-Decoding) so that the whole GPU reads the cache. A
 // block takes one (batch, kv head) and one split of the keys, for all
 // Rows = group * query_len query rows that share the kv head (each key and
-// value row is read once for all of them); its warps take 32 keys at a
-// time, a lane per key for the scores, a lane per head element for the
-// weighted sum. The block leaves its rows' partial maxima, sums and
-// weighted sums in the scratch; the last block of a (batch, kv head) to
-// finish (a counter in the scratch, which it resets) merges the splits by
-// their log-sum-exp.
+// value row is read once for all of them). The block leaves its rows'
+// partial maxima, sums and weighted sums in the scratch; the last block of
+// a (batch, kv head) to finish (a counter in the scratch, which it resets)
+// merges the splits by their log-sum-exp.
 // Scratch: B * kv_heads counters, then per (b, kv head, split, row) the
 // max, the sum and the ValueHeadDim weighted sums, as floats (log2 units).
-
-// VectorKeys: key rows start 16-byte aligned and hold whole 16-byte
-// chunks, read as such (a lane reads its own key's row, all of its chunks
-// at once). VectorValues: value rows likewise, and ValueHeadDim / (16 /
-// sizeof(T)) chunks a power of two or a multiple of 32: a group of
-// lanes reads a row's chunks side by side (coalesced), the warp a few
-// rows at a time, every row of the 32 keys issued before any is used.
+//
+// How a warp walks its keys, by what the rows allow:
+// - Stages > 0 (key and value rows of the same whole 16-byte chunks,
+//   8, 16 or 32 of them): tiles of 32 / (chunks / 8) keys per warp stream
+//   through shared memory by cp.async, Stages deep (each warp its own
+//   ring, so no block barrier in the loop), swizzled so that neither the
+//   scores (chunks / 8 lanes per key) nor the weighted sum (lanes side by
+//   side over a row's chunks) conflict on banks;
+// - VectorKeys / VectorValues: 32 keys at a time straight from global
+//   memory, a lane per key row (all its 16-byte chunks at once) for the
+//   scores, groups of lanes over each value row's chunks for the sum;
+// - else element by element, a lane per key, a lane per head element.
 template <typename Traits, int HeadDim, int ValueHeadDim, int Rows,
-          bool VectorKeys, bool VectorValues>
+          bool VectorKeys, bool VectorValues, int Stages>
 static __device__ __forceinline__ void
 fusec_attention_split_keys(const fusec_attention_args &a, int splits,
                            int split_keys, unsigned char *scratch) {
@@ -552,20 +555,25 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
   enum {
     Warps = 4,
     PerChunk = 16 / sizeof(T),
-    // VectorValues: a row's chunks over LanesPerRow lanes, RowsAtOnce
-    // rows per warp-wide load; else a lane per head element.
+    KeyChunks = HeadDim >= PerChunk ? HeadDim / PerChunk : 1,
+    // Vector and staged values: a row's chunks over LanesPerRow lanes,
+    // RowsAtOnce rows per warp-wide load; else a lane per head element.
     ValueChunks = ValueHeadDim >= PerChunk ? ValueHeadDim / PerChunk : 1,
     LanesPerRow = ValueChunks < 32 ? ValueChunks : 32,
     RowsAtOnce = 32 / LanesPerRow,
     ChunksPerLane = ValueChunks / LanesPerRow,
-    AccPerLane =
-        VectorValues ? ChunksPerLane * PerChunk : (ValueHeadDim + 31) / 32,
+    AccPerLane = VectorValues || Stages > 0 ? ChunksPerLane * PerChunk
+                                            : (ValueHeadDim + 31) / 32,
     // Value rows in flight per lane: at most 16 chunks (64 registers).
     StepsAtOnce = 32 / RowsAtOnce * ChunksPerLane > 16
                       ? 16 / ChunksPerLane
-                      : 32 / RowsAtOnce
+                      : 32 / RowsAtOnce,
+    // Staged: lanes per key for the scores (8 chunks each), keys per tile.
+    KeyParts = KeyChunks >= 8 ? KeyChunks / 8 : 1,
+    TileKeys = 32 / KeyParts,
+    TileBytes = TileKeys * KeyChunks * 16
   };
-  __shared__ float q[Rows][HeadDim];
+  __shared__ __align__(16) float q[Rows][HeadDim];
   __shared__ float warp_max[Warps][Rows], warp_sum[Warps][Rows];
   __shared__ int warp_nan[Warps][Rows];
   __shared__ float warp_acc[Warps][Rows][ValueHeadDim];
@@ -606,40 +614,11 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
     for (int t = 0; t < AccPerLane; ++t)
       acc[r][t] = 0.f;
   }
-  for (int j0 = key_begin + warp * 32; j0 < key_end; j0 += 32 * Warps) {
-    const int j = j0 + lane;
-    float s[Rows];
-#pragma unroll
-    for (int r = 0; r < Rows; ++r)
-      s[r] = 0.f;
-    if (j < key_end) {
-      const T *krow = keys + (long long)j * a.k.row;
-      if (VectorKeys) {
-        enum { PerChunk = 16 / sizeof(T), Chunks = HeadDim / PerChunk };
-        uint4 chunks[Chunks];
-#pragma unroll
-        for (int c = 0; c < Chunks; ++c)
-          chunks[c] = __ldcs((const uint4 *)krow + c);
-#pragma unroll
-        for (int c = 0; c < Chunks; ++c) {
-          const T *elements = (const T *)&chunks[c];
-#pragma unroll
-          for (int u = 0; u < PerChunk; ++u) {
-            const float k = Traits::load(elements[u]);
-#pragma unroll
-            for (int r = 0; r < Rows; ++r)
-              s[r] = fmaf(q[r][c * PerChunk + u], k, s[r]);
-          }
-        }
-      } else {
-        for (int d = 0; d < HeadDim; ++d) {
-          const float k = Traits::load(krow[d]);
-#pragma unroll
-          for (int r = 0; r < Rows; ++r)
-            s[r] = fmaf(q[r][d], k, s[r]);
-        }
-      }
-    }
+  // The online softmax over the warp's keys: `s` holds each lane's key
+  // j's scores (log2 units); masked become -inf, then the probabilities,
+  // the running maxima and the rescaled sums. Lanes with `counted` false
+  // hold a copy of another lane's key and add nothing to the sums.
+  auto update = [&](float(&s)[Rows], int j, bool counted) {
 #pragma unroll
     for (int r = 0; r < Rows; ++r) {
       const int h = kvh * group + r / a.query_len, i = r % a.query_len;
@@ -650,7 +629,7 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
                   j < i + a.causal_offset - a.window_left);
       if (!hidden && a.bias_kind != 0) {
         const long long at = a.b.offset + bb * a.b.batch + h * a.b.head +
-                              (long long)i * a.b.row + (long long)j * a.b.column;
+                             (long long)i * a.b.row + (long long)j * a.b.column;
         if (a.bias_kind == 1)
           s[r] += Traits::load(((const T *)a.bias)[at]) * 1.4426950408889634f;
         else if (!((const unsigned char *)a.bias)[at])
@@ -668,63 +647,195 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
       max[r] = m;
       const float p = fusec_attention_exp2(s[r] - base);
       s[r] = p;
-      sum[r] = sum[r] * correction + p;
+      sum[r] = sum[r] * correction + (counted ? p : 0.f);
 #pragma unroll
       for (int t = 0; t < AccPerLane; ++t)
         acc[r][t] *= correction;
     }
-    // The weighted sum over the 32 keys (p of key c is lane c's s).
-    const int keys_here = key_end - j0 < 32 ? key_end - j0 : 32;
-    if (VectorValues) {
-      // Lane: row offset `sub` within a step, chunks `column` +
-      // t * LanesPerRow of that row.
-      const int sub = lane / LanesPerRow, column = lane % LanesPerRow;
+  };
+  // acc += p(key) * value row chunk, `elements` a 16-byte chunk of the row
+  // of the key whose probabilities lane `owner` holds.
+  auto accumulate = [&](const float(&s)[Rows], int owner, const T *elements,
+                        int t) {
 #pragma unroll
-      for (int step0 = 0; step0 < 32 / RowsAtOnce; step0 += StepsAtOnce) {
-        uint4 chunks[StepsAtOnce][ChunksPerLane];
+    for (int r = 0; r < Rows; ++r) {
+      const float p = __shfl_sync(0xffffffffu, s[r], owner);
 #pragma unroll
-        for (int step = 0; step < StepsAtOnce; ++step) {
-          const int c = (step0 + step) * RowsAtOnce + sub;
-          const uint4 *vrow =
-              (const uint4 *)(values + (long long)(j0 + c) * a.v.row);
+      for (int u = 0; u < PerChunk; ++u)
+        acc[r][t * PerChunk + u] =
+            fmaf(p, Traits::load(elements[u]), acc[r][t * PerChunk + u]);
+    }
+  };
+  if (Stages > 0) {
+    const unsigned ring =
+        (unsigned)__cvta_generic_to_shared(fusec_attention_smem) +
+        warp * Stages * 2 * TileBytes;
+    // This warp's tiles: keys key_begin + (t * Warps + warp) * TileKeys...
+    const int span = key_end - key_begin - warp * TileKeys;
+    const int tiles =
+        span > 0 ? (span + Warps * TileKeys - 1) / (Warps * TileKeys) : 0;
+    auto load = [&](int t) {
+      const int first = key_begin + (t * Warps + warp) * TileKeys;
+      const unsigned k_tile = ring + (t % Stages) * 2 * TileBytes;
 #pragma unroll
-          for (int t = 0; t < ChunksPerLane; ++t)
-            chunks[step][t] = c < keys_here
-                                  ? __ldcs(vrow + column + t * LanesPerRow)
-                                  : make_uint4(0u, 0u, 0u, 0u);
+      for (int e = lane; e < TileKeys * KeyChunks; e += 32) {
+        const int row = e / KeyChunks, chunk = e % KeyChunks;
+        const bool valid = first + row < key_end;
+        const long long j = valid ? first + row : key_begin;
+        const unsigned at = fusec_attention_swizzle<KeyChunks>(row, chunk);
+        fusec_attention_copy16(k_tile + at, keys + j * a.k.row + chunk * PerChunk,
+                               valid);
+        fusec_attention_copy16(k_tile + TileBytes + at,
+                               values + j * a.v.row + chunk * PerChunk, valid);
+      }
+    };
+#pragma unroll
+    for (int t = 0; t < Stages - 1; ++t) {
+      if (t < tiles)
+        load(t);
+      asm volatile("cp.async.commit_group;");
+    }
+    const int key_of_lane = lane / KeyParts, part = lane % KeyParts;
+    for (int t = 0; t < tiles; ++t) {
+      if (t + Stages - 1 < tiles)
+        load(t + Stages - 1);
+      asm volatile("cp.async.commit_group;");
+      asm volatile("cp.async.wait_group %0;" ::"n"(Stages - 1));
+      __syncwarp();
+      const unsigned k_tile = ring + (t % Stages) * 2 * TileBytes;
+      const unsigned v_tile = k_tile + TileBytes;
+      // Scores: KeyParts lanes per key, 8 chunks each, then their sum.
+      float s[Rows];
+#pragma unroll
+      for (int r = 0; r < Rows; ++r)
+        s[r] = 0.f;
+#pragma unroll
+      for (int i = 0; i < 8 && i < KeyChunks; ++i) {
+        const int chunk = part * 8 + i;
+        uint4 raw;
+        asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(raw.x), "=r"(raw.y), "=r"(raw.z), "=r"(raw.w)
+                     : "r"(k_tile + fusec_attention_swizzle<KeyChunks>(
+                                        key_of_lane, chunk)));
+        const T *elements = (const T *)&raw;
+#pragma unroll
+        for (int u = 0; u < PerChunk; ++u) {
+          const float k = Traits::load(elements[u]);
+#pragma unroll
+          for (int r = 0; r < Rows; ++r)
+            s[r] = fmaf(q[r][chunk * PerChunk + u], k, s[r]);
         }
+      }
 #pragma unroll
-        for (int step = 0; step < StepsAtOnce; ++step) {
-          const int c = (step0 + step) * RowsAtOnce + sub;
+      for (int offset = 1; offset < KeyParts; offset <<= 1)
+#pragma unroll
+        for (int r = 0; r < Rows; ++r)
+          s[r] += __shfl_xor_sync(0xffffffffu, s[r], offset);
+      update(s, key_begin + (t * Warps + warp) * TileKeys + key_of_lane,
+             part == 0);
+      // The weighted sum: RowsAtOnce value rows per step, their chunks
+      // side by side.
+#pragma unroll
+      for (int step = 0; step < TileKeys / RowsAtOnce; ++step) {
+        const int row = step * RowsAtOnce + lane / LanesPerRow;
+#pragma unroll
+        for (int t2 = 0; t2 < ChunksPerLane; ++t2) {
+          uint4 raw;
+          asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];"
+                       : "=r"(raw.x), "=r"(raw.y), "=r"(raw.z), "=r"(raw.w)
+                       : "r"(v_tile + fusec_attention_swizzle<ValueChunks>(
+                                          row, lane % LanesPerRow +
+                                                   t2 * LanesPerRow)));
+          accumulate(s, row * KeyParts, (const T *)&raw, t2);
+        }
+      }
+      __syncwarp(); // the next iteration's load overwrites this stage
+    }
+    asm volatile("cp.async.wait_group 0;");
+  } else {
+    for (int j0 = key_begin + warp * 32; j0 < key_end; j0 += 32 * Warps) {
+      const int j = j0 + lane;
+      float s[Rows];
+#pragma unroll
+      for (int r = 0; r < Rows; ++r)
+        s[r] = 0.f;
+      if (j < key_end) {
+        const T *krow = keys + (long long)j * a.k.row;
+        if (VectorKeys) {
+          // At most 16 chunks (64 registers) in flight.
+          enum { Batch = KeyChunks < 16 ? KeyChunks : 16 };
+#pragma unroll
+          for (int c0 = 0; c0 < KeyChunks; c0 += Batch) {
+            uint4 chunks[Batch];
+#pragma unroll
+            for (int c = 0; c < Batch; ++c)
+              if (c0 + c < KeyChunks)
+                chunks[c] = __ldcs((const uint4 *)krow + c0 + c);
+#pragma unroll
+            for (int c = 0; c < Batch && c0 + c < KeyChunks; ++c) {
+              const T *elements = (const T *)&chunks[c];
+#pragma unroll
+              for (int u = 0; u < PerChunk; ++u) {
+                const float k = Traits::load(elements[u]);
+#pragma unroll
+                for (int r = 0; r < Rows; ++r)
+                  s[r] = fmaf(q[r][(c0 + c) * PerChunk + u], k, s[r]);
+              }
+            }
+          }
+        } else {
+          for (int d = 0; d < HeadDim; ++d) {
+            const float k = Traits::load(krow[d]);
+#pragma unroll
+            for (int r = 0; r < Rows; ++r)
+              s[r] = fmaf(q[r][d], k, s[r]);
+          }
+        }
+      }
+      update(s, j, true);
+      // The weighted sum over the 32 keys (p of key c is lane c's s).
+      const int keys_here = key_end - j0 < 32 ? key_end - j0 : 32;
+      if (VectorValues) {
+        // Lane: row offset `sub` within a step, chunks `column` +
+        // t * LanesPerRow of that row.
+        const int sub = lane / LanesPerRow, column = lane % LanesPerRow;
+#pragma unroll
+        for (int step0 = 0; step0 < 32 / RowsAtOnce; step0 += StepsAtOnce) {
+          uint4 chunks[StepsAtOnce][ChunksPerLane];
+#pragma unroll
+          for (int step = 0; step < StepsAtOnce; ++step) {
+            const int c = (step0 + step) * RowsAtOnce + sub;
+            const uint4 *vrow =
+                (const uint4 *)(values + (long long)(j0 + c) * a.v.row);
+#pragma unroll
+            for (int t = 0; t < ChunksPerLane; ++t)
+              chunks[step][t] = c < keys_here
+                                    ? __ldcs(vrow + column + t * LanesPerRow)
+                                    : make_uint4(0u, 0u, 0u, 0u);
+          }
+#pragma unroll
+          for (int step = 0; step < StepsAtOnce; ++step)
+#pragma unroll
+            for (int t = 0; t < ChunksPerLane; ++t)
+              accumulate(s, (step0 + step) * RowsAtOnce + sub,
+                         (const T *)&chunks[step][t], t);
+        }
+      } else {
+        for (int c = 0; c < keys_here; ++c) {
+          const T *vrow = values + (long long)(j0 + c) * a.v.row;
+          float v[AccPerLane];
+#pragma unroll
+          for (int t = 0; t < AccPerLane; ++t) {
+            const int d = lane + 32 * t;
+            v[t] = d < ValueHeadDim ? Traits::load(vrow[d]) : 0.f;
+          }
 #pragma unroll
           for (int r = 0; r < Rows; ++r) {
             const float p = __shfl_sync(0xffffffffu, s[r], c);
 #pragma unroll
-            for (int t = 0; t < ChunksPerLane; ++t) {
-              const T *elements = (const T *)&chunks[step][t];
-#pragma unroll
-              for (int u = 0; u < PerChunk; ++u)
-                acc[r][t * PerChunk + u] = fmaf(
-                    p, Traits::load(elements[u]), acc[r][t * PerChunk + u]);
-            }
+            for (int t = 0; t < AccPerLane; ++t)
+              acc[r][t] = fmaf(p, v[t], acc[r][t]);
           }
-        }
-      }
-    } else {
-      for (int c = 0; c < keys_here; ++c) {
-        const T *vrow = values + (long long)(j0 + c) * a.v.row;
-        float v[AccPerLane];
-#pragma unroll
-        for (int t = 0; t < AccPerLane; ++t) {
-          const int d = lane + 32 * t;
-          v[t] = d < ValueHeadDim ? Traits::load(vrow[d]) : 0.f;
-        }
-#pragma unroll
-        for (int r = 0; r < Rows; ++r) {
-          const float p = __shfl_sync(0xffffffffu, s[r], c);
-#pragma unroll
-          for (int t = 0; t < AccPerLane; ++t)
-            acc[r][t] = fmaf(p, v[t], acc[r][t]);
         }
       }
     }
@@ -743,7 +854,7 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
       warp_sum[warp][r] = total;
       warp_nan[warp][r] = any_nan;
     }
-    if (VectorValues) {
+    if (VectorValues || Stages > 0) {
       // Lanes that read the same chunks of other rows add up.
 #pragma unroll
       for (int t = 0; t < AccPerLane; ++t)

@@ -403,6 +403,8 @@ const std::vector<AttentionCase> &cases() {
        D::F32, 1, 8, 2, 1, 1100, 256, 256, Form::Op},
       {"op, decode split over the keys, value rows of 6 chunks", D::F16, 1, 4,
        4, 1, 600, 64, 48, Form::Op, Mask::Causal, 599},
+      {"op, decode split over the keys, head dim 256 staged, two queries",
+       D::BF16, 1, 4, 1, 2, 900, 256, 256, Form::Op, Mask::Causal, 898},
       {"chain, additive bias", D::F32, 2, 2, 2, 24, 40, 64, 64, Form::Chain,
        Mask::Additive},
       {"chain, causal constant mask", D::BF16, 1, 2, 2, 40, 40, 64, 64,
