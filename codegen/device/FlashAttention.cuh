@@ -704,11 +704,12 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
       __syncwarp();
       const unsigned k_tile = ring + (t % Stages) * 2 * TileBytes;
       const unsigned v_tile = k_tile + TileBytes;
-      // Scores: KeyParts lanes per key, 8 chunks each, then their sum.
-      float s[Rows];
+      // Scores: KeyParts lanes per key, 8 chunks each, then their sum;
+      // even and odd chunks in two sums, for half the dependent chain.
+      float s[Rows], odd[Rows];
 #pragma unroll
       for (int r = 0; r < Rows; ++r)
-        s[r] = 0.f;
+        s[r] = odd[r] = 0.f;
 #pragma unroll
       for (int i = 0; i < 8 && i < KeyChunks; ++i) {
         const int chunk = part * 8 + i;
@@ -722,10 +723,15 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
         for (int u = 0; u < PerChunk; ++u) {
           const float k = Traits::load(elements[u]);
 #pragma unroll
-          for (int r = 0; r < Rows; ++r)
-            s[r] = fmaf(q[r][chunk * PerChunk + u], k, s[r]);
+          for (int r = 0; r < Rows; ++r) {
+            float &sum = i % 2 ? odd[r] : s[r];
+            sum = fmaf(q[r][chunk * PerChunk + u], k, sum);
+          }
         }
       }
+#pragma unroll
+      for (int r = 0; r < Rows; ++r)
+        s[r] += odd[r];
 #pragma unroll
       for (int offset = 1; offset < KeyParts; offset <<= 1)
 #pragma unroll

@@ -118,13 +118,25 @@ AttentionParams scheduleAttention(const AttentionShape &shape,
     int64_t round = params.stages
                         ? kWarpsPerBlock * kStageTileBytes / (keyChunks * 16)
                         : 32 * kWarpsPerBlock;
-    int64_t blocks = params.stages ? kStagedDecodeBlocks : kDecodeBlocks;
+    // The split count whose launch takes the fewest rounds of keys: waves
+    // of `resident` blocks times a block's keys (a last, partial wave
+    // costs a whole one), plus a round per block for its start and merge;
+    // the fewest splits among equals.
+    int64_t resident = params.stages ? kStagedDecodeBlocks : kDecodeBlocks;
     int64_t pairs = shape.batch * shape.kvHeads;
-    int64_t splits = std::clamp<int64_t>((blocks + pairs - 1) / pairs, 1,
-                                         (shape.keyLen + round - 1) / round);
-    params.splitKeys =
-        ((shape.keyLen + splits - 1) / splits + round - 1) / round * round;
-    params.splits = (shape.keyLen + params.splitKeys - 1) / params.splitKeys;
+    int64_t rounds = (shape.keyLen + round - 1) / round;
+    int64_t bestCost = -1;
+    for (int64_t splits = 1; splits <= rounds; ++splits) {
+      int64_t perSplit = (rounds + splits - 1) / splits;
+      int64_t used = (rounds + perSplit - 1) / perSplit;
+      int64_t waves = (pairs * used + resident - 1) / resident;
+      int64_t cost = waves * (perSplit + 1);
+      if (bestCost < 0 || cost < bestCost) {
+        bestCost = cost;
+        params.splits = used;
+        params.splitKeys = perSplit * round;
+      }
+    }
     params.sharedBytes = static_cast<unsigned>(params.stages * stageBytes);
     params.blockX = static_cast<unsigned>(32 * kWarpsPerBlock);
     params.gridX = params.splits;
