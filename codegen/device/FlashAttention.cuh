@@ -571,9 +571,15 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
     // Staged: lanes per key for the scores (8 chunks each), keys per tile.
     KeyParts = KeyChunks >= 8 ? KeyChunks / 8 : 1,
     TileKeys = 32 / KeyParts,
-    TileBytes = TileKeys * KeyChunks * 16
+    TileBytes = TileKeys * KeyChunks * 16,
+    // q's rows: 16 bytes of padding after each part's 8 chunks, so that
+    // the parts' lanes read q from different banks.
+    PartElements = 8 * PerChunk,
+    QueryStride = HeadDim + HeadDim / PartElements * 4
   };
-  __shared__ __align__(16) float q[Rows][HeadDim];
+  __shared__ __align__(16) float q[Rows][QueryStride];
+  // Element d of a query row.
+  auto q_at = [](int d) { return d + d / PartElements * 4; };
   __shared__ float warp_max[Warps][Rows], warp_sum[Warps][Rows];
   __shared__ int warp_nan[Warps][Rows];
   __shared__ float warp_acc[Warps][Rows][ValueHeadDim];
@@ -587,7 +593,7 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
   for (int e = threadIdx.x; e < Rows * HeadDim; e += 32 * Warps) {
     const int r = e / HeadDim, d = e % HeadDim;
     const int h = kvh * group + r / a.query_len, i = r % a.query_len;
-    q[r][d] = r < group * a.query_len
+    q[r][q_at(d)] = r < group * a.query_len
                   ? Traits::load(((const T *)a.query)[a.q.offset +
                                                        bb * a.q.batch +
                                                        h * a.q.head +
@@ -710,9 +716,12 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
 #pragma unroll
       for (int r = 0; r < Rows; ++r)
         s[r] = odd[r] = 0.f;
+      // Part p takes its chunks in the order i ^ (p * 8 / KeyParts): the
+      // 8 lanes of a quarter warp (8 / KeyParts keys x KeyParts parts)
+      // then read 8 different bank groups of the swizzled tile.
 #pragma unroll
       for (int i = 0; i < 8 && i < KeyChunks; ++i) {
-        const int chunk = part * 8 + i;
+        const int chunk = part * 8 + (i ^ (part * 8 / KeyParts));
         uint4 raw;
         asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];"
                      : "=r"(raw.x), "=r"(raw.y), "=r"(raw.z), "=r"(raw.w)
@@ -725,7 +734,7 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
 #pragma unroll
           for (int r = 0; r < Rows; ++r) {
             float &sum = i % 2 ? odd[r] : s[r];
-            sum = fmaf(q[r][chunk * PerChunk + u], k, sum);
+            sum = fmaf(q[r][q_at(chunk * PerChunk + u)], k, sum);
           }
         }
       }
@@ -785,7 +794,7 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
                 const float k = Traits::load(elements[u]);
 #pragma unroll
                 for (int r = 0; r < Rows; ++r)
-                  s[r] = fmaf(q[r][(c0 + c) * PerChunk + u], k, s[r]);
+                  s[r] = fmaf(q[r][q_at((c0 + c) * PerChunk + u)], k, s[r]);
               }
             }
           }
@@ -794,7 +803,7 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
             const float k = Traits::load(krow[d]);
 #pragma unroll
             for (int r = 0; r < Rows; ++r)
-              s[r] = fmaf(q[r][d], k, s[r]);
+              s[r] = fmaf(q[r][q_at(d)], k, s[r]);
           }
         }
       }
@@ -921,25 +930,28 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
   if (!last_block)
     return;
   __threadfence();
+  // One pass over the splits, rescaling as the maximum grows; the
+  // partials read from L2 (other blocks wrote them; L1 may be stale).
   const float *all = partial + (long long)pair * splits * Rows * stride;
   for (int e = threadIdx.x; e < Rows * ValueHeadDim; e += 32 * Warps) {
     const int r = e / ValueHeadDim, d = e % ValueHeadDim;
     if (r >= group * a.query_len)
       continue;
-    float m = -INFINITY;
+    float m = -INFINITY, s = 0.f, x = 0.f;
     bool any_nan = false;
+#pragma unroll 4
     for (int sp = 0; sp < splits; ++sp) {
-      const float ms = ((volatile const float *)all)[(sp * Rows + r) * stride];
+      const float *row = all + (sp * Rows + r) * stride;
+      const float ms = __ldcg(row), ss = __ldcg(row + 1),
+                  xs = __ldcg(row + 2 + d);
       any_nan = any_nan || ms != ms;
-      m = fmaxf(m, ms);
-    }
-    const float base = m == -INFINITY ? 0.f : m;
-    float s = 0.f, x = 0.f;
-    for (int sp = 0; sp < splits; ++sp) {
-      const volatile float *row = all + (sp * Rows + r) * stride;
-      const float f = fusec_attention_exp2(row[0] - base);
-      s += row[1] * f;
-      x += row[2 + d] * f;
+      const float grown = fmaxf(m, ms);
+      const float base = grown == -INFINITY ? 0.f : grown;
+      const float old_scale = fusec_attention_exp2(m - base),
+                  new_scale = fusec_attention_exp2(ms - base);
+      s = s * old_scale + ss * new_scale;
+      x = x * old_scale + xs * new_scale;
+      m = grown;
     }
     const bool masked = m == -INFINITY;
     const float out_value =

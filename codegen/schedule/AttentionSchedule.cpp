@@ -102,8 +102,11 @@ AttentionParams scheduleAttention(const AttentionShape &shape,
         (valueChunks % 32 == 0 || llvm::isPowerOf2_64(valueChunks));
     // Staged: rows of 8, 16 or 32 whole chunks, keys and values alike.
     int64_t keyChunks = shape.headDim * width / 16;
+    // q (rows padded by 16 bytes a 128-byte part of a key row), the
+    // warps' statistics and sums.
+    int64_t queryStride = shape.headDim + shape.headDim / (128 / width) * 4;
     int64_t staticShared = 4 * decodeRows *
-                           (shape.headDim + 3 * kWarpsPerBlock +
+                           (queryStride + 3 * kWarpsPerBlock +
                             kWarpsPerBlock * shape.valueHeadDim);
     int64_t stageBytes = kWarpsPerBlock * 2 * kStageTileBytes;
     if (params.vectorKeys && params.vectorValues &&
