@@ -35,14 +35,6 @@ class Kernel:
     source: str
 
 
-_BOOL_OPTIONS = {
-    "fast_math": _capi.lib.fusec_options_set_fast_math,
-    "tf32": _capi.lib.fusec_options_set_tf32,
-    "fuse": _capi.lib.fusec_options_set_fuse,
-    "attention": _capi.lib.fusec_options_set_attention,
-    "cuda_graphs": _capi.lib.fusec_options_set_cuda_graphs,
-    "kernel_overlap": _capi.lib.fusec_options_set_kernel_overlap,
-}
 _TARGETS = {None: _capi.TARGET_AUTO, "auto": _capi.TARGET_AUTO,
             "cpu": _capi.TARGET_CPU, "cuda": _capi.TARGET_CUDA}
 _FORMATS = {".json": _capi.FORMAT_JSON, ".mlir": _capi.FORMAT_MLIR,
@@ -64,8 +56,9 @@ class _Options:
         _capi.check(_capi.lib.fusec_options_set_target(handle,
                                                        _TARGETS[target]))
         for key, value in options.items():
-            if key in _BOOL_OPTIONS:
-                _capi.check(_BOOL_OPTIONS[key](handle, bool(value)))
+            if key in _capi.FLAGS:
+                _capi.check(_capi.lib.fusec_options_set_flag(
+                    handle, _capi.FLAGS[key], bool(value)))
             elif key == "gpu_arch":
                 _capi.check(_capi.lib.fusec_options_set_gpu_arch(
                     handle, _capi.encode(value)))
@@ -86,7 +79,7 @@ class _Options:
                 raise TypeError(
                     "fusec.compile() got an unknown option %r (options: "
                     "%s)" % (key, ", ".join(sorted(
-                        list(_BOOL_OPTIONS) + ["gpu_arch", "cache_dir",
+                        list(_capi.FLAGS) + ["gpu_arch", "cache_dir",
                                                "input_shapes", "on_remark"]))))
 
     def __del__(self):
