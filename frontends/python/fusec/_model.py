@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _capi, _dtypes
+from . import _capi, _dlpack, _dtypes
 from ._graph import Graph
 
 
@@ -211,10 +211,13 @@ class Model:
             raise _capi.Error("fusec: error: '%s' has %d outputs but got %d "
                               "out arrays" % (self.name, self._out.count,
                                               len(out)))
+        first = arrays[0] if arrays else None
         torch = sys.modules.get("torch")
-        if torch is not None and arrays and isinstance(arrays[0],
-                                                        torch.Tensor):
+        if torch is not None and isinstance(first, torch.Tensor):
             return self._call_torch(torch, arrays, out)
+        if (type(first) is not np.ndarray
+                and hasattr(first, "__dlpack_device__")):
+            return self._call_dlpack(arrays, out)
         return self._call_numpy(arrays, out)
 
     def run(self, inputs):
@@ -337,6 +340,54 @@ class Model:
                               self._out.count, self._out.array, stream))
         del keep
         return results
+
+    def _call_dlpack(self, objects, out):
+        """Objects of another library, through DLPack: host ones as NumPy
+        views, device ones by address (outputs from the library's own
+        `empty`, as CuPy has, unless `out` gives them)."""
+        device, device_id = objects[0].__dlpack_device__()
+        if device == _dlpack.CPU:
+            return self._call_numpy([np.from_dlpack(obj) for obj in objects],
+                                    out)
+        if device != _dlpack.CUDA or device_id != 0:
+            raise _capi.Error("fusec: error: fusec runs on the CPU and on "
+                              "cuda:0, the tensors are on DLPack device "
+                              "(%d, %d)" % (device, device_id))
+        if out is None:
+            library = sys.modules[type(objects[0]).__module__.split(".")[0]]
+            if not hasattr(library, "empty"):
+                raise _capi.Error("fusec: error: %s has no empty() to allocate "
+                                  "the outputs: pass out=[...]"
+                                  % library.__name__)
+            out = [library.empty(spec.shape,
+                                 dtype=_dtypes.numpy_dtype(spec.dtype))
+                   for spec in self.outputs]
+        views = []
+        for binding, group, specs in ((self._in, objects, self.inputs),
+                                      (self._out, out, self.outputs)):
+            for index, (obj, spec) in enumerate(zip(group, specs)):
+                # Work the producer queued is ordered before the legacy
+                # default stream, which the run waits for.
+                view = _dlpack.View(obj, _dlpack.LEGACY_DEFAULT_STREAM)
+                views.append(view)
+                if view.dtype != spec.dtype or view.shape != spec.shape:
+                    self._reject(binding, index,
+                                 _dtypes.code_of(view.dtype), view.shape)
+                if view.device != _dlpack.CUDA:
+                    raise _capi.Error("fusec: error: %s is not on cuda"
+                                      % spec.name)
+                if not _dlpack.contiguous(view.shape, view.strides):
+                    self._reject(binding, index, binding.array[index].dtype,
+                                 view.shape, view.strides)
+                slot = binding.array[index]
+                slot.data = view.data
+                slot.device = _capi.DEVICE_CUDA
+        # NULL: ordered with the legacy default stream, returning once the
+        # outputs are written (another library's streams are unknown here).
+        _capi.check(self._run(self._handle, self._in.count, self._in.array,
+                              self._out.count, self._out.array, None))
+        del views
+        return list(out)
 
     def synchronize(self):
         """Waits for the device runs queued on torch's streams; raises the
