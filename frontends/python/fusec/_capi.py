@@ -105,7 +105,8 @@ _SIGNATURES = {
     "fusec_model_output_count": ([_P, _PSIZE], None),
     "fusec_model_input": ([_P, _SIZE, _PSTR, _PINT, _PI32, _PPI64], None),
     "fusec_model_output": ([_P, _SIZE, _PSTR, _PINT, _PI32, _PPI64], None),
-    "fusec_model_run": ([_P, _SIZE, _PTENSOR, _SIZE, _PTENSOR, _P], None),
+    # The tensor arrays by address: ints convert faster than ctypes arrays.
+    "fusec_model_run": ([_P, _SIZE, _P, _SIZE, _P, _P], None),
     "fusec_model_synchronize": ([_P], None),
     "fusec_model_kernel_count": ([_P, _PSIZE], None),
     "fusec_model_kernel": ([_P, _SIZE, _PSTR, _PSIZE,
