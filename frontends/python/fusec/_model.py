@@ -1,8 +1,8 @@
 """fusec.compile and the compiled model (fusec_compile_*, fusec_model_*).
 
-A call moves no data it need not: NumPy inputs are read in place when
+A call moves no data it need not: NumPy inputs are passed by address when
 C-contiguous (else one contiguous copy is made), and torch CUDA tensors are
-passed by address, ordered with torch's current stream, with outputs
+passed by address too, ordered with torch's current stream, with outputs
 allocated by torch on the same device. The ctypes argument arrays are built
 once per model; a call only fills in the addresses.
 """
