@@ -11,6 +11,7 @@ import math
 import operator
 
 import torch
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 aten = torch.ops.aten
 
@@ -133,8 +134,10 @@ def promoted(a, b):
 
 
 def float_result(node):
-    if val(node).dtype not in FLOATS:
-        return f"{val(node).dtype} result (fusec computes this op on floats)"
+    result = val(node)
+    dtype = (result[0] if isinstance(result, (tuple, list)) else result).dtype
+    if dtype not in FLOATS:
+        return f"{dtype} result (fusec computes this op on floats)"
     return None
 
 
@@ -498,10 +501,11 @@ def _full(ctx, node, args):
 
 @rule("arange.default", "arange.start", "arange.start_step")
 def _arange(ctx, node, args):
-    out = val(node)
-    values = torch.arange(args.get("start", 0), args["end"],
-                          args.get("step", 1), dtype=out.dtype)
-    return ctx.constant(values)
+    # Lowering runs inside AOTAutograd's fake mode; this tensor is real.
+    with unset_fake_temporarily():
+        values = torch.arange(args.get("start", 0), args["end"],
+                              args.get("step", 1), dtype=val(node).dtype)
+        return ctx.constant(values)
 
 
 # --- reductions ----------------------------------------------------------
