@@ -225,8 +225,6 @@ class _ShapeSpecialized:
                       if isinstance(a, torch.Tensor)])
             compiled = _aot(self.options)(self.gm, list(args))
             self.compiled[key] = compiled
-        if getattr(compiled, "_boxed_call", False):
-            return compiled(list(args))
         return compiled(*args)
 
 
