@@ -149,8 +149,7 @@ UNARY_FLOAT = {
     "reciprocal": "reciprocal", "erf": "erf", "asin": "asin",
     "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh",
     "asinh": "asinh", "acosh": "acosh", "atanh": "atanh", "silu": "silu",
-    "floor": "floor", "ceil": "ceil", "round": "round", "mish": "mish",
-    "hardswish": "hard_swish",
+    "floor": "floor", "ceil": "ceil", "round": "round",
 }
 
 
