@@ -222,14 +222,22 @@ def _hardtanh(ctx, node, args):
     return _clamp(ctx, node, args["self"], args["min_val"], args["max_val"])
 
 
+HALVES = (torch.float16, torch.bfloat16)
+
+
 def _binary(fusec_op, alpha=False):
     def lower(ctx, node, args):
         dtype = val(node).dtype
-        a = ctx.tensor(args["self"], dtype)
-        b = ctx.tensor(args["other"], dtype)
+        # torch applies a Python scalar to f16/bf16 tensors in f32 (its
+        # "opmath" type) without rounding the scalar to the tensor's dtype.
+        scalars = not all(isinstance(args[n], torch.fx.Node)
+                          for n in ("self", "other"))
+        compute = torch.float32 if dtype in HALVES and scalars else dtype
+        a = ctx.tensor(args["self"], compute)
+        b = ctx.tensor(args["other"], compute)
         if alpha and args.get("alpha", 1) != 1:
-            b = ctx.op("mul", [b, ctx.scalar(args["alpha"], dtype)])
-        return ctx.op(fusec_op, [a, b])
+            b = ctx.op("mul", [b, ctx.scalar(args["alpha"], compute)])
+        return ctx.cast(ctx.op(fusec_op, [a, b]), compute, dtype)
 
     return lower
 
@@ -637,18 +645,19 @@ def _native_layer_norm(ctx, node, args):
     axis = rank - len(args["normalized_shape"])
     eps = float(args["eps"])
     weight, bias = args["weight"], args["bias"]
-    operands = [x] + ([ctx.tensor(weight, dtype)] if weight is not None
-                      else [])
     used = used_outputs(node)
     results = [None, None, None]
     if 0 in used:
+        # layer_norm's optional operands are positional: a bias without a
+        # weight is added after it.
+        operands = [x]
+        if weight is not None:
+            operands.append(ctx.tensor(weight, dtype))
+            if bias is not None:
+                operands.append(ctx.tensor(bias, dtype))
         y = ctx.op("layer_norm", operands, axis=axis, epsilon=eps)
-        if bias is not None:
-            if weight is None:
-                y = ctx.op("add", [y, ctx.tensor(bias, dtype)])
-            else:
-                y = ctx.op("layer_norm", operands + [ctx.tensor(bias, dtype)],
-                           axis=axis, epsilon=eps)
+        if bias is not None and weight is None:
+            y = ctx.op("add", [y, ctx.tensor(bias, dtype)])
         results[0] = y
     if used & {1, 2}:
         stats = out[1].dtype
