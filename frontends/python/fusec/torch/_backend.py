@@ -106,7 +106,15 @@ def _lower_partition(submodule, name):
     graph = fusec.Graph(name)
     lowering = Lowering(graph)
     inputs, device = {}, None
+    needed = set()
+    for node in reversed(submodule.graph.nodes):
+        if node.op == "output":
+            needed.update(node.all_input_nodes)
+        elif node in needed and node.op == "call_function":
+            needed.update(RULES[node.target].reads(node))
     for node in submodule.graph.nodes:
+        if node.op == "call_function" and node not in needed:
+            continue
         if node.op == "placeholder":
             tensor = val(node)
             device = tensor.device
@@ -124,7 +132,7 @@ def _lower_partition(submodule, name):
     single = not isinstance(returned, (tuple, list))
     results, outputs = [], 0
     for node in [returned] if single else returned:
-        value = lowering.values[node]
+        value = lowering.emit(lowering.values[node])
         if value in inputs:
             results.append(("input", inputs[value]))
         else:

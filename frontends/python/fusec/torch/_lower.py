@@ -26,23 +26,29 @@ INT64_MAX = 2**63 - 1
 
 
 class Rule:
-    def __init__(self, lower, check):
+    """`lower(ctx, node, args)` -> the node's value(s); `check(node)` -> why
+    it cannot be lowered, or None; `reads(node)` -> the nodes whose values
+    `lower` reads (default: all its inputs), so that nothing else is
+    lowered: fusec sees no dead ops."""
+
+    def __init__(self, lower, check, reads=None):
         self.lower, self.check = lower, check
+        self.reads = reads or (lambda node: node.all_input_nodes)
 
 
 RULES = {}
 
 
-def rule(*targets, check=None):
-    """Registers `lower(ctx, node, args)` for the ATen overloads named
-    (those missing from this torch are skipped)."""
+def rule(*targets, check=None, reads=None):
+    """Registers a Rule for the ATen overloads named (those missing from
+    this torch are skipped)."""
 
     def register(lower):
         for name in targets:
             packet, _, overload = name.rpartition(".")
             op = getattr(getattr(aten, packet, None), overload, None)
             if op is not None:
-                RULES[op] = Rule(lower, check)
+                RULES[op] = Rule(lower, check, reads)
         return lower
 
     return register
@@ -73,6 +79,17 @@ def used_outputs(node):
     return {user.args[1] for user in node.users}
 
 
+class PendingReshape:
+    """A reshape emitted only where it is read: a reshape of a reshape
+    reads the first one's operand, and one back to that operand's shape is
+    the operand itself, so no dead or chained reshapes reach fusec (its
+    patterns, such as attention's scores, look through neither)."""
+
+    def __init__(self, value, from_shape, to_shape):
+        self.value, self.from_shape = value, list(from_shape)
+        self.to_shape = list(to_shape)
+
+
 class Lowering:
     """One partition's FX nodes as a fusec.Graph under construction."""
 
@@ -80,9 +97,19 @@ class Lowering:
         self.graph = graph
         self.values = {}  # FX node -> value name, or list of them
         self.constants = 0
+        self.emitted = {}  # PendingReshape -> its value
 
     def op(self, name, inputs, **attrs):
-        return self.graph.op(name, list(inputs), **attrs)
+        return self.graph.op(name, [self.emit(i) for i in inputs], **attrs)
+
+    def emit(self, value):
+        """A value's name, emitting the reshape it is if pending."""
+        if not isinstance(value, PendingReshape):
+            return value
+        if value not in self.emitted:
+            self.emitted[value] = self.graph.op("reshape", [value.value],
+                                                shape=value.to_shape)
+        return self.emitted[value]
 
     def scalar(self, value, dtype):
         if dtype == torch.bool:
@@ -95,6 +122,14 @@ class Lowering:
         if from_dtype == to_dtype:
             return value
         return self.op("cast", [value], dtype=FUSEC_DTYPES[to_dtype])
+
+    def reshape(self, value, from_shape, to_shape):
+        """`value` (of `from_shape`) as `to_shape` (see PendingReshape)."""
+        if isinstance(value, PendingReshape):
+            value, from_shape = value.value, value.from_shape
+        if list(from_shape) == list(to_shape):
+            return value
+        return PendingReshape(value, from_shape, to_shape)
 
     def constant(self, tensor):
         """A tensor computed at compile time, as a constant of the graph."""
@@ -373,8 +408,8 @@ def _identity(ctx, node, args):
       "unsqueeze.default", "squeeze.default", "squeeze.dim", "squeeze.dims",
       "flatten.using_ints")
 def _reshape(ctx, node, args):
-    return ctx.op("reshape", [ctx.values[args["self"]]],
-                  shape=list(val(node).shape))
+    return ctx.reshape(ctx.values[args["self"]], val(args["self"]).shape,
+                       val(node).shape)
 
 
 @rule("permute.default")
@@ -677,26 +712,107 @@ def _native_layer_norm(ctx, node, args):
 # --- matmul and attention ------------------------------------------------
 
 
-@rule("mm.default", "bmm.default", "matmul.default", check=float_result)
+BATCH_VIEWS = (aten.view.default, aten._unsafe_view.default,
+               aten.reshape.default)
+
+
+def _unbatched(operand):
+    """The N-D tensor a bmm operand flattens (view(clone(expand(x))) with
+    x's batch dims folded into one, as the decomposition of a 4-D matmul
+    writes it), or None."""
+    if not (isinstance(operand, torch.fx.Node)
+            and operand.target in BATCH_VIEWS):
+        return None
+    source = operand.args[0]
+    while source.target in (aten.clone.default, aten.expand.default):
+        source = source.args[0]
+    shape, flat = val(source).shape, val(operand).shape
+    if len(shape) < 4 or tuple(shape[-2:]) != tuple(flat[-2:]):
+        return None
+    return source
+
+
+def _bmm_sources(node):
+    """The N-D operands of a bmm that flattens both with the same batch
+    dims, else the bmm's own operands."""
+    a, b = (_unbatched(operand) for operand in node.args[:2])
+    if a is not None and b is not None and \
+            val(a).shape[:-2] == val(b).shape[:-2]:
+        return [a, b]
+    return list(node.args[:2])
+
+
+@rule("bmm.default", check=float_result, reads=_bmm_sources)
+def _bmm(ctx, node, args):
+    """A bmm of flattened N-D operands is their N-D matmul, reshaped:
+    fusec's attention forming sees the 4-D q @ k^T and p @ v it needs."""
+    a, b = _bmm_sources(node)
+    product = ctx.op("matmul", [ctx.values[a], ctx.values[b]])
+    shape = list(val(a).shape[:-1]) + [val(b).shape[-1]]
+    return ctx.reshape(product, shape, val(node).shape)
+
+
+def _rows_source(operand):
+    """The N-D tensor (rank >= 3) whose leading dims a 2-D matmul operand
+    flattens (a linear layer's view(x, [-1, C])), or None."""
+    if not (isinstance(operand, torch.fx.Node)
+            and operand.target in BATCH_VIEWS):
+        return None
+    source = operand.args[0]
+    shape = val(source).shape
+    if len(shape) < 3 or shape[-1] != val(operand).shape[-1]:
+        return None
+    return source
+
+
+def _mm_sources(node):
+    """mm's operands, the left one unflattened where it can be."""
+    lhs, rhs = node.args[:2]
+    return [_rows_source(lhs) or lhs, rhs]
+
+
+def _addmm_sources(node):
+    bias, lhs, rhs = node.args[:3]
+    if isinstance(bias, torch.fx.Node) and val(bias).dim() == 2 and \
+            val(bias).shape[0] != 1:
+        return [bias, lhs, rhs]  # a bias per row: rows stay flat
+    return [bias, _rows_source(lhs) or lhs, rhs]
+
+
+def _product(ctx, node, lhs, rhs):
+    """lhs @ rhs, and its shape: where lhs is an unflattened N-D tensor
+    the product keeps its leading dims (a pending reshape flattens them),
+    so that the view back to them that follows vanishes and fusec sees the
+    [B, T, C] projections its attention forming reads in place."""
+    product = ctx.op("matmul", [ctx.values[lhs], ctx.values[rhs]])
+    return product, list(val(lhs).shape[:-1]) + [val(rhs).shape[-1]]
+
+
+@rule("mm.default", check=float_result, reads=_mm_sources)
+def _mm(ctx, node, args):
+    product, shape = _product(ctx, node, *_mm_sources(node))
+    return ctx.reshape(product, shape, val(node).shape)
+
+
+@rule("matmul.default", check=float_result)
 def _matmul(ctx, node, args):
     return ctx.op("matmul", [ctx.values[args["self"]],
-                             ctx.values[args["mat2" if "mat2" in args
-                                             else "other"]]])
+                             ctx.values[args["other"]]])
 
 
-@rule("addmm.default", check=float_result)
+@rule("addmm.default", check=float_result, reads=_addmm_sources)
 def _addmm(ctx, node, args):
     dtype = val(node).dtype
-    product = ctx.op("matmul", [ctx.values[args["mat1"]],
-                                ctx.values[args["mat2"]]])
+    bias, lhs, rhs = _addmm_sources(node)
+    product, shape = _product(ctx, node, lhs, rhs)
     if args["alpha"] != 1:
         product = ctx.op("mul", [product, ctx.scalar(args["alpha"], dtype)])
-    bias = ctx.tensor(args["self"], dtype)
-    if args["beta"] == 0:
-        return product
-    if args["beta"] != 1:
-        bias = ctx.op("mul", [bias, ctx.scalar(args["beta"], dtype)])
-    return ctx.op("add", [product, bias])
+    if args["beta"] != 0:  # beta 0 ignores the bias, NaN included
+        bias = ctx.tensor(bias, dtype)
+        if args["beta"] != 1:
+            bias = ctx.op("mul", [bias, ctx.scalar(args["beta"], dtype)])
+        product = ctx.op("add", [product, bias])
+    return ctx.reshape(product, shape, val(node).shape)
 
 
 SDPA = ("_scaled_dot_product_flash_attention_for_cpu.default",
@@ -719,22 +835,47 @@ def _attention_check(node):
     return None
 
 
+def _written_out_attention(ctx, q, k, v, shapes, scale, causal):
+    """softmax(scale · q @ kᵀ [causal mask]) @ v as fusec's graph ops:
+    fusec's attention forming makes it one attention kernel that also reads
+    the head split and merge around it in place (an attention op given
+    whole is taken as it is)."""
+    dtype, q_len, k_len = shapes[0].dtype, shapes[0].shape[2], shapes[1].shape[2]
+    keys = ctx.op("transpose", [k], perm=[0, 1, 3, 2])
+    scores = ctx.op("mul", [ctx.op("matmul", [q, keys]),
+                            ctx.scalar(scale, dtype)])
+    if causal:
+        with unset_fake_temporarily():
+            visible = ctx.constant(torch.ones(q_len, k_len,
+                                              dtype=torch.bool).tril())
+        scores = ctx.op("select", [visible, scores,
+                                   ctx.scalar(-math.inf, dtype)])
+    return ctx.op("matmul", [ctx.op("softmax", [scores], axis=-1), v])
+
+
 @rule(*SDPA, check=_attention_check)
 def _attention(ctx, node, args):
-    q, k, v = (val(args[n]) for n in ("query", "key", "value"))
-    mask = args.get("attn_mask", args.get("attn_bias"))
+    shapes = [val(args[n]) for n in ("query", "key", "value")]
+    q, k, v = shapes
     operands = [ctx.values[args[n]] for n in ("query", "key", "value")]
+    mask = args.get("attn_mask", args.get("attn_bias"))
+    scale = args["scale"]
+    scale = float(1 / math.sqrt(q.shape[3]) if scale is None else scale)
+    outputs = [None] * (len(val(node)) - 1)
+    if mask is None and scale > 0 and q.shape[1] == k.shape[1]:
+        return [_written_out_attention(ctx, *operands, shapes, scale,
+                                       args["is_causal"])] + outputs
+    # Masks whose rows may hide every key (torch gives such rows 0, the
+    # written-out softmax NaN) and grouped heads: the op itself.
     if mask is not None:
         bool_mask = val(mask).dtype == torch.bool
         operands.append(ctx.values[mask] if bool_mask else
                         ctx.tensor(mask, q.dtype))
-    scale = args["scale"]
     result = ctx.op(
         "attention", operands, num_heads=q.shape[1], kv_num_heads=k.shape[1],
-        head_dim=q.shape[3], value_head_dim=v.shape[3],
-        scale=float(1 / math.sqrt(q.shape[3]) if scale is None else scale),
+        head_dim=q.shape[3], value_head_dim=v.shape[3], scale=scale,
         causal=int(bool(args["is_causal"])), zero_masked_rows=1)
-    return [result] + [None] * (len(val(node)) - 1)
+    return [result] + outputs
 
 
 def _getitem(ctx, node, args):
