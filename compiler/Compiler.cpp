@@ -275,8 +275,9 @@ void CompiledModel::runOnDevice(const std::vector<DeviceTensor> &inputs,
 }
 
 void CompiledModel::enqueueOnDevice(const std::vector<DeviceTensor> &inputs,
-                                    const std::vector<DeviceTensor> &outputs) {
-  executable->enqueueOnDevice(inputs, outputs);
+                                    const std::vector<DeviceTensor> &outputs,
+                                    void *stream) {
+  executable->enqueueOnDevice(inputs, outputs, stream);
 }
 
 void CompiledModel::synchronize() { executable->synchronize(); }
@@ -326,27 +327,83 @@ template <typename Read> Graph readTraced(const std::string &path, Read read) {
 
 } // namespace
 
+namespace {
+
+/// Lowers a .mlir model that `parse` reads, its sizes checked.
+template <typename Parse>
+Lowering lowerMlir(const CompileOptions &options, bool captureIR,
+                   Stage stopAfter, Parse parse) {
+  return lower(options, captureIR, stopAfter, [&](MLIRContext &context) {
+    OwningOpRef<ModuleOp> module = parse(context);
+    if (module && failed(checkTensorSizes(*module)))
+      return OwningOpRef<ModuleOp>();
+    return module;
+  });
+}
+
+OnnxOptions onnxOptions(const CompileOptions &options) {
+  OnnxOptions onnx;
+  onnx.inputShapes = options.inputShapes;
+  return onnx;
+}
+
+} // namespace
+
+std::optional<ModelFormat> modelFormatOf(const std::string &path) {
+  if (StringRef(path).ends_with(".json"))
+    return ModelFormat::Json;
+  if (StringRef(path).ends_with(".mlir"))
+    return ModelFormat::Mlir;
+  if (isOnnxTextPath(path))
+    return ModelFormat::OnnxText;
+  if (isOnnxModelPath(path))
+    return ModelFormat::Onnx;
+  return std::nullopt;
+}
+
 Lowering lowerFile(const std::string &path, const CompileOptions &options,
                    bool captureIR, Stage stopAfter) {
-  if (StringRef(path).ends_with(".json"))
+  std::optional<ModelFormat> format = modelFormatOf(path);
+  if (!format)
+    throw Error(path + ": error: unknown model format (expected .json, "
+                       ".mlir, .onnx or .onnxtxt)");
+  switch (*format) {
+  case ModelFormat::Json:
     return lowerGraph(readTraced(path, [&] { return readJsonGraph(path); }),
                       options, captureIR, stopAfter);
-  if (StringRef(path).ends_with(".mlir"))
-    return lower(options, captureIR, stopAfter, [&](MLIRContext &context) {
-      OwningOpRef<ModuleOp> module = fuse::parseMlirFile(path, &context);
-      if (module && failed(checkTensorSizes(*module)))
-        return OwningOpRef<ModuleOp>();
-      return module;
+  case ModelFormat::Mlir:
+    return lowerMlir(options, captureIR, stopAfter, [&](MLIRContext &context) {
+      return fuse::parseMlirFile(path, &context);
     });
-  if (isOnnxModelPath(path)) {
-    OnnxOptions onnx;
-    onnx.inputShapes = options.inputShapes;
+  case ModelFormat::Onnx:
+  case ModelFormat::OnnxText:
     return lowerGraph(
-        readTraced(path, [&] { return readOnnxGraph(path, onnx); }), options,
-        captureIR, stopAfter);
+        readTraced(path,
+                   [&] { return readOnnxGraph(path, onnxOptions(options)); }),
+        options, captureIR, stopAfter);
   }
-  throw Error(path + ": error: unknown model format (expected .json, .mlir, "
-                     ".onnx or .onnxtxt)");
+  llvm_unreachable("every model format is handled");
+}
+
+Lowering lowerBuffer(const std::string &contents, ModelFormat format,
+                     const std::string &name, const CompileOptions &options,
+                     bool captureIR, Stage stopAfter) {
+  switch (format) {
+  case ModelFormat::Json:
+    return lowerGraph(parseJsonGraph(contents, name), options, captureIR,
+                      stopAfter);
+  case ModelFormat::Mlir:
+    return lowerMlir(options, captureIR, stopAfter, [&](MLIRContext &context) {
+      return fuse::parseMlirText(contents, name, &context);
+    });
+  case ModelFormat::Onnx:
+  case ModelFormat::OnnxText:
+    return lowerGraph(parseOnnxGraph(contents, name,
+                                     format == ModelFormat::OnnxText,
+                                     onnxOptions(options)),
+                      options, captureIR, stopAfter);
+  }
+  llvm_unreachable("every model format is handled");
 }
 
 Target resolveTarget(const CompileOptions &options) {
@@ -402,6 +459,13 @@ CompiledModel compile(const Graph &graph, const CompileOptions &options) {
 CompiledModel compileFile(const std::string &path,
                           const CompileOptions &options) {
   return lowerAndLoad(options, [&] { return lowerFile(path, options); });
+}
+
+CompiledModel compileBuffer(const std::string &contents, ModelFormat format,
+                            const std::string &name,
+                            const CompileOptions &options) {
+  return lowerAndLoad(
+      options, [&] { return lowerBuffer(contents, format, name, options); });
 }
 
 } // namespace fusec

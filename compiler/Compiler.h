@@ -86,9 +86,14 @@ public:
   /// The same run, returning once it is queued on fusec's CUDA stream
   /// behind earlier ones (a CUDA graph replayed per binding of addresses):
   /// leave the inputs as they are and the outputs unread until
-  /// synchronize(), which also reports errors of the queued work.
+  /// synchronize(), which also reports errors of the queued work. Events
+  /// order the run after the work queued so far on `stream` (a CUstream,
+  /// e.g. PyTorch's current stream; null: the legacy default stream) and
+  /// the work queued there next after the run: a caller that reads the
+  /// outputs on that stream need not synchronize().
   void enqueueOnDevice(const std::vector<DeviceTensor> &inputs,
-                       const std::vector<DeviceTensor> &outputs);
+                       const std::vector<DeviceTensor> &outputs,
+                       void *stream = nullptr);
   void synchronize();
   std::vector<KernelInfo> kernels() const;
   const Program &program() const;
@@ -107,6 +112,16 @@ std::string resolveGpuArch(const CompileOptions &options);
 CompiledModel compile(const Graph &graph, const CompileOptions &options = {});
 CompiledModel compileFile(const std::string &path,
                           const CompileOptions &options = {});
+
+/// The syntaxes a model comes in.
+enum class ModelFormat { Json, Mlir, Onnx, OnnxText };
+/// The format a model file's name says (.json, .mlir, .onnx, .onnxtxt).
+std::optional<ModelFormat> modelFormatOf(const std::string &path);
+/// A model held in memory (JSON or MLIR text, ONNX protobuf bytes or text);
+/// `name` stands for its file in error messages.
+CompiledModel compileBuffer(const std::string &contents, ModelFormat format,
+                            const std::string &name,
+                            const CompileOptions &options = {});
 
 } // namespace fusec
 

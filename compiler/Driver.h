@@ -44,6 +44,11 @@ Lowering lowerGraph(const Graph &graph, const CompileOptions &options,
 Lowering lowerFile(const std::string &path, const CompileOptions &options,
                    bool captureIR = false, Stage stopAfter = Stage::Program);
 
+/// Same for a model held in memory (compileBuffer).
+Lowering lowerBuffer(const std::string &contents, ModelFormat format,
+                     const std::string &name, const CompileOptions &options,
+                     bool captureIR = false, Stage stopAfter = Stage::Program);
+
 /// Compiles a Program's kernels (through the kernel cache) and loads them.
 CompiledModel load(Program program, const CompileOptions &options);
 

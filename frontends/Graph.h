@@ -64,6 +64,9 @@ struct Graph {
 /// Reads a JSON model (docs/json-format.md). Throws fusec::Error as
 /// "FILE: node 'NAME': error: REASON" (or naming the constant/input).
 Graph readJsonGraph(const std::string &path);
+/// The same for a JSON model held in memory; `name` stands for the file in
+/// messages.
+Graph parseJsonGraph(const std::string &text, const std::string &name);
 
 /// Builds graphs in C++:
 ///   GraphBuilder b("seed");

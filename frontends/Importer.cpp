@@ -466,21 +466,37 @@ GraphValueTypes::typeOf(const std::string &name) {
   return std::make_pair(*dtype, toShape(type));
 }
 
+namespace {
+
+OwningOpRef<ModuleOp>
+parseMlirBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,
+                MLIRContext *context) {
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, context);
+  if (module && failed(verify(*module)))
+    return nullptr;
+  return module;
+}
+
+} // namespace
+
 OwningOpRef<ModuleOp> parseMlirFile(const std::string &path,
                                     MLIRContext *context) {
-  std::string errorMessage;
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer) {
     emitError(FileLineColLoc::get(context, path, 0, 0))
         << "cannot open model file: " << buffer.getError().message();
     return nullptr;
   }
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, context);
-  if (module && failed(verify(*module)))
-    return nullptr;
-  return module;
+  return parseMlirBuffer(std::move(*buffer), context);
+}
+
+OwningOpRef<ModuleOp> parseMlirText(const std::string &text,
+                                    const std::string &name,
+                                    MLIRContext *context) {
+  return parseMlirBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, name),
+                         context);
 }
 
 } // namespace fuse

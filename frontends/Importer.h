@@ -50,6 +50,11 @@ private:
 /// Parses a .mlir file in the fuse dialect; null after an error.
 mlir::OwningOpRef<mlir::ModuleOp> parseMlirFile(const std::string &path,
                                                 mlir::MLIRContext *context);
+/// The same for .mlir text held in memory; `name` stands for the file in
+/// locations and messages.
+mlir::OwningOpRef<mlir::ModuleOp> parseMlirText(const std::string &text,
+                                                const std::string &name,
+                                                mlir::MLIRContext *context);
 
 } // namespace fuse
 

@@ -29,15 +29,19 @@ class JsonReader {
 public:
   explicit JsonReader(std::string path) : path(std::move(path)) {}
 
-  Graph read() {
+  Graph readFile() {
     std::ifstream in(path, std::ios::binary);
     if (!in)
       throw Error(path + ": error: cannot open model file");
     std::stringstream text;
     text << in.rdbuf();
+    return read(text.str());
+  }
+
+  Graph read(const std::string &text) {
     json document;
     try {
-      document = json::parse(text.str());
+      document = json::parse(text);
     } catch (const json::exception &e) {
       // parse_error, and out_of_range for a number past double's range.
       throw Error(path + ": error: malformed JSON: " + stripPrefix(e.what()));
@@ -287,6 +291,12 @@ private:
 
 } // namespace
 
-Graph readJsonGraph(const std::string &path) { return JsonReader(path).read(); }
+Graph readJsonGraph(const std::string &path) {
+  return JsonReader(path).readFile();
+}
+
+Graph parseJsonGraph(const std::string &text, const std::string &name) {
+  return JsonReader(name).read(text);
+}
 
 } // namespace fusec

@@ -60,6 +60,11 @@ OnnxModelSummary summarizeOnnxModel(const std::string &path);
 /// convert, one per line: "FILE: node 'NAME' (OpType, opset 13): error:
 /// REASON".
 Graph readOnnxGraph(const std::string &path, const OnnxOptions &options = {});
+/// The same for a model held in memory: a serialized ModelProto, or ONNX's
+/// text syntax when `text`. `name` stands for the file in messages, and
+/// external data is looked up beside it.
+Graph parseOnnxGraph(const std::string &contents, const std::string &name,
+                     bool text, const OnnxOptions &options = {});
 
 /// A serialized TensorProto (the ONNX test suite's input_N.pb and
 /// output_N.pb files) as a tensor; throws fusec::Error naming the file.

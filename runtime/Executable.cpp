@@ -118,7 +118,7 @@ void Executable::runOnDevice(const std::vector<DeviceTensor> &inputs,
 }
 
 void Executable::enqueueOnDevice(const std::vector<DeviceTensor> &,
-                                 const std::vector<DeviceTensor> &) {
+                                 const std::vector<DeviceTensor> &, void *) {
   throw Error("fusec: '" + prog.name +
               "' runs on the cpu: only CUDA models run on device tensors");
 }

@@ -47,10 +47,14 @@ public:
                    const std::vector<DeviceTensor> &outputs);
   /// The same run, returning once it is queued on fusec's CUDA stream, in
   /// order after earlier runs: the inputs must stay as they are and the
-  /// outputs unread until synchronize(). CUDA only: the host executable
-  /// throws.
+  /// outputs unread until synchronize(). The run is ordered after the work
+  /// queued so far on `callerStream` (a CUstream; null: the legacy default
+  /// stream), and the work queued there next after the run (events
+  /// between the two streams), so a caller on that stream needs no
+  /// synchronize(). CUDA only: the host executable throws.
   virtual void enqueueOnDevice(const std::vector<DeviceTensor> &inputs,
-                               const std::vector<DeviceTensor> &outputs);
+                               const std::vector<DeviceTensor> &outputs,
+                               void *callerStream = nullptr);
   /// Waits for every queued run; reports the errors of asynchronous work.
   virtual void synchronize() {}
 

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <sstream>
 #include <unordered_set>
 #include <variant>
@@ -848,24 +849,33 @@ using namespace onnx_import;
 
 namespace {
 
-/// The model at `path`, from an open stream of it: binary protobuf, or
-/// ONNX's text syntax (onnx/defs/parser.h) for a .onnxtxt file.
-onnx::ModelProto parseModel(const std::string &path, std::istream &in) {
+/// The model `contents` named `path`: binary protobuf, or ONNX's text
+/// syntax (onnx/defs/parser.h) when `text`.
+onnx::ModelProto parseModel(const std::string &path,
+                            const std::string &contents, bool text) {
   onnx::ModelProto model;
-  if (isOnnxTextPath(path)) {
-    std::stringstream text;
-    text << in.rdbuf();
+  if (text) {
     onnx::Common::Status status =
-        onnx::OnnxParser::Parse(model, text.str().c_str());
+        onnx::OnnxParser::Parse(model, contents.c_str());
     if (!status.IsOK())
       throw Error(path + ": error: not a valid ONNX text model: " +
                   status.ErrorMessage());
     return model;
   }
-  if (!model.ParseFromIstream(&in))
+  if (!model.ParseFromString(contents))
     throw Error(path + ": error: not a valid ONNX model (protobuf parse "
                        "failed)");
   return model;
+}
+
+/// The file at `path`, or nullopt when it cannot be opened.
+std::optional<std::string> readFileBytes(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return std::nullopt;
+  std::stringstream contents;
+  contents << in.rdbuf();
+  return contents.str();
 }
 
 } // namespace
@@ -879,20 +889,25 @@ bool isOnnxModelPath(const std::string &path) {
 }
 
 Graph readOnnxGraph(const std::string &path, const OnnxOptions &options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  std::optional<std::string> contents = readFileBytes(path);
+  if (!contents)
     throw Error(path + ": error: cannot open the model file");
-  onnx::ModelProto model = parseModel(path, in);
-  OnnxConverter converter(path, options);
+  return parseOnnxGraph(*contents, path, isOnnxTextPath(path), options);
+}
+
+Graph parseOnnxGraph(const std::string &contents, const std::string &name,
+                     bool text, const OnnxOptions &options) {
+  onnx::ModelProto model = parseModel(name, contents, text);
+  OnnxConverter converter(name, options);
   return converter.convert(model);
 }
 
 OnnxModelSummary summarizeOnnxModel(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  std::optional<std::string> contents = readFileBytes(path);
+  if (!contents)
     throw Error(path + ": error: not a valid ONNX model (protobuf parse "
                        "failed)");
-  onnx::ModelProto model = parseModel(path, in);
+  onnx::ModelProto model = parseModel(path, *contents, isOnnxTextPath(path));
   std::set<std::string> initializers;
   for (const onnx::TensorProto &initializer : model.graph().initializer())
     initializers.insert(initializer.name());

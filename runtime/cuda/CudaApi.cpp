@@ -119,7 +119,7 @@ LoadedDevice initDevice() {
       failed(d.cuCtxSetCurrent(device.context), "cuCtxSetCurrent") ||
       failed(d.cuStreamCreate(&device.stream, kStreamNonBlocking),
              "cuStreamCreate") ||
-      failed(d.cuEventCreate(&device.defaultStreamMark, kEventDisableTiming),
+      failed(d.cuEventCreate(&device.callerStreamMark, kEventDisableTiming),
              "cuEventCreate") ||
       failed(d.cuEventCreate(&device.fusecStreamMark, kEventDisableTiming),
              "cuEventCreate"))
@@ -273,22 +273,22 @@ CUresult finishStream() {
   return api.cuStreamSynchronize(d.stream);
 }
 
-void orderAfterDefaultStream() {
+void orderAfterStream(CUstream caller) {
   Device &d = device();
   const Driver &api = driver();
-  check(api.cuEventRecord(d.defaultStreamMark, legacyDefaultStream()),
-        "cuEventRecord", "the default stream");
-  check(api.cuStreamWaitEvent(d.stream, d.defaultStreamMark, 0),
-        "cuStreamWaitEvent", "fusec's stream after the default stream");
+  check(api.cuEventRecord(d.callerStreamMark, caller), "cuEventRecord",
+        "the caller's stream");
+  check(api.cuStreamWaitEvent(d.stream, d.callerStreamMark, 0),
+        "cuStreamWaitEvent", "fusec's stream after the caller's stream");
 }
 
-void orderDefaultStreamAfter() {
+void orderStreamAfter(CUstream caller) {
   Device &d = device();
   const Driver &api = driver();
   check(api.cuEventRecord(d.fusecStreamMark, d.stream), "cuEventRecord",
         "fusec's stream");
-  check(api.cuStreamWaitEvent(legacyDefaultStream(), d.fusecStreamMark, 0),
-        "cuStreamWaitEvent", "the default stream after fusec's stream");
+  check(api.cuStreamWaitEvent(caller, d.fusecStreamMark, 0),
+        "cuStreamWaitEvent", "the caller's stream after fusec's stream");
 }
 
 std::string deviceArch() {

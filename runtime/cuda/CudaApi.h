@@ -38,8 +38,8 @@ constexpr int kStreamCaptureModeThreadLocal = 1;
 /// CU_STREAM_NON_BLOCKING: fusec's stream does not wait for the legacy
 /// default stream (nor it for fusec's); a launch on a blocking stream cost
 /// 0.6 us more per synchronized run (H200). Runs on the caller's device
-/// tensors are ordered with the default stream by events instead
-/// (orderAfterDefaultStream, orderDefaultStreamAfter).
+/// tensors are ordered with the caller's stream (by default the legacy
+/// default stream) by events instead (orderAfterStream, orderStreamAfter).
 constexpr unsigned kStreamNonBlocking = 0x1;
 /// CU_STREAM_LEGACY: the legacy default stream, where callers that name no
 /// stream (a cudaMemcpy, PyTorch's default) put their work.
@@ -176,9 +176,9 @@ struct Device {
   /// asked for (finishStream); null where it could not be allocated.
   volatile uint32_t *completionFlag = nullptr;
   CUdeviceptr completionFlagOnDevice = 0;
-  /// Marks in the default stream's and in fusec's stream, for ordering
-  /// the two around a run on the caller's device tensors.
-  CUevent defaultStreamMark = nullptr, fusecStreamMark = nullptr;
+  /// Marks in the caller's stream and in fusec's stream, for ordering the
+  /// two around a run on the caller's device tensors.
+  CUevent callerStreamMark = nullptr, fusecStreamMark = nullptr;
   /// The NVRTC architecture for this device: sm_90a on Hopper, else sm_XY.
   std::string arch() const;
 };
@@ -215,12 +215,11 @@ private:
 CUresult finishStream();
 
 /// Work queued on fusec's stream from now on runs after what the caller
-/// queued on the legacy default stream so far (the device tensors it made
-/// there are ready).
-void orderAfterDefaultStream();
-/// Work the caller queues on the legacy default stream from now on runs
-/// after what fusec queued so far (it may read the outputs there).
-void orderDefaultStreamAfter();
+/// queued on `caller` so far (the device tensors it made there are ready).
+void orderAfterStream(CUstream caller);
+/// Work the caller queues on `caller` from now on runs after what fusec
+/// queued so far (it may read the outputs there).
+void orderStreamAfter(CUstream caller);
 
 /// The device's NVRTC architecture (Device::arch), known once the driver
 /// is initialized and before the context exists: kernels compile while the

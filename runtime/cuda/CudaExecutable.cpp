@@ -348,7 +348,8 @@ void CudaExecutable::bindAddresses(
 }
 
 void CudaExecutable::enqueueOnDevice(const std::vector<DeviceTensor> &inputs,
-                                     const std::vector<DeviceTensor> &outputs) {
+                                     const std::vector<DeviceTensor> &outputs,
+                                     void *callerStream) {
   auto checkTensors = [&](const std::vector<DeviceTensor> &given,
                           const std::vector<int> &ids, const char *what) {
     if (given.size() != ids.size())
@@ -371,10 +372,13 @@ void CudaExecutable::enqueueOnDevice(const std::vector<DeviceTensor> &inputs,
   checkTensors(inputs, prog.inputs, "input");
   checkTensors(outputs, prog.outputs, "output");
   cuda::StreamLock held;
-  // fusec's stream does not wait for the default stream by itself.
-  cuda::orderAfterDefaultStream();
+  // fusec's stream does not wait for the caller's by itself.
+  cuda::CUstream caller = callerStream
+                              ? static_cast<cuda::CUstream>(callerStream)
+                              : cuda::legacyDefaultStream();
+  cuda::orderAfterStream(caller);
   enqueueBound(inputs, outputs);
-  cuda::orderDefaultStreamAfter();
+  cuda::orderStreamAfter(caller);
 }
 
 void CudaExecutable::enqueueBound(const std::vector<DeviceTensor> &inputs,

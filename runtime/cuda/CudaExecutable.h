@@ -34,7 +34,8 @@ public:
   /// With CUDA graphs on, each binding of addresses (the last
   /// kMaxDeviceGraphs) is captured once and replayed.
   void enqueueOnDevice(const std::vector<DeviceTensor> &inputs,
-                       const std::vector<DeviceTensor> &outputs) override;
+                       const std::vector<DeviceTensor> &outputs,
+                       void *callerStream = nullptr) override;
 
   /// The steps of a run, for benchmarks that time the kernels alone.
   void upload(const std::vector<Tensor> &inputs);
