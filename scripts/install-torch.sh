@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs PyPI's torch (with numpy, pytest and onnx, whose test models
 # test/models/onnx/export_models.py defines) into a virtual environment
-# for fusec's torch.compile backend and its tests (test/python/torch/), and
-# prints that environment's python on stdout:
-#   python=$(scripts/install-torch.sh)
+# for fusec's torch.compile backend and its tests (test/python/torch_backend/):
+#   scripts/install-torch.sh              install; print the environment's python
+#   scripts/install-torch.sh --run ARGS   then run `python ARGS` there, e.g.
+#     PYTHONPATH=build/python scripts/install-torch.sh --run \
+#       -m pytest -q test/python/torch_backend
 # Fast when present (the installed versions are read, torch is not imported).
 #
 # The environment is $FUSEC_TORCH_VENV, else ~/.cache/fusec/torch-venv
@@ -40,5 +42,9 @@ if ! installed; then
   fi
   "$python" -m pip install -q --disable-pip-version-check \
     "torch==$torch_version" numpy pytest onnx >&2
+fi
+if [ "${1:-}" = "--run" ]; then
+  shift
+  exec "$python" "$@"
 fi
 echo "$python"

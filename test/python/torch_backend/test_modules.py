@@ -1,14 +1,13 @@
 """Whole modules through backend="fusec" against eager: the MLP, GPT-2,
 BERT and Llama modules of test/models/onnx/export_models.py, and GPT-2 and
 BERT with F.scaled_dot_product_attention."""
-import math
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 import export_models as m
-from conftest import DEVICES, assert_close
+from support import DEVICES
 
 
 class SdpaCausalSelfAttention(m.CausalSelfAttention):

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 import fusec
 import fusec.torch._backend as backend_module
-from conftest import DEVICES, assert_close
+from support import DEVICES, assert_close
 
 
 def mlp(device="cpu"):

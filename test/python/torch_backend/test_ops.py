@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import DEVICES, assert_close
+from support import DEVICES, assert_close
 
 FLOAT_DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
