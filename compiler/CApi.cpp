@@ -17,6 +17,7 @@
 
 #include <cstring>
 #include <deque>
+#include <iterator>
 #include <new>
 #include <random>
 
@@ -353,20 +354,21 @@ fusec_status fusec_options_set_gpu_arch(fusec_options *options,
   });
 }
 
-/// The setters of boolean options.
-#define FUSEC_BOOL_OPTION(function, field)                                     \
-  fusec_status function(fusec_options *options, int enabled) {                 \
-    return guarded([&] {                                                       \
-      required(options, "the options").compile.field = enabled != 0;           \
-    });                                                                        \
-  }
-FUSEC_BOOL_OPTION(fusec_options_set_fast_math, fastMath)
-FUSEC_BOOL_OPTION(fusec_options_set_tf32, tf32)
-FUSEC_BOOL_OPTION(fusec_options_set_fuse, fuse)
-FUSEC_BOOL_OPTION(fusec_options_set_attention, attention)
-FUSEC_BOOL_OPTION(fusec_options_set_cuda_graphs, cudaGraph)
-FUSEC_BOOL_OPTION(fusec_options_set_kernel_overlap, kernelOverlap)
-#undef FUSEC_BOOL_OPTION
+fusec_status fusec_options_set_flag(fusec_options *options, fusec_flag flag,
+                                    int enabled) {
+  return guarded([&] {
+    // Indexed by fusec_flag.
+    static bool CompileOptions::*const kFields[] = {
+        &CompileOptions::fastMath,  &CompileOptions::tf32,
+        &CompileOptions::fuse,      &CompileOptions::attention,
+        &CompileOptions::cudaGraph, &CompileOptions::kernelOverlap};
+    CompileOptions &set = required(options, "the options").compile;
+    if (flag < 0 || flag >= static_cast<int>(std::size(kFields)))
+      throw InvalidArgument{"fusec: flag " + std::to_string(flag) +
+                            " is not a fusec_flag"};
+    set.*kFields[flag] = enabled != 0;
+  });
+}
 
 fusec_status fusec_options_set_input_shape(fusec_options *options,
                                            const char *name, int32_t ndim,

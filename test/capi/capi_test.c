@@ -119,12 +119,14 @@ static void testOptions(const char *cacheDir) {
   fusec_options *options = cpuOptions(cacheDir);
   OK(fusec_options_set_gpu_arch(options, "sm_90a"));
   OK(fusec_options_set_gpu_arch(options, NULL));
-  OK(fusec_options_set_fast_math(options, 1));
-  OK(fusec_options_set_tf32(options, 1));
-  OK(fusec_options_set_fuse(options, 1));
-  OK(fusec_options_set_attention(options, 1));
-  OK(fusec_options_set_cuda_graphs(options, 0));
-  OK(fusec_options_set_kernel_overlap(options, 0));
+  OK(fusec_options_set_flag(options, FUSEC_FLAG_FAST_MATH, 1));
+  OK(fusec_options_set_flag(options, FUSEC_FLAG_TF32, 1));
+  OK(fusec_options_set_flag(options, FUSEC_FLAG_FUSE, 1));
+  OK(fusec_options_set_flag(options, FUSEC_FLAG_ATTENTION, 1));
+  OK(fusec_options_set_flag(options, FUSEC_FLAG_CUDA_GRAPHS, 0));
+  OK(fusec_options_set_flag(options, FUSEC_FLAG_KERNEL_OVERLAP, 0));
+  FAILS(fusec_options_set_flag(options, (fusec_flag)17, 1),
+        FUSEC_ERROR_INVALID_ARGUMENT, "not a fusec_flag");
   OK(fusec_options_set_input_shape(options, "x", 2, kShape));
   OK(fusec_options_set_remark_callback(options, countRemark, &remarks));
   FAILS(fusec_options_set_target(options, (fusec_target)7),
@@ -134,8 +136,8 @@ static void testOptions(const char *cacheDir) {
   int64_t negative[1] = {-2};
   FAILS(fusec_options_set_input_shape(options, "x", 1, negative),
         FUSEC_ERROR_INVALID_ARGUMENT, "negative");
-  FAILS(fusec_options_set_fuse(NULL, 1), FUSEC_ERROR_INVALID_ARGUMENT,
-        "the options is NULL");
+  FAILS(fusec_options_set_flag(NULL, FUSEC_FLAG_FUSE, 1),
+        FUSEC_ERROR_INVALID_ARGUMENT, "the options is NULL");
   fusec_options_destroy(options);
   fusec_options_destroy(NULL);
 }
@@ -255,33 +257,31 @@ static char *readFile(const char *path, size_t *size) {
   return data;
 }
 
+/* Compiles the seed model in file `relative` from memory and checks it. */
+static void checkSeedBuffer(const char *sourceDir, const char *relative,
+                            fusec_format format, fusec_options *options) {
+  char path[4096];
+  size_t size = 0;
+  snprintf(path, sizeof path, "%s/%s", sourceDir, relative);
+  char *text = readFile(path, &size);
+  CHECK(text != NULL);
+  fusec_model *model = NULL;
+  OK(fusec_compile_buffer(text, size, format, relative, options, &model));
+  if (model)
+    checkSeed(model);
+  fusec_model_destroy(model);
+  free(text);
+}
+
 static void testBuffers(const char *sourceDir, const char *cacheDir) {
   fusec_options *options = cpuOptions(cacheDir);
   char path[4096];
   size_t size = 0;
   fusec_model *model = NULL;
 
-  snprintf(path, sizeof path, "%s/examples/seed.json", sourceDir);
-  char *json = readFile(path, &size);
-  CHECK(json != NULL);
-  OK(fusec_compile_buffer(json, size, FUSEC_FORMAT_JSON, "mem.json", options,
-                          &model));
-  if (model)
-    checkSeed(model);
-  fusec_model_destroy(model);
-  free(json);
-
-  snprintf(path, sizeof path, "%s/test/fuzz/corpus/mlir/model-seed.mlir",
-           sourceDir);
-  char *mlir = readFile(path, &size);
-  CHECK(mlir != NULL);
-  model = NULL;
-  OK(fusec_compile_buffer(mlir, size, FUSEC_FORMAT_MLIR, "seed.mlir", options,
-                          &model));
-  if (model)
-    checkSeed(model);
-  fusec_model_destroy(model);
-  free(mlir);
+  checkSeedBuffer(sourceDir, "examples/seed.json", FUSEC_FORMAT_JSON, options);
+  checkSeedBuffer(sourceDir, "test/fuzz/corpus/mlir/model-seed.mlir",
+                  FUSEC_FORMAT_MLIR, options);
 
   /* ONNX bytes: the ONNX suite's Sqrt. */
   snprintf(path, sizeof path, "%s/test/fuzz/corpus/onnx/test_sqrt.onnx",
@@ -345,8 +345,10 @@ static void testBuffers(const char *sourceDir, const char *cacheDir) {
   FAILS(fusec_compile_buffer("{", 1, FUSEC_FORMAT_JSON, NULL, options, &model),
         FUSEC_ERROR, "<memory>: error: malformed JSON");
   /* A length-delimited field cut short: not a protobuf. */
-  FAILS(fusec_compile_buffer("\x0a\x10" "ab", 4, FUSEC_FORMAT_ONNX, "junk.onnx",
-                             options, &model),
+  FAILS(fusec_compile_buffer("\x0a\x10"
+                             "ab",
+                             4, FUSEC_FORMAT_ONNX, "junk.onnx", options,
+                             &model),
         FUSEC_ERROR, "junk.onnx: error: not a valid ONNX model");
   FAILS(fusec_compile_buffer("x", 1, (fusec_format)9, NULL, options, &model),
         FUSEC_ERROR_INVALID_ARGUMENT, "not a fusec_format");

@@ -317,3 +317,41 @@ def test_cache_controls(tmp_path):
     fusec.clear_cache(str(directory))
     assert not [p for p in directory.rglob("*") if p.is_file()
                 and p.suffix in (".so", ".cubin")]
+
+
+class DLPackOnly:
+    """An array of another library: only the DLPack protocol."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack__(self, stream=None):
+        assert stream is None or stream == 1  # the legacy default stream
+        return self.array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+def test_dlpack_host_objects(seed_model):
+    x, y = seed_inputs()
+    (z,) = seed_model(DLPackOnly(x), DLPackOnly(y))
+    np.testing.assert_allclose(z, seed_reference(x, y), rtol=1e-5)
+    with pytest.raises(fusec.Error, match="input 'x' is f32\\[2, 3\\] but "
+                       "the tensor given is f64\\[2, 3\\]"):
+        seed_model(DLPackOnly(x.astype(np.float64)), DLPackOnly(y))
+
+
+def test_dlpack_capsules_read_in_place():
+    """The capsule reader the CUDA path uses, on NumPy's capsules."""
+    from fusec import _dlpack
+
+    base = np.arange(24, dtype=np.float16).reshape(4, 6)
+    view = _dlpack.View(base[1:, ::2], None)
+    assert view.device == _dlpack.CPU
+    assert (view.dtype, view.shape) == ("f16", (3, 3))
+    assert view.data == base[1:, ::2].ctypes.data  # no copy
+    assert view.strides == (6, 2) and not _dlpack.contiguous(view.shape,
+                                                             view.strides)
+    assert _dlpack.contiguous((3, 1, 2), (2, 7, 1))
+    assert _dlpack.View(np.zeros(3, np.bool_), None).dtype == "i1"

@@ -128,24 +128,23 @@ FUSEC_API fusec_status fusec_options_set_target(fusec_options *options,
 /* CUDA: the NVRTC architecture ("sm_90a"); NULL or "" for the device's. */
 FUSEC_API fusec_status fusec_options_set_gpu_arch(fusec_options *options,
                                                   const char *arch);
-/* CUDA: fast intrinsics (__sinf, __expf, ...). Default off. */
-FUSEC_API fusec_status fusec_options_set_fast_math(fusec_options *options,
-                                                   int enabled);
-/* CUDA: f32 matmuls on TF32 tensor cores. Default off. */
-FUSEC_API fusec_status fusec_options_set_tf32(fusec_options *options,
-                                              int enabled);
-/* Fusion; off: one kernel per op (the eager-like baseline). Default on. */
-FUSEC_API fusec_status fusec_options_set_fuse(fusec_options *options,
-                                              int enabled);
-/* Fused attention kernels; off: matmul, softmax, matmul. Default on. */
-FUSEC_API fusec_status fusec_options_set_attention(fusec_options *options,
-                                                   int enabled);
-/* CUDA: replay each run as one captured CUDA graph. Default on. */
-FUSEC_API fusec_status fusec_options_set_cuda_graphs(fusec_options *options,
-                                                     int enabled);
-/* CUDA: let a kernel start while its predecessor ends. Default on. */
-FUSEC_API fusec_status fusec_options_set_kernel_overlap(fusec_options *options,
-                                                        int enabled);
+typedef enum fusec_flag {
+  /* CUDA: fast intrinsics (__sinf, __expf, ...). Default off. */
+  FUSEC_FLAG_FAST_MATH = 0,
+  /* CUDA: f32 matmuls on TF32 tensor cores. Default off. */
+  FUSEC_FLAG_TF32 = 1,
+  /* Fusion; off: one kernel per op (the eager-like baseline). Default on. */
+  FUSEC_FLAG_FUSE = 2,
+  /* Fused attention kernels; off: matmul, softmax, matmul. Default on. */
+  FUSEC_FLAG_ATTENTION = 3,
+  /* CUDA: replay each run as one captured CUDA graph. Default on. */
+  FUSEC_FLAG_CUDA_GRAPHS = 4,
+  /* CUDA: let a kernel start while its predecessor ends. Default on. */
+  FUSEC_FLAG_KERNEL_OVERLAP = 5
+} fusec_flag;
+/* Turns a boolean option on (`enabled` non-zero) or off. */
+FUSEC_API fusec_status fusec_options_set_flag(fusec_options *options,
+                                              fusec_flag flag, int enabled);
 /* ONNX: the shape of graph input `name`, whose dims are symbolic. */
 FUSEC_API fusec_status fusec_options_set_input_shape(fusec_options *options,
                                                      const char *name,

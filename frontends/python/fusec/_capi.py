@@ -16,6 +16,9 @@ CU_STREAM_LEGACY = 0x1
 # fusec_target
 TARGET_AUTO, TARGET_CPU, TARGET_CUDA = 0, 1, 2
 TARGET_NAMES = {TARGET_CPU: "cpu", TARGET_CUDA: "cuda"}
+# fusec_flag, by compile()'s option names
+FLAGS = {"fast_math": 0, "tf32": 1, "fuse": 2, "attention": 3,
+         "cuda_graphs": 4, "kernel_overlap": 5}
 # fusec_attr_kind
 ATTR_INT, ATTR_FLOAT, ATTR_STRING, ATTR_INTS = 0, 1, 2, 3
 # fusec_format
@@ -79,12 +82,7 @@ _SIGNATURES = {
     "fusec_options_destroy": ([_P], "void"),
     "fusec_options_set_target": ([_P, _INT], None),
     "fusec_options_set_gpu_arch": ([_P, _STR], None),
-    "fusec_options_set_fast_math": ([_P, _INT], None),
-    "fusec_options_set_tf32": ([_P, _INT], None),
-    "fusec_options_set_fuse": ([_P, _INT], None),
-    "fusec_options_set_attention": ([_P, _INT], None),
-    "fusec_options_set_cuda_graphs": ([_P, _INT], None),
-    "fusec_options_set_kernel_overlap": ([_P, _INT], None),
+    "fusec_options_set_flag": ([_P, _INT, _INT], None),
     "fusec_options_set_input_shape": ([_P, _STR, _I32, _PI64], None),
     "fusec_options_set_cache_dir": ([_P, _STR], None),
     "fusec_options_set_remark_callback": ([_P, RemarkCallback, _P], None),
@@ -107,7 +105,8 @@ _SIGNATURES = {
     "fusec_model_output_count": ([_P, _PSIZE], None),
     "fusec_model_input": ([_P, _SIZE, _PSTR, _PINT, _PI32, _PPI64], None),
     "fusec_model_output": ([_P, _SIZE, _PSTR, _PINT, _PI32, _PPI64], None),
-    "fusec_model_run": ([_P, _SIZE, _PTENSOR, _SIZE, _PTENSOR, _P], None),
+    # The tensor arrays by address: ints convert faster than ctypes arrays.
+    "fusec_model_run": ([_P, _SIZE, _P, _SIZE, _P, _P], None),
     "fusec_model_synchronize": ([_P], None),
     "fusec_model_kernel_count": ([_P, _PSIZE], None),
     "fusec_model_kernel": ([_P, _SIZE, _PSTR, _PSIZE,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _capi, _dtypes
+from . import _capi, _dlpack, _dtypes
 from ._graph import Graph
 
 
@@ -35,14 +35,6 @@ class Kernel:
     source: str
 
 
-_BOOL_OPTIONS = {
-    "fast_math": _capi.lib.fusec_options_set_fast_math,
-    "tf32": _capi.lib.fusec_options_set_tf32,
-    "fuse": _capi.lib.fusec_options_set_fuse,
-    "attention": _capi.lib.fusec_options_set_attention,
-    "cuda_graphs": _capi.lib.fusec_options_set_cuda_graphs,
-    "kernel_overlap": _capi.lib.fusec_options_set_kernel_overlap,
-}
 _TARGETS = {None: _capi.TARGET_AUTO, "auto": _capi.TARGET_AUTO,
             "cpu": _capi.TARGET_CPU, "cuda": _capi.TARGET_CUDA}
 _FORMATS = {".json": _capi.FORMAT_JSON, ".mlir": _capi.FORMAT_MLIR,
@@ -64,8 +56,9 @@ class _Options:
         _capi.check(_capi.lib.fusec_options_set_target(handle,
                                                        _TARGETS[target]))
         for key, value in options.items():
-            if key in _BOOL_OPTIONS:
-                _capi.check(_BOOL_OPTIONS[key](handle, bool(value)))
+            if key in _capi.FLAGS:
+                _capi.check(_capi.lib.fusec_options_set_flag(
+                    handle, _capi.FLAGS[key], bool(value)))
             elif key == "gpu_arch":
                 _capi.check(_capi.lib.fusec_options_set_gpu_arch(
                     handle, _capi.encode(value)))
@@ -86,7 +79,7 @@ class _Options:
                 raise TypeError(
                     "fusec.compile() got an unknown option %r (options: "
                     "%s)" % (key, ", ".join(sorted(
-                        list(_BOOL_OPTIONS) + ["gpu_arch", "cache_dir",
+                        list(_capi.FLAGS) + ["gpu_arch", "cache_dir",
                                                "input_shapes", "on_remark"]))))
 
     def __del__(self):
@@ -166,9 +159,20 @@ class _Binding:
 
     def __init__(self, ports):
         self.array = (_capi.Tensor * max(len(ports), 1))()
-        for slot, (spec, code, shape) in zip(self.array, ports):
+        self.address = ctypes.addressof(self.array)
+        # Views of the array's elements (indexing makes a new one each time).
+        self.slots = [self.array[i] for i in range(len(ports))]
+        self.shapes = [spec.shape for spec, _, _ in ports]
+        for slot, (spec, code, shape) in zip(self.slots, ports):
             slot.dtype, slot.ndim, slot.shape = code, len(spec.shape), shape
         self.count = len(ports)
+        self.device = _capi.DEVICE_CPU
+
+    def set_device(self, device):
+        if device != self.device:
+            for slot in self.slots:
+                slot.device = device
+            self.device = device
 
 
 class Model:
@@ -177,6 +181,7 @@ class Model:
 
     def __init__(self, handle):
         self._handle = handle
+        self._address = handle.value  # what calls pass: an int converts fast
         lib = _capi.lib
         inputs = _ports(handle, lib.fusec_model_input_count,
                         lib.fusec_model_input)
@@ -218,10 +223,13 @@ class Model:
             raise _capi.Error("fusec: error: '%s' has %d outputs but got %d "
                               "out arrays" % (self.name, self._out.count,
                                               len(out)))
+        first = arrays[0] if arrays else None
         torch = sys.modules.get("torch")
-        if torch is not None and arrays and isinstance(arrays[0],
-                                                        torch.Tensor):
+        if torch is not None and isinstance(first, torch.Tensor):
             return self._call_torch(torch, arrays, out)
+        if (type(first) is not np.ndarray
+                and hasattr(first, "__dlpack_device__")):
+            return self._call_dlpack(arrays, out)
         return self._call_numpy(arrays, out)
 
     def run(self, inputs):
@@ -248,9 +256,10 @@ class Model:
         slot = copies[id(binding)][index]  # a view into the copy
         slot.dtype, slot.ndim, slot.shape = dtype_code, len(shape), shape_array
         slot.strides = stride_array
-        _capi.check(self._run(self._handle, self._in.count,
-                              copies[id(self._in)], self._out.count,
-                              copies[id(self._out)], None))
+        _capi.check(self._run(self._address, self._in.count,
+                              ctypes.addressof(copies[id(self._in)]),
+                              self._out.count,
+                              ctypes.addressof(copies[id(self._out)]), None))
         raise AssertionError("fusec accepted a mismatched tensor")
 
     def _bind_numpy(self, binding, index, array, spec):
@@ -268,9 +277,7 @@ class Model:
                              array.shape, [s // array.itemsize
                                            for s in array.strides])
             array = np.ascontiguousarray(array)
-        slot = binding.array[index]
-        slot.data = array.ctypes.data
-        slot.device = _capi.DEVICE_CPU
+        binding.slots[index].data = array.ctypes.data
         return array
 
     def _call_numpy(self, arrays, out):
@@ -284,8 +291,10 @@ class Model:
             results = list(out)
         for index, (result, spec) in enumerate(zip(results, self.outputs)):
             self._bind_numpy(self._out, index, result, spec)
-        _capi.check(self._run(self._handle, self._in.count, self._in.array,
-                              self._out.count, self._out.array, None))
+        self._in.set_device(_capi.DEVICE_CPU)
+        self._out.set_device(_capi.DEVICE_CPU)
+        _capi.check(self._run(self._address, self._in.count, self._in.address,
+                              self._out.count, self._out.address, None))
         del keep
         return results
 
@@ -307,43 +316,135 @@ class Model:
                 self._reject(binding, index, binding.array[index].dtype,
                              tuple(tensor.shape), tensor.stride())
             tensor = tensor.contiguous()
-        slot = binding.array[index]
-        slot.data = tensor.data_ptr()
-        slot.device = (_capi.DEVICE_CUDA if device.type == "cuda"
-                       else _capi.DEVICE_CPU)
+        binding.slots[index].data = tensor.data_ptr()
         return tensor
 
+    def _prepare_torch(self, torch):
+        """What torch calls need, once: the ports' torch dtypes, and the
+        current stream's raw handle (torch's private fast accessor where
+        it has one)."""
+        self._torch_in = [_dtypes.torch_dtype(spec.dtype)
+                          for spec in self.inputs]
+        self._torch_out = [(spec.shape, _dtypes.torch_dtype(spec.dtype))
+                           for spec in self.outputs]
+        self._raw_stream = getattr(
+            torch._C, "_cuda_getCurrentRawStream",
+            lambda index: torch.cuda.current_stream(index).cuda_stream)
+
     def _call_torch(self, torch, tensors, out):
-        device = tensors[0].device
-        cuda = device.type == "cuda"
         if self._torch_out is None:
-            self._torch_out = [(spec.shape, _dtypes.torch_dtype(spec.dtype))
-                               for spec in self.outputs]
-            self._torch_in = [_dtypes.torch_dtype(spec.dtype)
-                              for spec in self.inputs]
-        if cuda and device.index not in (0, None):
+            self._prepare_torch(torch)
+        index = tensors[0].get_device()  # -1 on the CPU
+        if index > 0:
             raise _capi.Error("fusec: error: fusec runs on cuda:0, the "
-                              "tensors are on %s" % device)
+                              "tensors are on cuda:%d" % index)
+        results = out
+        if results is None:
+            device = tensors[0].device
+            results = [torch.empty(shape, dtype=dtype, device=device)
+                       for shape, dtype in self._torch_out]
+        # The fast path: every tensor as the model wants it.
+        for tensor, slot, dtype, shape in zip(tensors, self._in.slots,
+                                              self._torch_in,
+                                              self._in.shapes):
+            if (tensor.dtype != dtype or tensor.shape != shape
+                    or tensor.get_device() != index
+                    or not tensor.is_contiguous()):
+                return self._call_torch_checked(torch, tensors, results)
+            slot.data = tensor.data_ptr()
+        for tensor, slot, (shape, dtype) in zip(results, self._out.slots,
+                                                self._torch_out):
+            if (tensor.dtype != dtype or tensor.shape != shape
+                    or tensor.get_device() != index
+                    or not tensor.is_contiguous()):
+                return self._call_torch_checked(torch, tensors, results)
+            slot.data = tensor.data_ptr()
+        self._launch_torch(index)
+        return results
+
+    def _call_torch_checked(self, torch, tensors, results):
+        """The same call with each tensor checked on its own: raises the
+        C API's message for the first one the model cannot take, or runs
+        on a contiguous copy of a non-contiguous CPU input."""
+        device = tensors[0].device
         keep = [self._bind_torch(self._in, index, tensor, spec, dtype, device)
                 for index, (tensor, spec, dtype) in enumerate(
                     zip(tensors, self.inputs, self._torch_in))]
-        if out is None:
-            results = [torch.empty(shape, dtype=dtype, device=device)
-                       for shape, dtype in self._torch_out]
-        else:
-            results = list(out)
         for index, (result, spec, (_, dtype)) in enumerate(
                 zip(results, self.outputs, self._torch_out)):
             self._bind_torch(self._out, index, result, spec, dtype, device)
-        # torch's current stream orders the run, which is queued there
-        # without waiting; torch's handle 0 is the legacy default stream,
-        # CU_STREAM_LEGACY (1) to the driver (NULL would wait for the run).
-        stream = ((torch.cuda.current_stream(device).cuda_stream or
-                   _capi.CU_STREAM_LEGACY) if cuda else None)
-        _capi.check(self._run(self._handle, self._in.count, self._in.array,
-                              self._out.count, self._out.array, stream))
+        self._launch_torch(tensors[0].get_device())
         del keep
         return results
+
+    def _launch_torch(self, index):
+        """Runs on the bound addresses of tensors on cuda:`index` (-1: the
+        CPU)."""
+        if index < 0:
+            if self._in.device != _capi.DEVICE_CPU:
+                self._in.set_device(_capi.DEVICE_CPU)
+                self._out.set_device(_capi.DEVICE_CPU)
+            stream = None
+        else:
+            if self._in.device != _capi.DEVICE_CUDA:
+                self._in.set_device(_capi.DEVICE_CUDA)
+                self._out.set_device(_capi.DEVICE_CUDA)
+            # torch's current stream orders the run, which is queued there
+            # without waiting; torch's handle 0 is the legacy default stream,
+            # CU_STREAM_LEGACY to the driver (NULL would wait for the run).
+            stream = self._raw_stream(index) or _capi.CU_STREAM_LEGACY
+        status = self._run(self._address, self._in.count, self._in.address,
+                           self._out.count, self._out.address, stream)
+        if status:
+            _capi.check(status)
+
+    def _call_dlpack(self, objects, out):
+        """Objects of another library, through DLPack: host ones as NumPy
+        views, device ones by address (outputs from the library's own
+        `empty`, as CuPy has, unless `out` gives them)."""
+        device, device_id = objects[0].__dlpack_device__()
+        if device == _dlpack.CPU:
+            return self._call_numpy([np.from_dlpack(obj) for obj in objects],
+                                    out)
+        if device != _dlpack.CUDA or device_id != 0:
+            raise _capi.Error("fusec: error: fusec runs on the CPU and on "
+                              "cuda:0, the tensors are on DLPack device "
+                              "(%d, %d)" % (device, device_id))
+        if out is None:
+            library = sys.modules[type(objects[0]).__module__.split(".")[0]]
+            if not hasattr(library, "empty"):
+                raise _capi.Error("fusec: error: %s has no empty() to allocate "
+                                  "the outputs: pass out=[...]"
+                                  % library.__name__)
+            out = [library.empty(spec.shape,
+                                 dtype=_dtypes.numpy_dtype(spec.dtype))
+                   for spec in self.outputs]
+        views = []
+        for binding, group, specs in ((self._in, objects, self.inputs),
+                                      (self._out, out, self.outputs)):
+            for index, (obj, spec) in enumerate(zip(group, specs)):
+                # Work the producer queued is ordered before the legacy
+                # default stream, which the run waits for.
+                view = _dlpack.View(obj, _dlpack.LEGACY_DEFAULT_STREAM)
+                views.append(view)
+                if view.dtype != spec.dtype or view.shape != spec.shape:
+                    self._reject(binding, index,
+                                 _dtypes.code_of(view.dtype), view.shape)
+                if view.device != _dlpack.CUDA:
+                    raise _capi.Error("fusec: error: %s is not on cuda"
+                                      % spec.name)
+                if not _dlpack.contiguous(view.shape, view.strides):
+                    self._reject(binding, index, binding.array[index].dtype,
+                                 view.shape, view.strides)
+                binding.slots[index].data = view.data
+        self._in.set_device(_capi.DEVICE_CUDA)
+        self._out.set_device(_capi.DEVICE_CUDA)
+        # NULL: ordered with the legacy default stream, returning once the
+        # outputs are written (another library's streams are unknown here).
+        _capi.check(self._run(self._address, self._in.count, self._in.address,
+                              self._out.count, self._out.address, None))
+        del views
+        return list(out)
 
     def synchronize(self):
         """Waits for the device runs queued on torch's streams; raises the
