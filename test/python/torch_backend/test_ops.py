@@ -234,3 +234,16 @@ def test_attention_fully_masked_row(compiled, device):
         expected = fn(q, k, v)
     assert run.fallbacks == []
     assert_close(result, expected)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_large_integer_scalar(compiled, device):
+    """An int64 scalar beyond a double's 53 bits stays exact."""
+    x = torch.arange(6, device=device)
+
+    def fn(x):
+        return x.masked_fill(x > 2, -2**62 - 1) + (2**60 + 3)
+
+    result, run = compiled(fn, x)
+    assert run.fallbacks == []
+    assert torch.equal(result, fn(x))

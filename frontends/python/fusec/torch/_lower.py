@@ -116,6 +116,9 @@ class Lowering:
             value = int(bool(value))
         elif dtype not in FLOATS:
             value = int(value)
+            if abs(value) > 2**53:  # Graph.scalar takes a double
+                with unset_fake_temporarily():
+                    return self.constant(torch.tensor(value, dtype=dtype))
         return self.graph.scalar(value, FUSEC_DTYPES[dtype])
 
     def cast(self, value, from_dtype, to_dtype):
