@@ -27,7 +27,8 @@ compile, one run) in seconds, and "<backend>_us", the median of 50 warm
 calls (CUDA events on the GPU, wall clock on the CPU) in microseconds;
 "fusec_max_abs_diff" and "inductor_max_abs_diff" compare each to eager.
 Both compilers start from empty caches (fresh FUSEC_CACHE_DIR and
-TORCHINDUCTOR_CACHE_DIR) unless --warm-caches. Ops the fusec backend left
+TORCHINDUCTOR_CACHE_DIR) unless --warm-caches; reduce-overhead's first call
+comes after Inductor's on the same model and reuses what that compiled. Ops the fusec backend left
 to eager PyTorch are logged on stderr (logger "fusec.torch").
 """
 import argparse
