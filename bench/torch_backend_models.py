@@ -28,8 +28,9 @@ calls (CUDA events on the GPU, wall clock on the CPU) in microseconds;
 "fusec_max_abs_diff" and "inductor_max_abs_diff" compare each to eager.
 Both compilers start from empty caches (fresh FUSEC_CACHE_DIR and
 TORCHINDUCTOR_CACHE_DIR) unless --warm-caches; reduce-overhead's first call
-comes after Inductor's on the same model and reuses what that compiled. Ops the fusec backend left
-to eager PyTorch are logged on stderr (logger "fusec.torch").
+comes after Inductor's on the same model and reuses what that compiled.
+Ops the fusec backend left to eager PyTorch are logged on stderr (logger
+"fusec.torch").
 """
 import argparse
 import json

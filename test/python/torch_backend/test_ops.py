@@ -88,9 +88,9 @@ FLOAT_CASES = {
     "bmm": (torch.bmm, [randn(2, 6, 8), randn(2, 8, 5)]),
     "matmul_broadcast": (torch.matmul, [randn(2, 3, 6, 8), randn(8, 5)]),
     "linear": (F.linear, [randn(2, 3, 8), randn(5, 8), randn(5)]),
-    "addmm_scaled": (lambda b, x, w: torch.addmm(b, x, w, beta=0.5,
-                                                  alpha=2),
-                     [randn(5), randn(6, 8), randn(8, 5)]),
+    "addmm_scaled": (
+        lambda b, x, w: torch.addmm(b, x, w, beta=0.5, alpha=2),
+        [randn(5), randn(6, 8), randn(8, 5)]),
     "layout": (lambda x: x.view(3, 20).t().reshape(4, 3, 5)
                .permute(2, 0, 1).transpose(0, 1).unsqueeze(1)
                .expand(4, 2, 5, 3).flatten(2) * 2, [randn(3, 4, 5)]),
@@ -102,8 +102,8 @@ FLOAT_CASES = {
         [randn(3, 5), randn(3, 2)]),
     "chunk_rotate_half": (lambda x: torch.cat(
         [-x.chunk(2, -1)[1], x.chunk(2, -1)[0]], -1) * 2, [randn(2, 3, 8)]),
-    "stack": (lambda x, y: torch.stack([x, y * 2], 1), [randn(3, 5),
-                                                         randn(3, 5)]),
+    "stack": (lambda x, y: torch.stack([x, y * 2], 1),
+              [randn(3, 5), randn(3, 5)]),
     "to_dtype": (lambda x: x.to(torch.float32) * 2 + x.to(
         torch.int64).to(x.dtype) + (x > 0).to(x.dtype), [randn(4, 5)]),
     "constants": (lambda x: x + torch.arange(5, device=x.device)
@@ -247,3 +247,19 @@ def test_large_integer_scalar(compiled, device):
     result, run = compiled(fn, x)
     assert run.fallbacks == []
     assert torch.equal(result, fn(x))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_broadcast_batch_matmul(compiled, device):
+    """A 4-D matmul whose batch dims broadcast (one key head for four
+    query heads) decomposes to a bmm of expanded operands."""
+    torch.manual_seed(0)
+    q = torch.randn(2, 4, 8, 16, device=device)
+    k = torch.randn(2, 1, 8, 16, device=device)
+
+    def fn(q, k):
+        return torch.softmax(q @ k.transpose(-2, -1), -1) @ k
+
+    result, run = compiled(fn, q, k)
+    assert run.fallbacks == []
+    assert_close(result, fn(q, k))

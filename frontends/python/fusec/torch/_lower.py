@@ -117,8 +117,7 @@ class Lowering:
         elif dtype not in FLOATS:
             value = int(value)
             if abs(value) > 2**53:  # Graph.scalar takes a double
-                with unset_fake_temporarily():
-                    return self.constant(torch.tensor(value, dtype=dtype))
+                return self.constant(lambda: torch.tensor(value, dtype=dtype))
         return self.graph.scalar(value, FUSEC_DTYPES[dtype])
 
     def cast(self, value, from_dtype, to_dtype):
@@ -134,14 +133,18 @@ class Lowering:
             return value
         return PendingReshape(value, from_shape, to_shape)
 
-    def constant(self, tensor):
-        """A tensor computed at compile time, as a constant of the graph."""
+    def constant(self, make):
+        """The tensor `make()` builds at compile time, as a constant of the
+        graph. Lowering runs inside AOTAutograd's fake tensor mode, where
+        torch would build a fake one."""
         self.constants += 1
         name = f"constant{self.constants}"
-        if tensor.dtype == torch.bfloat16:  # NumPy has no bf16
-            value = self.graph.constant(name, tensor.float().numpy())
-            return self.cast(value, torch.float32, torch.bfloat16)
-        return self.graph.constant(name, tensor.numpy())
+        with unset_fake_temporarily():
+            tensor = make()
+            if tensor.dtype == torch.bfloat16:  # NumPy has no bf16
+                value = self.graph.constant(name, tensor.float().numpy())
+                return self.cast(value, torch.float32, torch.bfloat16)
+            return self.graph.constant(name, tensor.numpy())
 
     def tensor(self, arg, dtype):
         """An FX node's value or a Python scalar, as `dtype`."""
@@ -181,14 +184,11 @@ def float_result(node):
 
 # --- elementwise ---------------------------------------------------------
 
-UNARY_FLOAT = {
-    "exp": "exp", "log": "log", "sin": "sin", "cos": "cos", "tan": "tan",
-    "tanh": "tanh", "sigmoid": "sigmoid", "sqrt": "sqrt", "rsqrt": "rsqrt",
-    "reciprocal": "reciprocal", "erf": "erf", "asin": "asin",
-    "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh",
-    "asinh": "asinh", "acosh": "acosh", "atanh": "atanh", "silu": "silu",
-    "floor": "floor", "ceil": "ceil", "round": "round",
-}
+# Named alike in ATen and fusec.
+UNARY_FLOAT = ("exp", "log", "sin", "cos", "tan", "tanh", "sigmoid", "sqrt",
+               "rsqrt", "reciprocal", "erf", "asin", "acos", "atan", "sinh",
+               "cosh", "asinh", "acosh", "atanh", "silu", "floor", "ceil",
+               "round")
 
 
 def _unary(fusec_op):
@@ -199,8 +199,8 @@ def _unary(fusec_op):
     return lower
 
 
-for _torch_name, _fusec_name in UNARY_FLOAT.items():
-    rule(f"{_torch_name}.default", check=float_result)(_unary(_fusec_name))
+for _name in UNARY_FLOAT:
+    rule(f"{_name}.default", check=float_result)(_unary(_name))
 for _name in ("neg", "abs", "relu"):
     rule(f"{_name}.default")(_unary(_name))
 
@@ -263,16 +263,15 @@ def _hardtanh(ctx, node, args):
 HALVES = (torch.float16, torch.bfloat16)
 
 
-def _binary(fusec_op, alpha=False):
+def _binary(fusec_op, alpha=False, operands=("self", "other")):
     def lower(ctx, node, args):
         dtype = val(node).dtype
         # torch applies a Python scalar to f16/bf16 tensors in f32 (its
         # "opmath" type) without rounding the scalar to the tensor's dtype.
         scalars = not all(isinstance(args[n], torch.fx.Node)
-                          for n in ("self", "other"))
+                          for n in operands)
         compute = torch.float32 if dtype in HALVES and scalars else dtype
-        a = ctx.tensor(args["self"], compute)
-        b = ctx.tensor(args["other"], compute)
+        a, b = (ctx.tensor(args[n], compute) for n in operands)
         if alpha and args.get("alpha", 1) != 1:
             b = ctx.op("mul", [b, ctx.scalar(args["alpha"], compute)])
         return ctx.cast(ctx.op(fusec_op, [a, b]), compute, dtype)
@@ -299,12 +298,10 @@ def _pow_check(node):
 
 @rule("pow.Tensor_Tensor", "pow.Tensor_Scalar", check=_pow_check)
 def _pow(ctx, node, args):
-    dtype = val(node).dtype
     if args["exponent"] == 2:  # exact, and what x.pow(2) in norms means
-        x = ctx.tensor(args["self"], dtype)
+        x = ctx.tensor(args["self"], val(node).dtype)
         return ctx.op("mul", [x, x])
-    return ctx.op("pow", [ctx.tensor(args["self"], dtype),
-                          ctx.tensor(args["exponent"], dtype)])
+    return _binary("pow", operands=("self", "exponent"))(ctx, node, args)
 
 
 def _div_mode_check(node):
@@ -384,12 +381,9 @@ def _masked_fill(ctx, node, args):
 
 
 def _same_device(node):
-    args = arguments(node)
-    device = args.get("device")
-    if device is not None and torch.device(device) != val(node).device:
-        return f"a copy to {device}"
-    if device is not None and val(args["self"]).device != val(node).device:
-        return f"a copy from {val(args['self']).device} to {device}"
+    source, result = val(node.args[0]).device, val(node).device
+    if source != result:
+        return f"a copy from {source} to {result}"
     return None
 
 
@@ -458,7 +452,9 @@ def _select(ctx, node, args):
     dim = args["dim"] % source.dim()
     index = args["index"] % source.shape[dim]
     part = _slice(ctx, ctx.values[args["self"]], dim, index, index + 1, 1)
-    return ctx.op("reshape", [part], shape=list(val(node).shape))
+    part_shape = list(source.shape)
+    part_shape[dim] = 1
+    return ctx.reshape(part, part_shape, val(node).shape)
 
 
 def _cat_check(node):
@@ -512,8 +508,8 @@ def _index_select(ctx, node, args):
 def _one_index(node):
     indices = arguments(node)["indices"]
     given = [i for i in indices if i is not None]
-    if len(given) != 1 or val(given[0]).dtype not in (torch.int64,
-                                                       torch.int32):
+    integer = (torch.int64, torch.int32)
+    if len(given) != 1 or val(given[0]).dtype not in integer:
         return "advanced indexing other than one integer index tensor"
     return None
 
@@ -546,11 +542,9 @@ def _full(ctx, node, args):
 
 @rule("arange.default", "arange.start", "arange.start_step")
 def _arange(ctx, node, args):
-    # Lowering runs inside AOTAutograd's fake mode; this tensor is real.
-    with unset_fake_temporarily():
-        values = torch.arange(args.get("start", 0), args["end"],
-                              args.get("step", 1), dtype=val(node).dtype)
-        return ctx.constant(values)
+    return ctx.constant(lambda: torch.arange(
+        args.get("start", 0), args["end"], args.get("step", 1),
+        dtype=val(node).dtype))
 
 
 # --- reductions ----------------------------------------------------------
@@ -624,15 +618,10 @@ rule("argmax.default")(_arg_extreme("argmax"))
 rule("argmin.default")(_arg_extreme("argmin"))
 
 
-def _compute_dtype(dtype):
-    """Where torch computes a half-precision reduction's statistics."""
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
-
-
 @rule("var.correction", check=float_result)
 def _var(ctx, node, args):
     dtype = val(node).dtype
-    inner = _compute_dtype(dtype)
+    inner = torch.float32 if dtype in HALVES else dtype  # torch's opmath
     x = ctx.tensor(args["self"], inner)
     axes = _axes(node, args["dim"])
     shape = val(args["self"]).shape
@@ -707,8 +696,9 @@ def _native_layer_norm(ctx, node, args):
                           axes=axes, keepdims=1)
         rstd = ctx.op("rsqrt", [ctx.op("add", [variance,
                                                ctx.scalar(eps, stats)])])
-        results[1] = ctx.op("reshape", [mean], shape=list(out[1].shape))
-        results[2] = ctx.op("reshape", [rstd], shape=list(out[2].shape))
+        kept = list(val(args["input"]).shape[:axis]) + [1] * (rank - axis)
+        results[1] = ctx.reshape(mean, kept, out[1].shape)
+        results[2] = ctx.reshape(rstd, kept, out[2].shape)
     return results
 
 
@@ -737,10 +727,12 @@ def _unbatched(operand):
 
 def _bmm_sources(node):
     """The N-D operands of a bmm that flattens both with the same batch
-    dims, else the bmm's own operands."""
+    dims (which the expands did not broadcast), else the bmm's own
+    operands."""
     a, b = (_unbatched(operand) for operand in node.args[:2])
     if a is not None and b is not None and \
-            val(a).shape[:-2] == val(b).shape[:-2]:
+            val(a).shape[:-2] == val(b).shape[:-2] and \
+            math.prod(val(a).shape[:-2]) == val(node).shape[0]:
         return [a, b]
     return list(node.args[:2])
 
@@ -782,7 +774,7 @@ def _addmm_sources(node):
     return [bias, _rows_source(lhs) or lhs, rhs]
 
 
-def _product(ctx, node, lhs, rhs):
+def _product(ctx, lhs, rhs):
     """lhs @ rhs, and its shape: where lhs is an unflattened N-D tensor
     the product keeps its leading dims (a pending reshape flattens them),
     so that the view back to them that follows vanishes and fusec sees the
@@ -793,7 +785,7 @@ def _product(ctx, node, lhs, rhs):
 
 @rule("mm.default", check=float_result, reads=_mm_sources)
 def _mm(ctx, node, args):
-    product, shape = _product(ctx, node, *_mm_sources(node))
+    product, shape = _product(ctx, *_mm_sources(node))
     return ctx.reshape(product, shape, val(node).shape)
 
 
@@ -807,7 +799,7 @@ def _matmul(ctx, node, args):
 def _addmm(ctx, node, args):
     dtype = val(node).dtype
     bias, lhs, rhs = _addmm_sources(node)
-    product, shape = _product(ctx, node, lhs, rhs)
+    product, shape = _product(ctx, lhs, rhs)
     if args["alpha"] != 1:
         product = ctx.op("mul", [product, ctx.scalar(args["alpha"], dtype)])
     if args["beta"] != 0:  # beta 0 ignores the bias, NaN included
@@ -843,14 +835,14 @@ def _written_out_attention(ctx, q, k, v, shapes, scale, causal):
     fusec's attention forming makes it one attention kernel that also reads
     the head split and merge around it in place (an attention op given
     whole is taken as it is)."""
-    dtype, q_len, k_len = shapes[0].dtype, shapes[0].shape[2], shapes[1].shape[2]
+    dtype = shapes[0].dtype
+    q_len, k_len = shapes[0].shape[2], shapes[1].shape[2]
     keys = ctx.op("transpose", [k], perm=[0, 1, 3, 2])
     scores = ctx.op("mul", [ctx.op("matmul", [q, keys]),
                             ctx.scalar(scale, dtype)])
     if causal:
-        with unset_fake_temporarily():
-            visible = ctx.constant(torch.ones(q_len, k_len,
-                                              dtype=torch.bool).tril())
+        visible = ctx.constant(
+            lambda: torch.ones(q_len, k_len, dtype=torch.bool).tril())
         scores = ctx.op("select", [visible, scores,
                                    ctx.scalar(-math.inf, dtype)])
     return ctx.op("matmul", [ctx.op("softmax", [scores], axis=-1), v])
