@@ -79,3 +79,27 @@ def test_module(compiled, name, dtype, device):
     tol = 2e-4 if dtype == torch.float32 else 3e-2
     torch.testing.assert_close(result.float(), expected.float(),
                                atol=tol * scale, rtol=tol)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", ["gpt2", "gpt2_sdpa", "bert", "bert_sdpa",
+                                  "llama"])
+def test_attention_fused(monkeypatch, name, device):
+    """Each block's attention, written out or SDPA, becomes one fusec
+    attention kernel (its head split and merge read in place)."""
+    import fusec
+
+    models = []
+    real = fusec.compile
+
+    def recording(graph, *args, **kwargs):
+        models.append(real(graph, *args, **kwargs))
+        return models[-1]
+
+    monkeypatch.setattr(fusec, "compile", recording)
+    module, x = build(name, torch.float32, device)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        torch.compile(module, backend="fusec")(x)
+    kernels = [k for model in models for k in model.kernels]
+    assert sum("attention" in k.ops for k in kernels) == 2  # two blocks
