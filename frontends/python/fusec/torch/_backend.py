@@ -29,7 +29,9 @@ KEPT_WHOLE = (aten.silu.default,
 
 
 def decompositions():
-    table = core_aten_decompositions()
+    # A plain dict: the table torch returns is a lazily filled dict subclass
+    # whose contents only its own methods see.
+    table = dict(core_aten_decompositions().items())
     for op in KEPT_WHOLE:
         table.pop(op, None)
     return table
