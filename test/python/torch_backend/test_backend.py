@@ -188,3 +188,18 @@ def test_decompositions_keep_fused_ops():
     assert torch.ops.aten.silu.default not in table
     assert torch.ops.aten.gelu.default not in table
     assert torch.ops.aten.native_layer_norm_backward.default in table
+
+
+def test_lowering_error_keeps_partition_eager(monkeypatch, caplog):
+    def broken(*args):
+        raise RuntimeError("broken rule")
+
+    rule = backend_module.RULES[torch.ops.aten.sin.default]
+    monkeypatch.setattr(rule, "lower", broken)
+    caplog.set_level(logging.INFO, logger="fusec.torch")
+    torch._dynamo.reset()
+    x = torch.randn(3, 4)
+    result = torch.compile(lambda x: x.sin() * 2, backend="fusec")(x)
+    assert_close(result, x.sin() * 2)
+    assert any("stays in eager PyTorch: lowering failed: RuntimeError"
+               in r.getMessage() for r in caplog.records)

@@ -3,7 +3,9 @@ decompositions), split by what fusec can lower, each supported partition
 compiled by fusec and the rest left to eager PyTorch (docs/torch-backend.md).
 """
 import collections
+import functools
 import itertools
+import logging
 import operator
 
 import torch
@@ -120,9 +122,10 @@ def _lower_partition(submodule, name):
         if node.op == "placeholder":
             tensor = val(node)
             device = tensor.device
-            inputs[graph.input(node.name, FUSEC_DTYPES[tensor.dtype],
-                               list(tensor.shape))] = len(inputs)
-            lowering.values[node] = node.name
+            value = graph.input(node.name, FUSEC_DTYPES[tensor.dtype],
+                                list(tensor.shape))
+            inputs[value] = len(inputs)
+            lowering.values[node] = value
         elif node.op == "call_function":
             args = None if node.target is operator.getitem else arguments(node)
             lowering.values[node] = RULES[node.target].lower(
@@ -162,7 +165,8 @@ def _log_fallbacks(graph_id, gm, reasons):
 
 def compile_graph(gm, example_inputs, options):
     """AOTAutograd's forward, backward or inference graph -> a boxed
-    callable running its supported partitions in fusec."""
+    callable running its supported partitions in fusec (the shapes come
+    from the graph's fake tensors, not from `example_inputs`)."""
     graph_id = next(_graph_ids)
     support = _Support()
     partitioner = CapabilityBasedPartitioner(
@@ -182,8 +186,14 @@ def compile_graph(gm, example_inputs, options):
         if node.op != "call_module":
             continue
         submodule = getattr(split, node.target)
-        graph, results, single, device = _lower_partition(submodule,
-                                                          node.target)
+        try:
+            graph, results, single, device = _lower_partition(submodule,
+                                                              node.target)
+        except Exception as error:  # a lowering bug: eager stays right
+            log.warning("%s stays in eager PyTorch: lowering failed: %r",
+                        node.target, error, exc_info=log.isEnabledFor(
+                            logging.DEBUG))
+            continue
         target = "cuda" if device.type == "cuda" else "cpu"
         try:
             model = fusec.compile(graph, target=target, **options)
@@ -209,8 +219,7 @@ def _symbolic(example_inputs):
 
 
 def _aot(options):
-    compile_fn = lambda gm, example_inputs: compile_graph(  # noqa: E731
-        gm, example_inputs, options)
+    compile_fn = functools.partial(compile_graph, options=options)
     return aot_autograd(fw_compiler=compile_fn, bw_compiler=compile_fn,
                         decompositions=decompositions())
 
