@@ -4,7 +4,7 @@
 # rpath finds; the Python package) into stage-pack/lean.tar.xz (git-ignored),
 # small enough to `carry` beside the working tree (64 MiB in all); on the
 # device: `tar -xJf stage-pack/lean.tar.xz -C /tmp` and run /tmp/lean/bin/*,
-# or Python with
+# or Python (the package, and pytest for its tests) with
 #   FUSEC_LIBRARY=/tmp/lean/lib/libfusec.so PYTHONPATH=/tmp/lean/python
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +20,11 @@ strip -o "$work/lean/lib/libfusec.so.0" build/compiler/libfusec.so.0
 ln -s libfusec.so.0 "$work/lean/lib/libfusec.so"
 cp -r build/python/fusec "$work/lean/python/"
 rm -f "$work/lean/python/fusec/libfusec.so" # FUSEC_LIBRARY names lib/'s
+# pytest (pure Python, from PyPI) for the package's tests there: the GPU
+# machines' Python has torch but may lack pytest, and reaches no index.
+python3 -m pip install -q --disable-pip-version-check \
+  --root-user-action=ignore --target "$work/lean/python" pytest
+rm -rf "$work/lean/python/bin"
 find "$work/lean/python" -name __pycache__ -prune -exec rm -rf {} +
 cp -L /usr/lib/x86_64-linux-gnu/libonnx_proto.so.1 \
   /usr/lib/x86_64-linux-gnu/libonnx.so.1 "$work/lean/lib/"

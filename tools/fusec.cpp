@@ -150,7 +150,9 @@ cl::opt<bool> runFlag("run",
 // that follow them (see claimFileLists).
 cl::list<bool> inputsFlags("inputs", cl::ValueDisallowed,
                            cl::desc("F...: .npy or ONNX TensorProto .pb files, "
-                                    "one per graph\ninput, in order"),
+                                    "one per graph\ninput, in order; an ONNX "
+                                    "input's symbolic dims take its\nfile's "
+                                    "shape (unless --input-shape gives one)"),
                            cl::cat(runCategory));
 cl::list<bool> expectFlags(
     "expect", cl::ValueDisallowed,
@@ -509,6 +511,32 @@ std::string emitStage(const CliOptions &options, const Lowering &lowering) {
   return source;
 }
 
+/// The tensor in an --inputs file (.pb: an ONNX TensorProto, else .npy).
+Tensor readInputFile(const std::string &file,
+                     std::optional<DType> expected = std::nullopt) {
+  return llvm::StringRef(file).ends_with(".pb") ? readTensorProtoFile(file)
+                                                : readNpy(file, expected);
+}
+
+/// ONNX models: the symbolic dims of graph input i (those --input-shape
+/// leaves open) are bound from the shape of the tensor in --inputs file i,
+/// so that the given tensors fix the shapes the model is compiled for.
+void bindSymbolicDimsFromInputs(CliOptions &options) {
+  if (options.inputFiles.empty() || !isOnnxModelPath(options.model))
+    return;
+  OnnxModelSummary summary = summarizeOnnxModel(options.model);
+  for (size_t i = 0;
+       i < summary.inputNames.size() && i < options.inputFiles.size(); ++i) {
+    const std::string &name = summary.inputNames[i];
+    const std::optional<std::vector<int64_t>> &dims = summary.inputDims[i];
+    if (options.compile.inputShapes.count(name) || !dims ||
+        llvm::none_of(*dims, [](int64_t dim) { return dim < 0; }))
+      continue;
+    options.compile.inputShapes[name] =
+        readInputFile(options.inputFiles[i], summary.inputTypes[i]).shape;
+  }
+}
+
 std::vector<Tensor> modelInputs(const CliOptions &options,
                                 const Program &program) {
   std::vector<Tensor> inputs;
@@ -521,9 +549,7 @@ std::vector<Tensor> modelInputs(const CliOptions &options,
     for (size_t i = 0; i < program.inputs.size(); ++i) {
       const BufferDesc &expected = program.buffers[program.inputs[i]];
       const std::string &file = options.inputFiles[i];
-      Tensor tensor = llvm::StringRef(file).ends_with(".pb")
-                          ? readTensorProtoFile(file)
-                          : readNpy(file, expected.dtype);
+      Tensor tensor = readInputFile(file, expected.dtype);
       if (tensor.dtype != expected.dtype)
         throw Error(file + ": error: input '" + expected.name + "' expects " +
                     dtypeName(expected.dtype) + " but the file holds " +
@@ -785,6 +811,7 @@ int main(int argc, char **argv) {
   } waitBeforeExit;
   try {
     CliOptions options = parseArguments(argc, argv);
+    bindSymbolicDimsFromInputs(options);
     std::string command = "fusec";
     for (int i = 1; i < argc; ++i)
       command += std::string(" ") + argv[i];

@@ -37,8 +37,9 @@ std::string printCudaAttentionKernel(const std::string &name,
     os << "  fusec_attention_split_keys<" << name << "_traits, "
        << shape.headDim << ", " << shape.valueHeadDim << ", "
        << params.decodeRows << ", " << (params.vectorKeys ? "true" : "false")
-       << ">(args, " << params.splits << ", " << params.splitKeys
-       << ", scratch);\n";
+       << ", " << (params.vectorValues ? "true" : "false") << ", "
+       << params.stages << ">(args, " << params.splits << ", "
+       << params.splitKeys << ", scratch);\n";
   else if (params.kernel == "tensor-cores")
     os << "  fusec_attention_tensor_cores<"
        << (shape.dtype == fusec::DType::BF16 ? "true" : "false") << ", "

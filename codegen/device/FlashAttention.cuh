@@ -528,25 +528,58 @@ fusec_attention_tensor_cores(const fusec_attention_args &a) {
 // among blocks (Flash-Decoding) so that the whole GPU reads the cache. A
 // block takes one (batch, kv head) and one split of the keys, for all
 // Rows = group * query_len query rows that share the kv head (each key and
-// value row is read once for all of them); its warps take 32 keys at a
-// time, a lane per key for the scores, a lane per head element for the
-// weighted sum. The block leaves its rows' partial maxima, sums and
-// weighted sums in the scratch; the last block of a (batch, kv head) to
-// finish (a counter in the scratch, which it resets) merges the splits by
-// their log-sum-exp.
+// value row is read once for all of them). The block leaves its rows'
+// partial maxima, sums and weighted sums in the scratch; the last block of
+// a (batch, kv head) to finish (a counter in the scratch, which it resets)
+// merges the splits by their log-sum-exp.
 // Scratch: B * kv_heads counters, then per (b, kv head, split, row) the
 // max, the sum and the ValueHeadDim weighted sums, as floats (log2 units).
-
-// VectorKeys: key rows start 16-byte aligned and hold whole 16-byte
-// chunks, read as such (a lane reads its own key's row).
+//
+// How a warp walks its keys, by what the rows allow:
+// - Stages > 0 (key and value rows of the same whole 16-byte chunks,
+//   8, 16 or 32 of them): tiles of 32 / (chunks / 8) keys per warp stream
+//   through shared memory by cp.async, Stages deep (each warp its own
+//   ring, so no block barrier in the loop), swizzled so that neither the
+//   scores (chunks / 8 lanes per key) nor the weighted sum (lanes side by
+//   side over a row's chunks) conflict on banks;
+// - VectorKeys / VectorValues: 32 keys at a time straight from global
+//   memory, a lane per key row (all its 16-byte chunks at once) for the
+//   scores, groups of lanes over each value row's chunks for the sum;
+// - else element by element, a lane per key, a lane per head element.
 template <typename Traits, int HeadDim, int ValueHeadDim, int Rows,
-          bool VectorKeys>
+          bool VectorKeys, bool VectorValues, int Stages>
 static __device__ __forceinline__ void
 fusec_attention_split_keys(const fusec_attention_args &a, int splits,
                            int split_keys, unsigned char *scratch) {
   typedef typename Traits::storage T;
-  enum { Warps = 4, ValuePerLane = (ValueHeadDim + 31) / 32 };
-  __shared__ float q[Rows][HeadDim];
+  enum {
+    Warps = 4,
+    PerChunk = 16 / sizeof(T),
+    KeyChunks = HeadDim >= PerChunk ? HeadDim / PerChunk : 1,
+    // Vector and staged values: a row's chunks over LanesPerRow lanes,
+    // RowsAtOnce rows per warp-wide load; else a lane per head element.
+    ValueChunks = ValueHeadDim >= PerChunk ? ValueHeadDim / PerChunk : 1,
+    LanesPerRow = ValueChunks < 32 ? ValueChunks : 32,
+    RowsAtOnce = 32 / LanesPerRow,
+    ChunksPerLane = ValueChunks / LanesPerRow,
+    AccPerLane = VectorValues || Stages > 0 ? ChunksPerLane * PerChunk
+                                            : (ValueHeadDim + 31) / 32,
+    // Value rows in flight per lane: at most 16 chunks (64 registers).
+    StepsAtOnce = 32 / RowsAtOnce * ChunksPerLane > 16
+                      ? 16 / ChunksPerLane
+                      : 32 / RowsAtOnce,
+    // Staged: lanes per key for the scores (8 chunks each), keys per tile.
+    KeyParts = KeyChunks >= 8 ? KeyChunks / 8 : 1,
+    TileKeys = 32 / KeyParts,
+    TileBytes = TileKeys * KeyChunks * 16,
+    // q's rows: 16 bytes of padding after each part's 8 chunks, so that
+    // the parts' lanes read q from different banks.
+    PartElements = 8 * PerChunk,
+    QueryStride = HeadDim + HeadDim / PartElements * 4
+  };
+  __shared__ __align__(16) float q[Rows][QueryStride];
+  // Element d of a query row.
+  auto q_at = [](int d) { return d + d / PartElements * 4; };
   __shared__ float warp_max[Warps][Rows], warp_sum[Warps][Rows];
   __shared__ int warp_nan[Warps][Rows];
   __shared__ float warp_acc[Warps][Rows][ValueHeadDim];
@@ -560,7 +593,7 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
   for (int e = threadIdx.x; e < Rows * HeadDim; e += 32 * Warps) {
     const int r = e / HeadDim, d = e % HeadDim;
     const int h = kvh * group + r / a.query_len, i = r % a.query_len;
-    q[r][d] = r < group * a.query_len
+    q[r][q_at(d)] = r < group * a.query_len
                   ? Traits::load(((const T *)a.query)[a.q.offset +
                                                        bb * a.q.batch +
                                                        h * a.q.head +
@@ -576,7 +609,7 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
   const int key_begin = split * split_keys;
   const int key_end =
       key_begin + split_keys < a.key_len ? key_begin + split_keys : a.key_len;
-  float max[Rows], sum[Rows], acc[Rows][ValuePerLane];
+  float max[Rows], sum[Rows], acc[Rows][AccPerLane];
   bool nan[Rows];
 #pragma unroll
   for (int r = 0; r < Rows; ++r) {
@@ -584,40 +617,14 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
     sum[r] = 0.f;
     nan[r] = false;
 #pragma unroll
-    for (int t = 0; t < ValuePerLane; ++t)
+    for (int t = 0; t < AccPerLane; ++t)
       acc[r][t] = 0.f;
   }
-  for (int j0 = key_begin + warp * 32; j0 < key_end; j0 += 32 * Warps) {
-    const int j = j0 + lane;
-    float s[Rows];
-#pragma unroll
-    for (int r = 0; r < Rows; ++r)
-      s[r] = 0.f;
-    if (j < key_end) {
-      const T *krow = keys + (long long)j * a.k.row;
-      if (VectorKeys) {
-        enum { PerChunk = 16 / sizeof(T) };
-#pragma unroll 4
-        for (int c = 0; c < HeadDim / PerChunk; ++c) {
-          const uint4 chunk = ((const uint4 *)krow)[c];
-          const T *elements = (const T *)&chunk;
-#pragma unroll
-          for (int u = 0; u < PerChunk; ++u) {
-            const float k = Traits::load(elements[u]);
-#pragma unroll
-            for (int r = 0; r < Rows; ++r)
-              s[r] = fmaf(q[r][c * PerChunk + u], k, s[r]);
-          }
-        }
-      } else {
-        for (int d = 0; d < HeadDim; ++d) {
-          const float k = Traits::load(krow[d]);
-#pragma unroll
-          for (int r = 0; r < Rows; ++r)
-            s[r] = fmaf(q[r][d], k, s[r]);
-        }
-      }
-    }
+  // The online softmax over the warp's keys: `s` holds each lane's key
+  // j's scores (log2 units); masked become -inf, then the probabilities,
+  // the running maxima and the rescaled sums. Lanes with `counted` false
+  // hold a copy of another lane's key and add nothing to the sums.
+  auto update = [&](float(&s)[Rows], int j, bool counted) {
 #pragma unroll
     for (int r = 0; r < Rows; ++r) {
       const int h = kvh * group + r / a.query_len, i = r % a.query_len;
@@ -628,7 +635,7 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
                   j < i + a.causal_offset - a.window_left);
       if (!hidden && a.bias_kind != 0) {
         const long long at = a.b.offset + bb * a.b.batch + h * a.b.head +
-                              (long long)i * a.b.row + (long long)j * a.b.column;
+                             (long long)i * a.b.row + (long long)j * a.b.column;
         if (a.bias_kind == 1)
           s[r] += Traits::load(((const T *)a.bias)[at]) * 1.4426950408889634f;
         else if (!((const unsigned char *)a.bias)[at])
@@ -646,27 +653,205 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
       max[r] = m;
       const float p = fusec_attention_exp2(s[r] - base);
       s[r] = p;
-      sum[r] = sum[r] * correction + p;
+      sum[r] = sum[r] * correction + (counted ? p : 0.f);
 #pragma unroll
-      for (int t = 0; t < ValuePerLane; ++t)
+      for (int t = 0; t < AccPerLane; ++t)
         acc[r][t] *= correction;
     }
-    // The weighted sum: each lane its head elements, over the 32 keys.
-    const int keys_here = key_end - j0 < 32 ? key_end - j0 : 32;
-    for (int c = 0; c < keys_here; ++c) {
-      const T *vrow = values + (long long)(j0 + c) * a.v.row;
-      float v[ValuePerLane];
+  };
+  // acc += p(key) * value row chunk, `elements` a 16-byte chunk of the row
+  // of the key whose probabilities lane `owner` holds.
+  auto accumulate = [&](const float(&s)[Rows], int owner, const T *elements,
+                        int t) {
 #pragma unroll
-      for (int t = 0; t < ValuePerLane; ++t) {
-        const int d = lane + 32 * t;
-        v[t] = d < ValueHeadDim ? Traits::load(vrow[d]) : 0.f;
+    for (int r = 0; r < Rows; ++r) {
+      const float p = __shfl_sync(0xffffffffu, s[r], owner);
+#pragma unroll
+      for (int u = 0; u < PerChunk; ++u)
+        acc[r][t * PerChunk + u] =
+            fmaf(p, Traits::load(elements[u]), acc[r][t * PerChunk + u]);
+    }
+  };
+  if (Stages > 0) {
+    const unsigned ring =
+        (unsigned)__cvta_generic_to_shared(fusec_attention_smem) +
+        warp * Stages * 2 * TileBytes;
+    // This warp's tiles: keys key_begin + (t * Warps + warp) * TileKeys...
+    const int span = key_end - key_begin - warp * TileKeys;
+    const int tiles =
+        span > 0 ? (span + Warps * TileKeys - 1) / (Warps * TileKeys) : 0;
+    auto load = [&](int t) {
+      const int first = key_begin + (t * Warps + warp) * TileKeys;
+      const unsigned k_tile = ring + (t % Stages) * 2 * TileBytes;
+#pragma unroll
+      for (int e = lane; e < TileKeys * KeyChunks; e += 32) {
+        const int row = e / KeyChunks, chunk = e % KeyChunks;
+        const bool valid = first + row < key_end;
+        const long long j = valid ? first + row : key_begin;
+        const unsigned at = fusec_attention_swizzle<KeyChunks>(row, chunk);
+        fusec_attention_copy16(k_tile + at, keys + j * a.k.row + chunk * PerChunk,
+                               valid);
+        fusec_attention_copy16(k_tile + TileBytes + at,
+                               values + j * a.v.row + chunk * PerChunk, valid);
+      }
+    };
+#pragma unroll
+    for (int t = 0; t < Stages - 1; ++t) {
+      if (t < tiles)
+        load(t);
+      asm volatile("cp.async.commit_group;");
+    }
+    const int key_of_lane = lane / KeyParts, part = lane % KeyParts;
+    for (int t = 0; t < tiles; ++t) {
+      if (t + Stages - 1 < tiles)
+        load(t + Stages - 1);
+      asm volatile("cp.async.commit_group;");
+      asm volatile("cp.async.wait_group %0;" ::"n"(Stages - 1));
+      __syncwarp();
+      const unsigned k_tile = ring + (t % Stages) * 2 * TileBytes;
+      const unsigned v_tile = k_tile + TileBytes;
+      // Scores: KeyParts lanes per key, 8 chunks each, then their sum;
+      // even and odd chunks in two sums, for half the dependent chain.
+      float s[Rows], odd[Rows];
+#pragma unroll
+      for (int r = 0; r < Rows; ++r)
+        s[r] = odd[r] = 0.f;
+      // Part p takes its chunks in the order i ^ (p * 8 / KeyParts): the
+      // 8 lanes of a quarter warp (8 / KeyParts keys x KeyParts parts)
+      // then read 8 different bank groups of the swizzled tile.
+#pragma unroll
+      for (int i = 0; i < 8 && i < KeyChunks; ++i) {
+        const int chunk = part * 8 + (i ^ (part * 8 / KeyParts));
+        uint4 raw;
+        asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(raw.x), "=r"(raw.y), "=r"(raw.z), "=r"(raw.w)
+                     : "r"(k_tile + fusec_attention_swizzle<KeyChunks>(
+                                        key_of_lane, chunk)));
+        const T *elements = (const T *)&raw;
+#pragma unroll
+        for (int u = 0; u < PerChunk; ++u) {
+          const float k = Traits::load(elements[u]);
+#pragma unroll
+          for (int r = 0; r < Rows; ++r) {
+            float &sum = i % 2 ? odd[r] : s[r];
+            sum = fmaf(q[r][q_at(chunk * PerChunk + u)], k, sum);
+          }
+        }
       }
 #pragma unroll
-      for (int r = 0; r < Rows; ++r) {
-        const float p = __shfl_sync(0xffffffffu, s[r], c);
+      for (int r = 0; r < Rows; ++r)
+        s[r] += odd[r];
 #pragma unroll
-        for (int t = 0; t < ValuePerLane; ++t)
-          acc[r][t] = fmaf(p, v[t], acc[r][t]);
+      for (int offset = 1; offset < KeyParts; offset <<= 1)
+#pragma unroll
+        for (int r = 0; r < Rows; ++r)
+          s[r] += __shfl_xor_sync(0xffffffffu, s[r], offset);
+      update(s, key_begin + (t * Warps + warp) * TileKeys + key_of_lane,
+             part == 0);
+      // The weighted sum: RowsAtOnce value rows per step, their chunks
+      // side by side.
+#pragma unroll
+      for (int step = 0; step < TileKeys / RowsAtOnce; ++step) {
+        const int row = step * RowsAtOnce + lane / LanesPerRow;
+#pragma unroll
+        for (int t2 = 0; t2 < ChunksPerLane; ++t2) {
+          uint4 raw;
+          asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];"
+                       : "=r"(raw.x), "=r"(raw.y), "=r"(raw.z), "=r"(raw.w)
+                       : "r"(v_tile + fusec_attention_swizzle<ValueChunks>(
+                                          row, lane % LanesPerRow +
+                                                   t2 * LanesPerRow)));
+          accumulate(s, row * KeyParts, (const T *)&raw, t2);
+        }
+      }
+      __syncwarp(); // the next iteration's load overwrites this stage
+    }
+    asm volatile("cp.async.wait_group 0;");
+  } else {
+    for (int j0 = key_begin + warp * 32; j0 < key_end; j0 += 32 * Warps) {
+      const int j = j0 + lane;
+      float s[Rows];
+#pragma unroll
+      for (int r = 0; r < Rows; ++r)
+        s[r] = 0.f;
+      if (j < key_end) {
+        const T *krow = keys + (long long)j * a.k.row;
+        if (VectorKeys) {
+          // At most 16 chunks (64 registers) in flight.
+          enum { Batch = KeyChunks < 16 ? KeyChunks : 16 };
+#pragma unroll
+          for (int c0 = 0; c0 < KeyChunks; c0 += Batch) {
+            uint4 chunks[Batch];
+#pragma unroll
+            for (int c = 0; c < Batch; ++c)
+              if (c0 + c < KeyChunks)
+                chunks[c] = __ldcs((const uint4 *)krow + c0 + c);
+#pragma unroll
+            for (int c = 0; c < Batch && c0 + c < KeyChunks; ++c) {
+              const T *elements = (const T *)&chunks[c];
+#pragma unroll
+              for (int u = 0; u < PerChunk; ++u) {
+                const float k = Traits::load(elements[u]);
+#pragma unroll
+                for (int r = 0; r < Rows; ++r)
+                  s[r] = fmaf(q[r][q_at((c0 + c) * PerChunk + u)], k, s[r]);
+              }
+            }
+          }
+        } else {
+          for (int d = 0; d < HeadDim; ++d) {
+            const float k = Traits::load(krow[d]);
+#pragma unroll
+            for (int r = 0; r < Rows; ++r)
+              s[r] = fmaf(q[r][q_at(d)], k, s[r]);
+          }
+        }
+      }
+      update(s, j, true);
+      // The weighted sum over the 32 keys (p of key c is lane c's s).
+      const int keys_here = key_end - j0 < 32 ? key_end - j0 : 32;
+      if (VectorValues) {
+        // Lane: row offset `sub` within a step, chunks `column` +
+        // t * LanesPerRow of that row.
+        const int sub = lane / LanesPerRow, column = lane % LanesPerRow;
+#pragma unroll
+        for (int step0 = 0; step0 < 32 / RowsAtOnce; step0 += StepsAtOnce) {
+          uint4 chunks[StepsAtOnce][ChunksPerLane];
+#pragma unroll
+          for (int step = 0; step < StepsAtOnce; ++step) {
+            const int c = (step0 + step) * RowsAtOnce + sub;
+            const uint4 *vrow =
+                (const uint4 *)(values + (long long)(j0 + c) * a.v.row);
+#pragma unroll
+            for (int t = 0; t < ChunksPerLane; ++t)
+              chunks[step][t] = c < keys_here
+                                    ? __ldcs(vrow + column + t * LanesPerRow)
+                                    : make_uint4(0u, 0u, 0u, 0u);
+          }
+#pragma unroll
+          for (int step = 0; step < StepsAtOnce; ++step)
+#pragma unroll
+            for (int t = 0; t < ChunksPerLane; ++t)
+              accumulate(s, (step0 + step) * RowsAtOnce + sub,
+                         (const T *)&chunks[step][t], t);
+        }
+      } else {
+        for (int c = 0; c < keys_here; ++c) {
+          const T *vrow = values + (long long)(j0 + c) * a.v.row;
+          float v[AccPerLane];
+#pragma unroll
+          for (int t = 0; t < AccPerLane; ++t) {
+            const int d = lane + 32 * t;
+            v[t] = d < ValueHeadDim ? Traits::load(vrow[d]) : 0.f;
+          }
+#pragma unroll
+          for (int r = 0; r < Rows; ++r) {
+            const float p = __shfl_sync(0xffffffffu, s[r], c);
+#pragma unroll
+            for (int t = 0; t < AccPerLane; ++t)
+              acc[r][t] = fmaf(p, v[t], acc[r][t]);
+          }
+        }
       }
     }
   }
@@ -684,11 +869,27 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
       warp_sum[warp][r] = total;
       warp_nan[warp][r] = any_nan;
     }
+    if (VectorValues || Stages > 0) {
+      // Lanes that read the same chunks of other rows add up.
 #pragma unroll
-    for (int t = 0; t < ValuePerLane; ++t) {
-      const int d = lane + 32 * t;
-      if (d < ValueHeadDim)
-        warp_acc[warp][r][d] = acc[r][t];
+      for (int t = 0; t < AccPerLane; ++t)
+#pragma unroll
+        for (int offset = LanesPerRow; offset < 32; offset <<= 1)
+          acc[r][t] += __shfl_xor_sync(0xffffffffu, acc[r][t], offset);
+      if (lane < LanesPerRow)
+#pragma unroll
+        for (int t = 0; t < ChunksPerLane; ++t)
+#pragma unroll
+          for (int u = 0; u < PerChunk; ++u)
+            warp_acc[warp][r][(lane + t * LanesPerRow) * PerChunk + u] =
+                acc[r][t * PerChunk + u];
+    } else {
+#pragma unroll
+      for (int t = 0; t < AccPerLane; ++t) {
+        const int d = lane + 32 * t;
+        if (d < ValueHeadDim)
+          warp_acc[warp][r][d] = acc[r][t];
+      }
     }
   }
   __syncthreads();
@@ -729,25 +930,28 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
   if (!last_block)
     return;
   __threadfence();
+  // One pass over the splits, rescaling as the maximum grows; the
+  // partials read from L2 (other blocks wrote them; L1 may be stale).
   const float *all = partial + (long long)pair * splits * Rows * stride;
   for (int e = threadIdx.x; e < Rows * ValueHeadDim; e += 32 * Warps) {
     const int r = e / ValueHeadDim, d = e % ValueHeadDim;
     if (r >= group * a.query_len)
       continue;
-    float m = -INFINITY;
+    float m = -INFINITY, s = 0.f, x = 0.f;
     bool any_nan = false;
+#pragma unroll 4
     for (int sp = 0; sp < splits; ++sp) {
-      const float ms = ((volatile const float *)all)[(sp * Rows + r) * stride];
+      const float *row = all + (sp * Rows + r) * stride;
+      const float ms = __ldcg(row), ss = __ldcg(row + 1),
+                  xs = __ldcg(row + 2 + d);
       any_nan = any_nan || ms != ms;
-      m = fmaxf(m, ms);
-    }
-    const float base = m == -INFINITY ? 0.f : m;
-    float s = 0.f, x = 0.f;
-    for (int sp = 0; sp < splits; ++sp) {
-      const volatile float *row = all + (sp * Rows + r) * stride;
-      const float f = fusec_attention_exp2(row[0] - base);
-      s += row[1] * f;
-      x += row[2 + d] * f;
+      const float grown = fmaxf(m, ms);
+      const float base = grown == -INFINITY ? 0.f : grown;
+      const float old_scale = fusec_attention_exp2(m - base),
+                  new_scale = fusec_attention_exp2(ms - base);
+      s = s * old_scale + ss * new_scale;
+      x = x * old_scale + xs * new_scale;
+      m = grown;
     }
     const bool masked = m == -INFINITY;
     const float out_value =

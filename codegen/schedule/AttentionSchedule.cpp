@@ -3,6 +3,7 @@
 #include "codegen/schedule/AttentionSchedule.h"
 
 #include "llvm/ADT/Hashing.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 #include <sstream>
@@ -23,8 +24,9 @@ constexpr int64_t kWarpsPerBlock = 4;
 auto fields(const AttentionParams &p) {
   return std::tie(p.target, p.kernel, p.cpuQueryTile, p.cpuKeyTile,
                   p.warpsPerBlock, p.blockN, p.rowTiles, p.queryInRegisters,
-                  p.decodeRows, p.splits, p.splitKeys, p.vectorKeys, p.blockX,
-                  p.gridX, p.gridY, p.sharedBytes, p.scratchBytes);
+                  p.decodeRows, p.splits, p.splitKeys, p.vectorKeys,
+                  p.vectorValues, p.stages, p.blockX, p.gridX, p.gridY,
+                  p.sharedBytes, p.scratchBytes);
 }
 
 /// Whether every row of `layout` starts 16-byte aligned (8 elements).
@@ -36,8 +38,16 @@ bool alignedRows(const AttentionOperandLayout &layout) {
 /// Decode: query rows sharing a kv head (group x queries) at most this
 /// many, keys at least this many.
 constexpr int64_t kMaxDecodeRows = 8, kMinDecodeKeys = 256;
-/// Blocks a decode launch aims for: 4 per SM of an H100 or H200 (132).
-constexpr int64_t kDecodeBlocks = 4 * 132;
+/// Blocks a decode launch aims for: 4 per SM of an H100 or H200 (132)
+/// reading into registers, 2 (as many as fit beside each other) staging
+/// through shared memory.
+constexpr int64_t kSMs = 132, kDecodeBlocks = 4 * kSMs,
+                  kStagedDecodeBlocks = 2 * kSMs;
+/// Staged decode: a warp's tile holds 4 KiB of keys and 4 KiB of values
+/// (32 keys of 128 bytes, 16 of 256, 8 of 512); up to 3 stages, as many as
+/// let two blocks share an SM's 228 KiB with their static shared memory.
+constexpr int64_t kStageTileBytes = 4096, kMaxStages = 3,
+                  kSharedPerTwoBlocks = 113 * 1024;
 
 /// The tensor-core kernel: f16/bf16, head dims equal and 64, 128 or 256
 /// (swizzled rows of at least 8 16-byte chunks), rows 16-byte aligned.
@@ -80,15 +90,57 @@ AttentionParams scheduleAttention(const AttentionShape &shape,
     params.kernel = "split-keys";
     params.decodeRows = decodeRows;
     int64_t width = fusec::dtypeBytes(shape.dtype);
-    params.vectorKeys =
-        shape.headDim * width % 16 == 0 && shape.key.offset * width % 16 == 0 &&
-        shape.key.batch * width % 16 == 0 && shape.key.head * width % 16 == 0 &&
-        shape.key.row * width % 16 == 0;
+    auto chunkedRows = [&](const AttentionOperandLayout &layout, int64_t dim) {
+      return dim * width % 16 == 0 && layout.offset * width % 16 == 0 &&
+             layout.batch * width % 16 == 0 && layout.head * width % 16 == 0 &&
+             layout.row * width % 16 == 0;
+    };
+    params.vectorKeys = chunkedRows(shape.key, shape.headDim);
+    int64_t valueChunks = shape.valueHeadDim * width / 16;
+    params.vectorValues =
+        chunkedRows(shape.value, shape.valueHeadDim) &&
+        (valueChunks % 32 == 0 || llvm::isPowerOf2_64(valueChunks));
+    // Staged: rows of 8, 16 or 32 whole chunks, keys and values alike.
+    int64_t keyChunks = shape.headDim * width / 16;
+    // q (rows padded by 16 bytes a 128-byte part of a key row), the
+    // warps' statistics and sums.
+    int64_t queryStride = shape.headDim + shape.headDim / (128 / width) * 4;
+    int64_t staticShared = 4 * decodeRows *
+                           (queryStride + 3 * kWarpsPerBlock +
+                            kWarpsPerBlock * shape.valueHeadDim);
+    int64_t stageBytes = kWarpsPerBlock * 2 * kStageTileBytes;
+    if (params.vectorKeys && params.vectorValues &&
+        shape.headDim == shape.valueHeadDim &&
+        (keyChunks == 8 || keyChunks == 16 || keyChunks == 32))
+      params.stages = std::min(
+          kMaxStages, (kSharedPerTwoBlocks - staticShared) / stageBytes);
+    if (params.stages < 2)
+      params.stages = 0;
+    // Splits: whole rounds of the block's warps (32 keys each, or a
+    // tile each when staged).
+    int64_t round = params.stages
+                        ? kWarpsPerBlock * kStageTileBytes / (keyChunks * 16)
+                        : 32 * kWarpsPerBlock;
+    // The split count whose launch takes the fewest rounds of keys: waves
+    // of `resident` blocks times a block's keys (a last, partial wave
+    // costs a whole one), plus a round per block for its start and merge;
+    // the fewest splits among equals.
+    int64_t resident = params.stages ? kStagedDecodeBlocks : kDecodeBlocks;
     int64_t pairs = shape.batch * shape.kvHeads;
-    int64_t splits = std::clamp<int64_t>((kDecodeBlocks + pairs - 1) / pairs, 1,
-                                         (shape.keyLen + 127) / 128);
-    params.splitKeys = ((shape.keyLen + splits - 1) / splits + 127) / 128 * 128;
-    params.splits = (shape.keyLen + params.splitKeys - 1) / params.splitKeys;
+    int64_t rounds = (shape.keyLen + round - 1) / round;
+    int64_t bestCost = -1;
+    for (int64_t splits = 1; splits <= rounds; ++splits) {
+      int64_t perSplit = (rounds + splits - 1) / splits;
+      int64_t used = (rounds + perSplit - 1) / perSplit;
+      int64_t waves = (pairs * used + resident - 1) / resident;
+      int64_t cost = waves * (perSplit + 1);
+      if (bestCost < 0 || cost < bestCost) {
+        bestCost = cost;
+        params.splits = used;
+        params.splitKeys = perSplit * round;
+      }
+    }
+    params.sharedBytes = static_cast<unsigned>(params.stages * stageBytes);
     params.blockX = static_cast<unsigned>(32 * kWarpsPerBlock);
     params.gridX = params.splits;
     params.gridY = static_cast<unsigned>(pairs);
@@ -146,8 +198,8 @@ std::string AttentionParams::toString() const {
        << " q_in_registers=" << (queryInRegisters ? 1 : 0);
   if (splits)
     os << " rows=" << decodeRows << " splits=" << splits
-       << " split_keys=" << splitKeys
-       << " vector_keys=" << (vectorKeys ? 1 : 0);
+       << " split_keys=" << splitKeys << " vector_keys=" << (vectorKeys ? 1 : 0)
+       << " vector_values=" << (vectorValues ? 1 : 0) << " stages=" << stages;
   os << " block=" << blockX << " grid=" << gridX;
   if (gridY > 1)
     os << "x" << gridY;
@@ -161,8 +213,9 @@ std::string AttentionParams::toString() const {
 size_t AttentionParams::hash() const {
   return llvm::hash_combine(static_cast<int>(target), kernel, cpuQueryTile,
                             cpuKeyTile, warpsPerBlock, blockN, rowTiles,
-                            queryInRegisters, blockX, gridX, gridY, sharedBytes,
-                            scratchBytes);
+                            queryInRegisters, decodeRows, splits, splitKeys,
+                            vectorKeys, vectorValues, stages, blockX, gridX,
+                            gridY, sharedBytes, scratchBytes);
 }
 
 bool AttentionParams::operator==(const AttentionParams &other) const {

@@ -95,8 +95,12 @@ struct AttentionParams {
   /// "split-keys" (decode): the query rows that share a kv head, together,
   /// and the keys in `splits` splits of `splitKeys` keys.
   int64_t decodeRows = 0, splits = 0, splitKeys = 0;
-  /// "split-keys": key rows read in 16-byte chunks (aligned whole chunks).
-  bool vectorKeys = false;
+  /// "split-keys": key rows, and value rows, read in 16-byte chunks
+  /// (aligned whole chunks; values: a power of two or a multiple of 32).
+  bool vectorKeys = false, vectorValues = false;
+  /// "split-keys": key and value tiles stream through shared memory by
+  /// cp.async this many stages deep (0: read straight into registers).
+  int64_t stages = 0;
   /// CUDA: the launch.
   unsigned blockX = 1;
   int64_t gridX = 1;

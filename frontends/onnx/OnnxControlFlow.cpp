@@ -160,12 +160,13 @@ std::vector<std::string> OnnxConverter::convertSubgraph(
     made.push_back(scoped.initializer(i).name());
     addConstant(made.back(), std::move(value));
   }
-  for (const onnx::NodeProto &node : scoped.node()) {
+  for (int index = 0; index < scoped.node_size(); ++index) {
+    const onnx::NodeProto &node = scoped.node(index);
     try {
       convertOrFold(node);
     } catch (const Unsupported &inner) {
-      throw Unsupported{what + ", node '" + node.name() + "' (" +
-                        node.op_type() + "): " + inner.reason};
+      throw Unsupported{what + ", " + describeOnnxNode(node, index, -1) + ": " +
+                        inner.reason};
     }
   }
   std::vector<std::string> outputs;

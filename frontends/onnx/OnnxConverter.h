@@ -51,6 +51,11 @@ std::vector<int64_t> integersOf(const Tensor &tensor, const std::string &what);
 AttrValue attrValueOf(const onnx::AttributeProto &attr);
 /// An INT attribute named `name`.
 onnx::AttributeProto intAttribute(const std::string &name, int64_t value);
+/// How errors name a node: "node 'NAME' (OP, opset N)", or for a node
+/// without a name, by its place in its graph and its first output:
+/// "node #INDEX (OP, opset N, output 'Y')". `opset` < 0 leaves it out.
+std::string describeOnnxNode(const onnx::NodeProto &node, int index,
+                             int64_t opset);
 double floatAttr(const GraphNode &node, const char *name, float fallback);
 int64_t intAttr(const GraphNode &node, const char *name, int64_t fallback);
 /// names[i], or "" past the end.

@@ -200,4 +200,16 @@ onnx::AttributeProto intAttribute(const std::string &name, int64_t value) {
   return attr;
 }
 
+std::string describeOnnxNode(const onnx::NodeProto &node, int index,
+                             int64_t opset) {
+  std::string what = node.op_type();
+  if (opset >= 0)
+    what += ", opset " + std::to_string(opset);
+  if (!node.name().empty())
+    return "node '" + node.name() + "' (" + what + ")";
+  if (node.output_size() > 0 && !node.output(0).empty())
+    what += ", output '" + node.output(0) + "'";
+  return "node #" + std::to_string(index) + " (" + what + ")";
+}
+
 } // namespace fusec::onnx_import

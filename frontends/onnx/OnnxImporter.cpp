@@ -622,7 +622,12 @@ Graph OnnxConverter::convert(const onnx::ModelProto &model) {
     graph.inputs.push_back({input.name(), *dtype, shape});
   }
   inferShapes(model);
-  for (const onnx::NodeProto &node : proto.node()) {
+  for (int index = 0; index < proto.node_size(); ++index) {
+    const onnx::NodeProto &node = proto.node(index);
+    auto fail = [&](const std::string &reason) {
+      errors.push_back(path + ": " + describeOnnxNode(node, index, opset) +
+                       ": error: " + reason);
+    };
     try {
       if (foldShapeNode(node) || foldToConstants(node))
         continue;
@@ -634,26 +639,17 @@ Graph OnnxConverter::convert(const onnx::ModelProto &model) {
                       }))
         inferShapes(model);
     } catch (const Unsupported &unsupported) {
-      errors.push_back(path + ": node '" + node.name() + "' (" +
-                       node.op_type() + ", opset " + std::to_string(opset) +
-                       "): error: " + unsupported.reason);
+      fail(unsupported.reason);
     } catch (const std::bad_variant_access &) {
       // An attribute read as another type than the model gave it (a float
       // `axis`, a string `to`, ...): fuzz-onnx.
-      errors.push_back(path + ": node '" + node.name() + "' (" +
-                       node.op_type() + ", opset " + std::to_string(opset) +
-                       "): error: an attribute has the wrong type");
+      fail("an attribute has the wrong type");
     } catch (const std::length_error &) {
       // A constant sized by dims declared far past any data (fuzz-onnx).
-      errors.push_back(path + ": node '" + node.name() + "' (" +
-                       node.op_type() + ", opset " + std::to_string(opset) +
-                       "): error: a constant it needs would be too large");
+      fail("a constant it needs would be too large");
     } catch (const std::out_of_range &) {
       // A converter reading an input, output or dim the node lacks.
-      errors.push_back(path + ": node '" + node.name() + "' (" +
-                       node.op_type() + ", opset " + std::to_string(opset) +
-                       "): error: the node lacks an input or output its op "
-                       "needs");
+      fail("the node lacks an input or output its op needs");
     }
   }
   if (!errors.empty()) {

@@ -314,46 +314,237 @@ std::optional<Ints> foldGather(const onnx::NodeProto &node, const Ints &data,
   return result;
 }
 
-/// Slice of a 1-D tensor (a shape), with ONNX's clamping of the bounds.
+/// The elements of `data` at the cartesian product of `picked[d]` (indices
+/// along each dim), in row-major order.
+Ints gatherProduct(const Ints &data,
+                   const std::vector<std::vector<int64_t>> &picked) {
+  Shape shape;
+  for (const std::vector<int64_t> &indices : picked)
+    shape.push_back(static_cast<int64_t>(indices.size()));
+  Ints result{data.dtype, shape, {}};
+  int64_t count = numElements(shape);
+  for (int64_t flat = 0; flat < count; ++flat) {
+    int64_t source = 0, rest = flat, stride = 1;
+    for (size_t d = shape.size(); d-- > 0;) {
+      source += picked[d][rest % shape[d]] * stride;
+      rest /= shape[d];
+      stride *= data.shape[d];
+    }
+    result.values.push_back(data.values[source]);
+  }
+  return result;
+}
+
+/// Slice (opset 10 on: starts, ends, axes and steps inputs), with ONNX's
+/// clamping of the bounds, along any axes.
 std::optional<Ints> foldSlice(const Ints &data,
                               const std::vector<std::optional<Ints>> &inputs) {
-  if (data.shape.size() != 1 || inputs.size() < 3 || !inputs[1] || !inputs[2])
+  if (inputs.size() < 3 || !inputs[1] || !inputs[2])
     return std::nullopt;
-  auto single = [&](size_t index, int64_t fallback) -> std::optional<int64_t> {
-    if (index >= inputs.size() || !inputs[index])
-      return fallback;
-    if (inputs[index]->values.size() != 1)
+  const std::vector<int64_t> &starts = inputs[1]->values,
+                             &ends = inputs[2]->values;
+  int64_t rank = data.shape.size();
+  std::vector<int64_t> axes, steps(starts.size(), 1);
+  if (inputs.size() > 3 && inputs[3])
+    axes = inputs[3]->values;
+  else
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(static_cast<int64_t>(i));
+  if (inputs.size() > 4 && inputs[4])
+    steps = inputs[4]->values;
+  if (ends.size() != starts.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size())
+    return std::nullopt;
+  std::vector<std::vector<int64_t>> picked(rank);
+  std::vector<bool> sliced(rank, false);
+  for (int64_t d = 0; d < rank; ++d)
+    for (int64_t i = 0; i < data.shape[d]; ++i)
+      picked[d].push_back(i);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    std::optional<int64_t> axis = normalizeAxis(axes[i], rank);
+    if (!axis || sliced[*axis] || steps[i] == 0)
       return std::nullopt;
-    return inputs[index]->values[0];
-  };
-  std::optional<int64_t> start = single(1, 0), end = single(2, 0),
-                         axis = single(3, 0), step = single(4, 1);
-  if (!start || !end || !axis || !step || (*axis != 0 && *axis != -1) ||
-      *step == 0)
+    sliced[*axis] = true;
+    int64_t dim = data.shape[*axis], step = steps[i];
+    std::vector<int64_t> &indices = picked[*axis];
+    indices.clear();
+    if (dim == 0)
+      continue;
+    // Negative bounds count from the end; then they are clamped to
+    // [0, dim] going forward, [-1, dim - 1] going backward.
+    auto fromEnd = [&](int64_t bound) {
+      return bound < 0 ? bound + dim : bound;
+    };
+    int64_t first = fromEnd(starts[i]), last = fromEnd(ends[i]);
+    if (step > 0) {
+      first = std::clamp<int64_t>(first, 0, dim);
+      last = std::clamp<int64_t>(last, 0, dim);
+    } else {
+      first = std::clamp<int64_t>(first, 0, dim - 1);
+      last = std::clamp<int64_t>(last, -1, dim - 1);
+    }
+    for (int64_t at = first; step > 0 ? at < last : at > last;) {
+      indices.push_back(at);
+      if (step > 0 ? step >= last - at : step <= last - at)
+        break; // the next index is past the end (and might overflow)
+      at += step;
+    }
+  }
+  return gatherProduct(data, picked);
+}
+
+/// Reshape: 0 copies the input's dim (unless allowzero), one -1 takes what
+/// is left.
+std::optional<Ints> foldReshape(const onnx::NodeProto &node, const Ints &data,
+                                const Ints &shape) {
+  if (shape.shape.size() != 1)
     return std::nullopt;
-  int64_t dim = data.shape[0];
-  Ints result{data.dtype, {0}, {}};
-  if (dim == 0)
-    return result;
-  // Negative bounds count from the end; then they are clamped to
-  // [0, dim] going forward, [-1, dim - 1] going backward.
-  auto fromEnd = [&](int64_t bound) { return bound < 0 ? bound + dim : bound; };
-  int64_t first = fromEnd(*start), last = fromEnd(*end);
-  if (*step > 0) {
-    first = std::clamp<int64_t>(first, 0, dim);
-    last = std::clamp<int64_t>(last, 0, dim);
-  } else {
-    first = std::clamp<int64_t>(first, 0, dim - 1);
-    last = std::clamp<int64_t>(last, -1, dim - 1);
+  bool allowZero = intAttr(node, "allowzero", 0) != 0;
+  Shape result;
+  int64_t known = 1, inferred = -1;
+  for (size_t d = 0; d < shape.values.size(); ++d) {
+    int64_t dim = shape.values[d];
+    if (dim == 0 && !allowZero) {
+      if (d >= data.shape.size())
+        return std::nullopt;
+      dim = data.shape[d];
+    }
+    if (dim == -1) {
+      if (inferred >= 0)
+        return std::nullopt;
+      inferred = static_cast<int64_t>(d);
+    } else if (dim < 0 || dim > kMaxElements) {
+      return std::nullopt;
+    } else {
+      known *= dim; // each at most 64, the product checked below
+      if (known > kMaxElements)
+        return std::nullopt;
+    }
+    result.push_back(dim);
   }
-  for (int64_t i = first; *step > 0 ? i < last : i > last;) {
-    result.values.push_back(data.values[i]);
-    if (*step > 0 ? *step >= last - i : *step <= last - i)
-      break; // the next index is past the end (and might overflow)
-    i += *step;
+  int64_t count = static_cast<int64_t>(data.values.size());
+  if (inferred >= 0) {
+    if (known == 0 || count % known != 0)
+      return std::nullopt;
+    result[inferred] = count / known;
   }
-  result.shape[0] = result.values.size();
+  if (numElements(result) != count)
+    return std::nullopt;
+  return Ints{data.dtype, result, data.values};
+}
+
+/// Transpose by `perm` (reversed dims by default).
+std::optional<Ints> foldTranspose(const onnx::NodeProto &node,
+                                  const Ints &data) {
+  int64_t rank = data.shape.size();
+  std::vector<int64_t> perm;
+  if (const onnx::AttributeProto *attr = findAttribute(node, "perm"))
+    perm.assign(attr->ints().begin(), attr->ints().end());
+  else
+    for (int64_t d = rank; d-- > 0;)
+      perm.push_back(d);
+  if (static_cast<int64_t>(perm.size()) != rank)
+    return std::nullopt;
+  std::vector<bool> seen(rank, false);
+  Shape shape;
+  for (int64_t d : perm) {
+    if (d < 0 || d >= rank || seen[d])
+      return std::nullopt;
+    seen[d] = true;
+    shape.push_back(data.shape[d]);
+  }
+  // Element `flat` of the result reads the source at its permuted
+  // coordinates.
+  std::vector<int64_t> strides(rank, 1);
+  for (int64_t d = rank - 1; d > 0; --d)
+    strides[d - 1] = strides[d] * data.shape[d];
+  Ints result{data.dtype, shape, {}};
+  for (int64_t flat = 0; flat < numElements(shape); ++flat) {
+    int64_t source = 0, rest = flat;
+    for (int64_t d = rank; d-- > 0;) {
+      source += rest % shape[d] * strides[perm[d]];
+      rest /= shape[d];
+    }
+    result.values.push_back(data.values[source]);
+  }
   return result;
+}
+
+/// Expand to the broadcast of the input's shape and `shape`.
+std::optional<Ints> foldExpand(const Ints &data, const Ints &shape) {
+  if (shape.shape.size() != 1)
+    return std::nullopt;
+  for (int64_t dim : shape.values)
+    if (dim < 0 || dim > kMaxElements)
+      return std::nullopt;
+  std::optional<Shape> result = broadcastShape(
+      {data.shape, Shape(shape.values.begin(), shape.values.end())});
+  if (!result || numElements(*result) > kMaxElements)
+    return std::nullopt;
+  Ints expanded{data.dtype, *result, {}};
+  for (int64_t i = 0; i < numElements(*result); ++i)
+    expanded.values.push_back(
+        data.values[broadcastIndex(data.shape, *result, i)]);
+  return expanded;
+}
+
+/// Tile: each dim repeated `repeats` times.
+std::optional<Ints> foldTile(const Ints &data, const Ints &repeats) {
+  if (repeats.values.size() != data.shape.size())
+    return std::nullopt;
+  std::vector<std::vector<int64_t>> picked;
+  int64_t count = 1;
+  for (size_t d = 0; d < data.shape.size(); ++d) {
+    int64_t times = repeats.values[d];
+    if (times < 0 || times > kMaxElements)
+      return std::nullopt;
+    count *= data.shape[d] * times; // each factor at most 64 * 64
+    if (count > kMaxElements)
+      return std::nullopt;
+    picked.emplace_back();
+    for (int64_t t = 0; t < times; ++t)
+      for (int64_t i = 0; i < data.shape[d]; ++i)
+        picked.back().push_back(i);
+  }
+  return gatherProduct(data, picked);
+}
+
+/// Range of integers: start, start + delta, ... before limit.
+std::optional<Ints> foldRange(const std::vector<std::optional<Ints>> &inputs) {
+  if (inputs.size() != 3 || !inputs[1] || !inputs[2])
+    return std::nullopt;
+  const Ints &start = *inputs[0], &limit = *inputs[1], &delta = *inputs[2];
+  if (start.values.size() != 1 || limit.values.size() != 1 ||
+      delta.values.size() != 1 || start.dtype == DType::I1 ||
+      start.dtype != limit.dtype || start.dtype != delta.dtype ||
+      delta.values[0] == 0)
+    return std::nullopt;
+  int64_t first = start.values[0], step = delta.values[0];
+  // The count in double (no overflow); only short ranges fold.
+  double count = std::ceil(
+      (static_cast<double>(limit.values[0]) - static_cast<double>(first)) /
+      static_cast<double>(step));
+  if (count > kMaxElements)
+    return std::nullopt;
+  Ints result{start.dtype, {std::max<int64_t>(0, (int64_t)count)}, {}};
+  for (int64_t i = 0; i < result.shape[0]; ++i)
+    result.values.push_back(first + i * step);
+  return result;
+}
+
+/// Flatten to 2-D at `axis`.
+std::optional<Ints> foldFlatten(const onnx::NodeProto &node, const Ints &data) {
+  int64_t rank = data.shape.size();
+  int64_t axis = intAttr(node, "axis", 1);
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis > rank)
+    return std::nullopt;
+  int64_t outer = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= data.shape[d];
+  int64_t count = static_cast<int64_t>(data.values.size());
+  return Ints{data.dtype, {outer, outer == 0 ? 0 : count / outer}, data.values};
 }
 
 /// Unsqueeze and Squeeze: the same elements under a new shape.
@@ -670,6 +861,23 @@ foldShapeComputation(const onnx::NodeProto &node, int64_t opset,
     result = foldView(node, opset, a, operands);
   } else if (op == "ConstantOfShape") {
     result = foldConstantOfShape(node, a);
+  } else if (op == "Reshape") {
+    if (opset >= 5 && operands.size() == 2 && operands[1])
+      result = foldReshape(node, a, *operands[1]);
+  } else if (op == "Transpose") {
+    result = foldTranspose(node, a);
+  } else if (op == "Expand") {
+    if (operands.size() == 2 && operands[1])
+      result = foldExpand(a, *operands[1]);
+  } else if (op == "Tile") {
+    if (opset >= 6 && operands.size() == 2 && operands[1])
+      result = foldTile(a, *operands[1]);
+  } else if (op == "Range") {
+    result = foldRange(operands);
+  } else if (op == "Identity") {
+    result = a;
+  } else if (op == "Flatten") {
+    result = foldFlatten(node, a);
   }
   if (!result)
     return std::nullopt;

@@ -179,7 +179,7 @@ TEST_CASE("an ONNX node without outputs is an error", "[fuzz]") {
                             "Add\x12\x01g\x42\x02\x10\x0d",
                             24));
   CHECK_THAT(errorOf([&] { readOnnxGraph(path); }),
-             Catch::Contains("node '' (Add, opset 13): error: Add has 2 "
+             Catch::Contains("node #0 (Add, opset 13): error: Add has 2 "
                              "inputs and 0 outputs: too few"));
 }
 

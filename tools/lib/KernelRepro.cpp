@@ -1058,6 +1058,12 @@ KernelReproWriter::Impl::writeRepro(size_t index, const std::string &sourceFile,
       os << "CUfunction kernel;\n";
       os << "REPRO_CU(cuModuleGetFunction(&kernel, module, \"" << kernel.name
          << "\"));\n";
+      // Past 48 KiB a kernel's dynamic shared memory must be asked for, as
+      // the runtime does.
+      if (kernel.launch.sharedBytes > 48 * 1024)
+        os << "REPRO_CU(cuFuncSetAttribute(kernel, "
+              "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, "
+           << kernel.launch.sharedBytes << "));\n";
       std::vector<std::string> arguments;
       for (const std::string &name : inputNames) {
         os << "repro::DeviceBuffer d_" << name << "(" << name << ".bytes, "

@@ -121,8 +121,11 @@ FUSEC_API int fusec_cuda_available(void);
 
 /* ---- Options (all optional: NULL options means the defaults) ----------- */
 
+/* New options holding the defaults; fusec_options_destroy frees them (a
+   compiled model does not need them). */
 FUSEC_API fusec_status fusec_options_create(fusec_options **options);
 FUSEC_API void fusec_options_destroy(fusec_options *options);
+/* The target to compile for. Default FUSEC_TARGET_AUTO. */
 FUSEC_API fusec_status fusec_options_set_target(fusec_options *options,
                                                 fusec_target target);
 /* CUDA: the NVRTC architecture ("sm_90a"); NULL or "" for the device's. */
@@ -182,6 +185,8 @@ typedef struct fusec_attr {
   size_t count;
 } fusec_attr;
 
+/* An empty graph named `name` (NULL: "main"); fusec_graph_destroy frees it
+   and the value names it handed out. */
 FUSEC_API fusec_status fusec_graph_create(const char *name,
                                           fusec_graph **graph);
 FUSEC_API void fusec_graph_destroy(fusec_graph *graph);
@@ -199,6 +204,8 @@ FUSEC_API fusec_status fusec_graph_constant(fusec_graph *graph,
 FUSEC_API fusec_status fusec_graph_scalar(fusec_graph *graph, double number,
                                           fusec_dtype dtype,
                                           const char **value);
+/* Op `op` of the values `inputs`, with `attrs`; its node is named after
+   the op ("sin_3"), which errors name. */
 FUSEC_API fusec_status fusec_graph_op(fusec_graph *graph, const char *op,
                                       size_t input_count,
                                       const char *const *inputs,
@@ -234,15 +241,18 @@ FUSEC_API fusec_status fusec_compile_buffer(const void *data, size_t size,
 FUSEC_API fusec_status fusec_compile_graph(const fusec_graph *graph,
                                            const fusec_options *options,
                                            fusec_model **model);
+/* Frees a model and everything it handed out (after its queued runs). */
 FUSEC_API void fusec_model_destroy(fusec_model *model);
 
 /* ---- Model queries ----------------------------------------------------- */
 
+/* The target it was compiled for: FUSEC_TARGET_CPU or FUSEC_TARGET_CUDA. */
 FUSEC_API fusec_status fusec_model_target(const fusec_model *model,
                                           fusec_target *target);
 /* The model's name (its graph's). */
 FUSEC_API fusec_status fusec_model_name(const fusec_model *model,
                                         const char **name);
+/* How many graph inputs and outputs it has. */
 FUSEC_API fusec_status fusec_model_input_count(const fusec_model *model,
                                                size_t *count);
 FUSEC_API fusec_status fusec_model_output_count(const fusec_model *model,

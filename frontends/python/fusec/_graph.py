@@ -24,9 +24,10 @@ class Graph:
         self._handle = handle
         self.name = name
 
-    def __del__(self):
+    # Bound early: module globals may be gone at interpreter exit.
+    def __del__(self, _destroy=_capi.lib.fusec_graph_destroy):
         if getattr(self, "_handle", None):
-            _capi.lib.fusec_graph_destroy(self._handle)
+            _destroy(self._handle)
             self._handle = None
 
     def input(self, name, dtype, shape):

@@ -1,8 +1,8 @@
 """fusec.compile and the compiled model (fusec_compile_*, fusec_model_*).
 
-A call moves no data it need not: NumPy inputs are read in place when
+A call moves no data it need not: NumPy inputs are passed by address when
 C-contiguous (else one contiguous copy is made), and torch CUDA tensors are
-passed by address, ordered with torch's current stream, with outputs
+passed by address too, ordered with torch's current stream, with outputs
 allocated by torch on the same device. The ctypes argument arrays are built
 once per model; a call only fills in the addresses.
 """
@@ -82,8 +82,8 @@ class _Options:
                         list(_capi.FLAGS) + ["gpu_arch", "cache_dir",
                                                "input_shapes", "on_remark"]))))
 
-    def __del__(self):
-        _capi.lib.fusec_options_destroy(self.handle)
+    def __del__(self, _destroy=_capi.lib.fusec_options_destroy):
+        _destroy(self.handle)
 
 
 def compile(model, target=None, **options):
@@ -203,9 +203,11 @@ class Model:
         self.name = _capi.decode(name.value)
         self._kernels = None
 
-    def __del__(self):
+    # The destroy function bound early: module globals may be gone when a
+    # model is collected at interpreter exit.
+    def __del__(self, _destroy=_capi.lib.fusec_model_destroy):
         if getattr(self, "_handle", None):
-            _capi.lib.fusec_model_destroy(self._handle)
+            _destroy(self._handle)
             self._handle = None
 
     def __repr__(self):
