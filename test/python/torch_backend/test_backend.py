@@ -154,18 +154,35 @@ def test_requires_grad_input(compiled, device):
     assert_close(x.grad, x_ref.grad)
 
 
-def test_fusec_error_keeps_partition_eager(monkeypatch, caplog):
-    def failing(graph, *args, **kwargs):
+def refuse_compile(monkeypatch):
+    def refusing(graph, *args, **kwargs):
         raise fusec.Error("model.json: node 'n': error: no")
 
-    monkeypatch.setattr(fusec, "compile", failing)
+    monkeypatch.setattr(fusec, "compile", refusing)
+
+
+def break_lowering(monkeypatch):
+    def broken(*args):
+        raise RuntimeError("broken rule")
+
+    rule = backend_module.RULES[torch.ops.aten.sin.default]
+    monkeypatch.setattr(rule, "lower", broken)
+
+
+@pytest.mark.parametrize("fail, message", [
+    (refuse_compile, "stays in eager PyTorch: fusec: model.json: node 'n'"),
+    (break_lowering, "stays in eager PyTorch: lowering failed: RuntimeError"),
+])
+def test_failed_partition_stays_eager(monkeypatch, caplog, fail, message):
+    """A partition fusec refuses, or whose lowering raises, runs in eager
+    PyTorch, and the log says why."""
+    fail(monkeypatch)
     caplog.set_level(logging.INFO, logger="fusec.torch")
     torch._dynamo.reset()
     x = torch.randn(3, 4)
     result = torch.compile(lambda x: x.sin() * 2, backend="fusec")(x)
     assert_close(result, x.sin() * 2)
-    assert any("stays in eager PyTorch: fusec: model.json: node 'n'" in
-               r.getMessage() for r in caplog.records)
+    assert any(message in r.getMessage() for r in caplog.records)
 
 
 def test_options_reach_fusec(monkeypatch):
@@ -188,18 +205,3 @@ def test_decompositions_keep_fused_ops():
     assert torch.ops.aten.silu.default not in table
     assert torch.ops.aten.gelu.default not in table
     assert torch.ops.aten.native_layer_norm_backward.default in table
-
-
-def test_lowering_error_keeps_partition_eager(monkeypatch, caplog):
-    def broken(*args):
-        raise RuntimeError("broken rule")
-
-    rule = backend_module.RULES[torch.ops.aten.sin.default]
-    monkeypatch.setattr(rule, "lower", broken)
-    caplog.set_level(logging.INFO, logger="fusec.torch")
-    torch._dynamo.reset()
-    x = torch.randn(3, 4)
-    result = torch.compile(lambda x: x.sin() * 2, backend="fusec")(x)
-    assert_close(result, x.sin() * 2)
-    assert any("stays in eager PyTorch: lowering failed: RuntimeError"
-               in r.getMessage() for r in caplog.records)
