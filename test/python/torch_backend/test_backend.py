@@ -205,3 +205,45 @@ def test_decompositions_keep_fused_ops():
     assert torch.ops.aten.silu.default not in table
     assert torch.ops.aten.gelu.default not in table
     assert torch.ops.aten.native_layer_norm_backward.default in table
+
+
+def flash_causal(q, k, v, bias):
+    flash = torch.ops.aten._scaled_dot_product_flash_attention.default
+    return flash(q, k, v, 0.0, True)[0]
+
+
+def efficient_with_bias(q, k, v, bias):
+    efficient = torch.ops.aten._scaled_dot_product_efficient_attention
+    return efficient.default(q, k, v, bias, False)[0]
+
+
+@pytest.mark.parametrize("form, reference", [
+    (flash_causal, lambda x, bias: F.scaled_dot_product_attention(
+        x, x, x, is_causal=True)),
+    (efficient_with_bias, lambda x, bias: F.scaled_dot_product_attention(
+        x, x, x, attn_mask=bias)),
+])
+def test_cuda_sdpa_without_a_gpu(form, reference):
+    """SDPA's CUDA forms, traced on fake CUDA tensors (no GPU needed): they
+    also return RNG state (uint64) that inference never reads, and only the
+    results read decide support; the lowered graph, the same on any
+    target, is checked on the CPU."""
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    mode = FakeTensorMode()
+    fakes = [FakeTensor(mode, torch.empty(*shape, dtype=torch.bfloat16,
+                                          device="meta"),
+                        torch.device("cuda:0"))
+             for shape in ((1, 2, 16, 64), (16, 16))]
+    gm = make_fx(lambda x, bias: form(x, x, x, bias) * 2,
+                 tracing_mode="fake")(*fakes)
+    gm.graph.eliminate_dead_code()
+    assert [backend_module.unsupported_reason(n) for n in gm.graph.nodes
+            if n.op == "call_function"] == [None] * 3
+    graph, results, single, _ = backend_module._lower_partition(gm, "sdpa")
+    model = fusec.compile(graph, target="cpu")
+    torch.manual_seed(0)
+    x, bias = torch.randn(1, 2, 16, 64), torch.randn(16, 16)
+    result = model(x.to(torch.bfloat16), bias.to(torch.bfloat16))[0]
+    assert_close(result.float(), reference(x, bias) * 2, torch.bfloat16)

@@ -19,7 +19,7 @@ from torch.utils._pytree import tree_leaves
 import fusec
 
 from ._log import log
-from ._lower import FUSEC_DTYPES, RULES, Lowering, arguments, val
+from ._lower import FUSEC_DTYPES, RULES, Lowering, arguments, used_outputs, val
 
 aten = torch.ops.aten
 
@@ -56,8 +56,13 @@ def unsupported_reason(node):
     rule = RULES.get(node.target)
     if rule is None:
         return "no fusec lowering"
+    result = node.meta.get("val")
+    if isinstance(result, (tuple, list)):
+        # Only the results read count: SDPA's CUDA forms also return RNG
+        # state (uint64, possibly on the CPU) that inference never reads.
+        result = [result[i] for i in sorted(used_outputs(node))]
     devices = set()
-    for leaf in tree_leaves((node.args, node.kwargs, node.meta.get("val"))):
+    for leaf in tree_leaves((node.args, node.kwargs, result)):
         tensor = val(leaf) if isinstance(leaf, torch.fx.Node) else leaf
         if isinstance(tensor, (torch.SymInt, torch.SymFloat, torch.SymBool)):
             return "a symbolic size"
