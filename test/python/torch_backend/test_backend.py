@@ -217,8 +217,15 @@ def efficient_with_bias(q, k, v, bias):
     return efficient.default(q, k, v, bias, False)[0]
 
 
+def cudnn_causal(q, k, v, bias):
+    cudnn = torch.ops.aten._scaled_dot_product_cudnn_attention.default
+    return cudnn(q, k, v, None, False, 0.0, True)[0]
+
+
 @pytest.mark.parametrize("form, reference", [
     (flash_causal, lambda x, bias: F.scaled_dot_product_attention(
+        x, x, x, is_causal=True)),
+    (cudnn_causal, lambda x, bias: F.scaled_dot_product_attention(
         x, x, x, is_causal=True)),
     (efficient_with_bias, lambda x, bias: F.scaled_dot_product_attention(
         x, x, x, attn_mask=bias)),
