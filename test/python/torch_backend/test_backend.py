@@ -154,18 +154,35 @@ def test_requires_grad_input(compiled, device):
     assert_close(x.grad, x_ref.grad)
 
 
-def test_fusec_error_keeps_partition_eager(monkeypatch, caplog):
-    def failing(graph, *args, **kwargs):
+def refuse_compile(monkeypatch):
+    def refusing(graph, *args, **kwargs):
         raise fusec.Error("model.json: node 'n': error: no")
 
-    monkeypatch.setattr(fusec, "compile", failing)
+    monkeypatch.setattr(fusec, "compile", refusing)
+
+
+def break_lowering(monkeypatch):
+    def broken(*args):
+        raise RuntimeError("broken rule")
+
+    rule = backend_module.RULES[torch.ops.aten.sin.default]
+    monkeypatch.setattr(rule, "lower", broken)
+
+
+@pytest.mark.parametrize("fail, message", [
+    (refuse_compile, "stays in eager PyTorch: fusec: model.json: node 'n'"),
+    (break_lowering, "stays in eager PyTorch: lowering failed: RuntimeError"),
+])
+def test_failed_partition_stays_eager(monkeypatch, caplog, fail, message):
+    """A partition fusec refuses, or whose lowering raises, runs in eager
+    PyTorch, and the log says why."""
+    fail(monkeypatch)
     caplog.set_level(logging.INFO, logger="fusec.torch")
     torch._dynamo.reset()
     x = torch.randn(3, 4)
     result = torch.compile(lambda x: x.sin() * 2, backend="fusec")(x)
     assert_close(result, x.sin() * 2)
-    assert any("stays in eager PyTorch: fusec: model.json: node 'n'" in
-               r.getMessage() for r in caplog.records)
+    assert any(message in r.getMessage() for r in caplog.records)
 
 
 def test_options_reach_fusec(monkeypatch):
@@ -188,3 +205,52 @@ def test_decompositions_keep_fused_ops():
     assert torch.ops.aten.silu.default not in table
     assert torch.ops.aten.gelu.default not in table
     assert torch.ops.aten.native_layer_norm_backward.default in table
+
+
+def flash_causal(q, k, v, bias):
+    flash = torch.ops.aten._scaled_dot_product_flash_attention.default
+    return flash(q, k, v, 0.0, True)[0]
+
+
+def efficient_with_bias(q, k, v, bias):
+    efficient = torch.ops.aten._scaled_dot_product_efficient_attention
+    return efficient.default(q, k, v, bias, False)[0]
+
+
+def cudnn_causal(q, k, v, bias):
+    cudnn = torch.ops.aten._scaled_dot_product_cudnn_attention.default
+    return cudnn(q, k, v, None, False, 0.0, True)[0]
+
+
+@pytest.mark.parametrize("form, reference", [
+    (flash_causal, lambda x, bias: F.scaled_dot_product_attention(
+        x, x, x, is_causal=True)),
+    (cudnn_causal, lambda x, bias: F.scaled_dot_product_attention(
+        x, x, x, is_causal=True)),
+    (efficient_with_bias, lambda x, bias: F.scaled_dot_product_attention(
+        x, x, x, attn_mask=bias)),
+])
+def test_cuda_sdpa_without_a_gpu(form, reference):
+    """SDPA's CUDA forms, traced on fake CUDA tensors (no GPU needed): they
+    also return RNG state (uint64) that inference never reads, and only the
+    results read decide support; the lowered graph, the same on any
+    target, is checked on the CPU."""
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    mode = FakeTensorMode()
+    fakes = [FakeTensor(mode, torch.empty(*shape, dtype=torch.bfloat16,
+                                          device="meta"),
+                        torch.device("cuda:0"))
+             for shape in ((1, 2, 16, 64), (16, 16))]
+    gm = make_fx(lambda x, bias: form(x, x, x, bias) * 2,
+                 tracing_mode="fake")(*fakes)
+    gm.graph.eliminate_dead_code()
+    assert [backend_module.unsupported_reason(n) for n in gm.graph.nodes
+            if n.op == "call_function"] == [None] * 3
+    graph, results, single, _ = backend_module._lower_partition(gm, "sdpa")
+    model = fusec.compile(graph, target="cpu")
+    torch.manual_seed(0)
+    x, bias = torch.randn(1, 2, 16, 64), torch.randn(16, 16)
+    result = model(x.to(torch.bfloat16), bias.to(torch.bfloat16))[0]
+    assert_close(result.float(), reference(x, bias) * 2, torch.bfloat16)

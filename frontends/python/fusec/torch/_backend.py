@@ -3,7 +3,9 @@ decompositions), split by what fusec can lower, each supported partition
 compiled by fusec and the rest left to eager PyTorch (docs/torch-backend.md).
 """
 import collections
+import functools
 import itertools
+import logging
 import operator
 
 import torch
@@ -17,7 +19,7 @@ from torch.utils._pytree import tree_leaves
 import fusec
 
 from ._log import log
-from ._lower import FUSEC_DTYPES, RULES, Lowering, arguments, val
+from ._lower import FUSEC_DTYPES, RULES, Lowering, arguments, used_outputs, val
 
 aten = torch.ops.aten
 
@@ -54,8 +56,13 @@ def unsupported_reason(node):
     rule = RULES.get(node.target)
     if rule is None:
         return "no fusec lowering"
+    result = node.meta.get("val")
+    if isinstance(result, (tuple, list)):
+        # Only the results read count: SDPA's CUDA forms also return RNG
+        # state (uint64, possibly on the CPU) that inference never reads.
+        result = [result[i] for i in sorted(used_outputs(node))]
     devices = set()
-    for leaf in tree_leaves((node.args, node.kwargs, node.meta.get("val"))):
+    for leaf in tree_leaves((node.args, node.kwargs, result)):
         tensor = val(leaf) if isinstance(leaf, torch.fx.Node) else leaf
         if isinstance(tensor, (torch.SymInt, torch.SymFloat, torch.SymBool)):
             return "a symbolic size"
@@ -120,9 +127,10 @@ def _lower_partition(submodule, name):
         if node.op == "placeholder":
             tensor = val(node)
             device = tensor.device
-            inputs[graph.input(node.name, FUSEC_DTYPES[tensor.dtype],
-                               list(tensor.shape))] = len(inputs)
-            lowering.values[node] = node.name
+            value = graph.input(node.name, FUSEC_DTYPES[tensor.dtype],
+                                list(tensor.shape))
+            inputs[value] = len(inputs)
+            lowering.values[node] = value
         elif node.op == "call_function":
             args = None if node.target is operator.getitem else arguments(node)
             lowering.values[node] = RULES[node.target].lower(
@@ -162,7 +170,8 @@ def _log_fallbacks(graph_id, gm, reasons):
 
 def compile_graph(gm, example_inputs, options):
     """AOTAutograd's forward, backward or inference graph -> a boxed
-    callable running its supported partitions in fusec."""
+    callable running its supported partitions in fusec (the shapes come
+    from the graph's fake tensors, not from `example_inputs`)."""
     graph_id = next(_graph_ids)
     support = _Support()
     partitioner = CapabilityBasedPartitioner(
@@ -182,8 +191,14 @@ def compile_graph(gm, example_inputs, options):
         if node.op != "call_module":
             continue
         submodule = getattr(split, node.target)
-        graph, results, single, device = _lower_partition(submodule,
-                                                          node.target)
+        try:
+            graph, results, single, device = _lower_partition(submodule,
+                                                              node.target)
+        except Exception as error:  # a lowering bug: eager stays right
+            log.warning("%s stays in eager PyTorch: lowering failed: %r",
+                        node.target, error, exc_info=log.isEnabledFor(
+                            logging.DEBUG))
+            continue
         target = "cuda" if device.type == "cuda" else "cpu"
         try:
             model = fusec.compile(graph, target=target, **options)
@@ -209,8 +224,7 @@ def _symbolic(example_inputs):
 
 
 def _aot(options):
-    compile_fn = lambda gm, example_inputs: compile_graph(  # noqa: E731
-        gm, example_inputs, options)
+    compile_fn = functools.partial(compile_graph, options=options)
     return aot_autograd(fw_compiler=compile_fn, bw_compiler=compile_fn,
                         decompositions=decompositions())
 
