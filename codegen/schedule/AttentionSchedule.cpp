@@ -161,11 +161,6 @@ AttentionParams scheduleAttention(const AttentionShape &shape,
     params.rowTiles = wide ? 1 : 2;
     params.blockN = wide ? 32 : 64;
     params.queryInRegisters = shape.headDim == 64;
-    // A launch of fewer 128-row blocks than SMs (GPT-2 small at T = 1024:
-    // 12 heads x 8) leaves SMs idle: 64-row blocks, twice as many.
-    int64_t heads = shape.batch * shape.heads;
-    if ((shape.queryLen + 127) / 128 * heads < kSMs)
-      params.rowTiles = 1;
     int64_t blockM = 16 * params.rowTiles * kWarpsPerBlock;
     params.blockX = static_cast<unsigned>(32 * kWarpsPerBlock);
     params.gridX = (shape.queryLen + blockM - 1) / blockM;

@@ -391,12 +391,10 @@ const std::vector<AttentionCase> &cases() {
        Form::Op, Mask::None, 0, -1, 1.0, false, true},
       {"op, sliding window on tensor cores", D::F16, 1, 2, 2, 150, 150, 64, 64,
        Form::Op, Mask::Window, 0, 40},
-      // Grids of at least as many 128-row blocks as SMs (132) keep two
-      // 16-row tiles per warp; smaller ones (every case above) one.
-      {"op, tensor cores, 128-row blocks", D::BF16, 2, 66, 66, 130, 70, 128,
-       128, Form::Op},
-      {"op, tensor cores, 128-row blocks, head dim 64, causal", D::F16, 1, 140,
-       140, 100, 100, 64, 64, Form::Op, Mask::Causal},
+      {"op, tensor cores, many heads", D::BF16, 2, 66, 66, 130, 70, 128, 128,
+       Form::Op},
+      {"op, tensor cores, many heads, head dim 64, causal", D::F16, 1, 140, 140,
+       100, 100, 64, 64, Form::Op, Mask::Causal},
       {"op, decode split over the keys, two queries, bool mask", D::F16, 2, 4,
        1, 2, 700, 64, 64, Form::Op, Mask::Keep},
       {"op, decode split over the keys, additive bias", D::BF16, 1, 2, 2, 1,
