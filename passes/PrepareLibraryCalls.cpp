@@ -47,6 +47,132 @@ std::optional<double> splatValue(Value value) {
   return splat.getSplatValue<APFloat>().convertToDouble();
 }
 
+/// Whether `value` is a splat float constant within 1% of `expected` (the
+/// exporters' constants rounded to bf16 are within 0.4%).
+bool isSplatNear(Value value, double expected) {
+  std::optional<double> splat = splatValue(value);
+  return splat && std::abs(*splat - expected) <= 0.01 * std::abs(expected);
+}
+
+/// The operands of the tree of multiplications that ends at `value`: its
+/// inner products are taken apart where `value` alone uses them (`muls`
+/// gets their ops, the root first).
+void productFactors(Value value, bool isRoot, SmallVectorImpl<Value> &factors,
+                    SmallVectorImpl<Operation *> &muls) {
+  auto mul = value.getDefiningOp<MulOp>();
+  if (!mul || (!isRoot && !value.hasOneUse())) {
+    factors.push_back(value);
+    return;
+  }
+  muls.push_back(mul);
+  productFactors(mul.getLhs(), false, factors, muls);
+  productFactors(mul.getRhs(), false, factors, muls);
+}
+
+/// Whether `factors` are `x` `xCount` times and one splat near each of
+/// `constants`, in any order.
+bool factorsAre(ArrayRef<Value> factors, Value x, int xCount,
+                ArrayRef<double> constants) {
+  if (factors.size() != static_cast<size_t>(xCount) + constants.size())
+    return false;
+  SmallVector<bool> used(constants.size(), false);
+  for (Value factor : factors) {
+    if (factor == x) {
+      --xCount;
+      continue;
+    }
+    bool matched = false;
+    for (size_t i = 0; i < constants.size() && !matched; ++i)
+      if (!used[i] && isSplatNear(factor, constants[i]))
+        used[i] = matched = true;
+    if (!matched)
+      return false;
+  }
+  return xCount == 0;
+}
+
+/// The ops of GELU's tanh approximation over `x` written out as exporters
+/// write it, x * 0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))) (x^3
+/// as pow(x, 3) or products; any order of the factors), the op giving the
+/// activation first; empty unless exactly those ops use `x`.
+SmallVector<Operation *> writtenOutTanhGelu(Value x) {
+  constexpr double kCubic = 0.044715, kSqrt2OverPi = 0.7978845608028654;
+  for (Operation *user : x.getUsers()) {
+    auto inner = dyn_cast<AddOp>(user);
+    if (!inner || !inner->hasOneUse())
+      continue;
+    // inner = x + 0.044715 * x^3
+    Value cubic = inner.getLhs() == x ? inner.getRhs() : inner.getLhs();
+    if (!cubic.hasOneUse())
+      continue;
+    SmallVector<Value> factors;
+    SmallVector<Operation *> ops{inner};
+    productFactors(cubic, true, factors, ops);
+    if (factors.size() == 2) { // 0.044715 * pow(x, 3)
+      for (size_t i = 0; i < 2; ++i) {
+        auto pow = factors[i].getDefiningOp<PowOp>();
+        if (pow && pow->hasOneUse() && pow.getLhs() == x &&
+            isSplatNear(pow.getRhs(), 3.0)) {
+          ops.push_back(pow);
+          factors[i] = x;
+          factors.append({x, x});
+          break;
+        }
+      }
+    }
+    if (!factorsAre(factors, x, 3, {kCubic}))
+      continue;
+    // tanh(sqrt(2/pi) * inner), then 1 + that
+    auto scaled = dyn_cast<MulOp>(*inner->getUsers().begin());
+    if (!scaled || !scaled->hasOneUse())
+      continue;
+    factors.clear();
+    size_t scaledOps = ops.size();
+    productFactors(scaled.getResult(), true, factors, ops);
+    if (factors.size() != 2 || !llvm::is_contained(factors, inner.getResult()))
+      continue;
+    factors.erase(llvm::find(factors, inner.getResult()));
+    if (ops.size() != scaledOps + 1 || !isSplatNear(factors[0], kSqrt2OverPi))
+      continue;
+    auto tanh = dyn_cast<TanhOp>(*scaled->getUsers().begin());
+    if (!tanh || !tanh->hasOneUse())
+      continue;
+    auto onePlus = dyn_cast<AddOp>(*tanh->getUsers().begin());
+    if (!onePlus || !onePlus->hasOneUse() ||
+        !isSplatNear(onePlus.getLhs() == tanh.getResult() ? onePlus.getRhs()
+                                                          : onePlus.getLhs(),
+                     1.0))
+      continue;
+    ops.append({tanh, onePlus});
+    // The product of x, 0.5 and (1 + tanh(...)): climb the single-use
+    // multiplications above 1 + tanh until their factors are exactly those.
+    Operation *top = *onePlus->getUsers().begin();
+    while (isa<MulOp>(top)) {
+      SmallVector<Value> outer;
+      SmallVector<Operation *> outerOps;
+      productFactors(top->getResult(0), true, outer, outerOps);
+      if (llvm::is_contained(outer, onePlus.getResult())) {
+        outer.erase(llvm::find(outer, onePlus.getResult()));
+        if (factorsAre(outer, x, 1, {0.5}) &&
+            top->getResult(0).getType() == x.getType()) {
+          SmallVector<Operation *> all(outerOps);
+          all.append(ops.begin(), ops.end());
+          // Nothing else may read x: the call's output becomes the
+          // activation.
+          for (Operation *reader : x.getUsers())
+            if (!llvm::is_contained(all, reader))
+              return {};
+          return all;
+        }
+      }
+      if (!top->hasOneUse())
+        break;
+      top = *top->getUsers().begin();
+    }
+  }
+  return {};
+}
+
 /// `value` as a vector of `n` elements, if it is one with leading unit dims.
 Value asBiasVector(OpBuilder &builder, Value value, int64_t n) {
   auto type = cast<RankedTensorType>(value.getType());
@@ -286,6 +412,26 @@ struct PrepareLibraryCalls
       }
       user->getResult(0).replaceAllUsesWith(op.getResult());
       user->erase();
+    }
+    // Several readers of the output: GELU's tanh approximation written out.
+    if (canEpilogue && op.getEpilogue() == "none") {
+      SmallVector<Operation *> gelu = writtenOutTanhGelu(op.getResult());
+      if (!gelu.empty()) {
+        op->moveBefore(gelu.front());
+        op.setEpilogue("gelu_tanh");
+        folded.push_back("gelu_tanh epilogue (written out)");
+        gelu.front()->getResult(0).replaceAllUsesWith(op.getResult());
+        // Readers before what they read (each is read only inside).
+        for (bool erased = true; erased;) {
+          erased = false;
+          for (size_t i = 0; i < gelu.size() && !erased; ++i)
+            if (gelu[i]->use_empty()) {
+              gelu[i]->erase();
+              gelu.erase(gelu.begin() + i);
+              erased = true;
+            }
+        }
+      }
     }
     return "";
   }

@@ -141,3 +141,96 @@ func.func @int8_weights(%x: tensor<1x2xbf16>, %s: tensor<2xbf16>, %many: tensor<
   %z = fuse.matmul %many, %d : (tensor<9x2xbf16>, tensor<2x2xbf16>) -> tensor<9x2xbf16>
   return %y, %z : tensor<1x2xbf16>, tensor<9x2xbf16>
 }
+
+// -----
+
+// GELU's tanh approximation as the exporters write it out (GPT-2's
+// x * 0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x * x * x)))) after a
+// linear layer is the call's gelu_tanh epilogue.
+// CHECK-LABEL: func.func @linear_gelu_written_out
+// CHECK: %[[Y:.*]] = fuse.matmul %arg0, %arg1 bias %arg2 {epilogue = "gelu_tanh"}
+// CHECK-NOT: fuse.tanh
+// CHECK: return %[[Y]]
+// CPU-LABEL: func.func @linear_gelu_written_out
+// CPU: fuse.tanh
+func.func @linear_gelu_written_out(%x: tensor<4x8xf32>, %w: tensor<8x6xf32>, %b: tensor<6xf32>) -> tensor<4x6xf32> {
+  %cubic = fuse.constant dense<0.044715> : tensor<f32>
+  %sqrt = fuse.constant dense<0.797884583> : tensor<f32>
+  %one = fuse.constant dense<1.0> : tensor<f32>
+  %half = fuse.constant dense<0.5> : tensor<f32>
+  // expected-remark @+1 {{with its bias add and gelu_tanh epilogue (written out) folded in}}
+  %m = fuse.matmul %x, %w : (tensor<4x8xf32>, tensor<8x6xf32>) -> tensor<4x6xf32>
+  %y = fuse.add %b, %m : (tensor<6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  %y2 = fuse.mul %y, %y : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  %y3 = fuse.mul %y, %y2 : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  %k = fuse.mul %cubic, %y3 : (tensor<f32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  %inner = fuse.add %y, %k : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  %u = fuse.mul %sqrt, %inner : (tensor<f32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  %t = fuse.tanh %u : tensor<4x6xf32>
+  %e = fuse.add %one, %t : (tensor<f32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  %p = fuse.mul %y, %e : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  %g = fuse.mul %half, %p : (tensor<f32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  return %g : tensor<4x6xf32>
+}
+
+// -----
+
+// The same with pow(x, 3), 0.5 * x first and the constants rounded to bf16.
+// CHECK-LABEL: func.func @matmul_gelu_written_out_pow
+// CHECK: %[[Y:.*]] = fuse.matmul %arg0, %arg1 {epilogue = "gelu_tanh"}
+// CHECK-NOT: fuse.pow
+// CHECK: return %[[Y]]
+func.func @matmul_gelu_written_out_pow(%x: tensor<4x8xbf16>, %w: tensor<8x6xbf16>) -> tensor<4x6xbf16> {
+  %three = fuse.constant dense<3.0> : tensor<bf16>
+  %cubic = fuse.constant dense<0.0446777344> : tensor<bf16>
+  %sqrt = fuse.constant dense<0.796875> : tensor<bf16>
+  %one = fuse.constant dense<1.0> : tensor<bf16>
+  %half = fuse.constant dense<0.5> : tensor<bf16>
+  // expected-remark @+1 {{with its gelu_tanh epilogue (written out) folded in}}
+  %y = fuse.matmul %x, %w : (tensor<4x8xbf16>, tensor<8x6xbf16>) -> tensor<4x6xbf16>
+  %h = fuse.mul %y, %half : (tensor<4x6xbf16>, tensor<bf16>) -> tensor<4x6xbf16>
+  %y3 = fuse.pow %y, %three : (tensor<4x6xbf16>, tensor<bf16>) -> tensor<4x6xbf16>
+  %k = fuse.mul %y3, %cubic : (tensor<4x6xbf16>, tensor<bf16>) -> tensor<4x6xbf16>
+  %inner = fuse.add %k, %y : (tensor<4x6xbf16>, tensor<4x6xbf16>) -> tensor<4x6xbf16>
+  %u = fuse.mul %inner, %sqrt : (tensor<4x6xbf16>, tensor<bf16>) -> tensor<4x6xbf16>
+  %t = fuse.tanh %u : tensor<4x6xbf16>
+  %e = fuse.add %t, %one : (tensor<4x6xbf16>, tensor<bf16>) -> tensor<4x6xbf16>
+  %g = fuse.mul %h, %e : (tensor<4x6xbf16>, tensor<4x6xbf16>) -> tensor<4x6xbf16>
+  return %g : tensor<4x6xbf16>
+}
+
+// -----
+
+// Not folded: the pre-activation is also an output, or a constant is not
+// GELU's (0.6 for 0.5).
+// CHECK-LABEL: func.func @gelu_written_out_not_folded
+// CHECK-COUNT-2: fuse.tanh
+func.func @gelu_written_out_not_folded(%x: tensor<4x8xf32>, %w: tensor<8x6xf32>) -> (tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>) {
+  %three = fuse.constant dense<3.0> : tensor<f32>
+  %cubic = fuse.constant dense<0.044715> : tensor<f32>
+  %sqrt = fuse.constant dense<0.797884583> : tensor<f32>
+  %one = fuse.constant dense<1.0> : tensor<f32>
+  %half = fuse.constant dense<0.5> : tensor<f32>
+  %wrong = fuse.constant dense<0.6> : tensor<f32>
+  // expected-remark @+1 {{'fuse.matmul' runs as one library call}}
+  %y = fuse.matmul %x, %w : (tensor<4x8xf32>, tensor<8x6xf32>) -> tensor<4x6xf32>
+  %y3 = fuse.pow %y, %three : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %k = fuse.mul %y3, %cubic : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %inner = fuse.add %k, %y : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  %u = fuse.mul %inner, %sqrt : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %t = fuse.tanh %u : tensor<4x6xf32>
+  %e = fuse.add %t, %one : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %p = fuse.mul %y, %e : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  %g = fuse.mul %p, %half : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  // expected-remark @+1 {{'fuse.matmul' runs as one library call}}
+  %z = fuse.matmul %x, %w : (tensor<4x8xf32>, tensor<8x6xf32>) -> tensor<4x6xf32>
+  %z3 = fuse.pow %z, %three : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %zk = fuse.mul %z3, %cubic : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %zinner = fuse.add %zk, %z : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  %zu = fuse.mul %zinner, %sqrt : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %zt = fuse.tanh %zu : tensor<4x6xf32>
+  %ze = fuse.add %zt, %one : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %zp = fuse.mul %z, %ze : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  %zg = fuse.mul %zp, %wrong : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+  return %g, %y, %zg : tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>
+}
