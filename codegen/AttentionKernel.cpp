@@ -164,17 +164,21 @@ void printAttentionArguments(std::ostream &os, const AttentionShape &shape,
   os << "  args.zero_masked_rows = " << (shape.zeroMaskedRows ? 1 : 0) << ";\n";
 }
 
-void printAttentionTraits(std::ostream &os, const std::string &name,
-                          const AttentionShape &shape,
-                          const AttentionParams &params,
-                          const std::string &qualifiers,
-                          const std::string &f32Exp) {
+std::string printAttentionTraits(std::ostream &os, const std::string &name,
+                                 const AttentionShape &shape,
+                                 const AttentionParams &params,
+                                 const std::string &qualifiers,
+                                 const std::string &f32Exp) {
   bool f64 = shape.dtype == fusec::DType::F64;
   os << "// " << name << ": attention, " << shape.batch << " x " << shape.heads
      << " heads (" << shape.kvHeads << " kv) x " << shape.queryLen
      << " queries x " << shape.keyLen << " keys, head dim " << shape.headDim
      << "; " << params.toString() << "\n";
-  os << "struct " << name << "_traits {\n";
+  std::string traits =
+      std::string("fusec_attention_traits_") + fusec::dtypeName(shape.dtype);
+  std::string guard = llvm::StringRef(traits).upper();
+  os << "#ifndef " << guard << "\n#define " << guard << "\n";
+  os << "struct " << traits << " {\n";
   os << "  typedef " << storageType(shape.dtype) << " storage;\n";
   os << "  typedef " << (f64 ? "double" : "float") << " acc;\n";
   os << "  static " << qualifiers << " acc load(storage x) { return "
@@ -183,7 +187,8 @@ void printAttentionTraits(std::ostream &os, const std::string &name,
      << toStorage(shape.dtype, "x") << "; }\n";
   os << "  static " << qualifiers << " acc exp(acc x) { return "
      << (f64 ? std::string("::exp") : f32Exp) << "(x); }\n";
-  os << "};\n";
+  os << "};\n#endif\n";
+  return traits;
 }
 
 FailureOr<fusec::KernelDesc> buildAttentionKernel(FusionOp fusion,

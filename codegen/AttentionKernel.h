@@ -46,15 +46,18 @@ void printAttentionArguments(std::ostream &os, const AttentionShape &shape,
                              llvm::function_ref<std::string(int)> input,
                              const std::string &output);
 
-/// A comment naming the kernel and its params, then `struct NAME_traits`
-/// for the templates of both targets: the storage and accumulation types,
+/// A comment naming the kernel and its params, then the traits struct for
+/// the templates of both targets: the storage and accumulation types,
 /// load/store conversions and exp (`f32Exp` for f32, ::exp for f64), each
-/// declared `static QUALIFIERS`.
-void printAttentionTraits(std::ostream &os, const std::string &name,
-                          const AttentionShape &shape,
-                          const AttentionParams &params,
-                          const std::string &qualifiers,
-                          const std::string &f32Exp);
+/// declared `static QUALIFIERS`. Returns the struct's name, one per dtype
+/// and defined once per program (an include guard), so that the kernels of
+/// a model's layers instantiate each template once: their compile time is
+/// one layer's, not one per layer.
+std::string printAttentionTraits(std::ostream &os, const std::string &name,
+                                 const AttentionShape &shape,
+                                 const AttentionParams &params,
+                                 const std::string &qualifiers,
+                                 const std::string &f32Exp);
 
 /// The C++ kernel: `extern "C" void name(const void *const *fusec_inputs,
 /// void *const *fusec_outputs)` calling device/AttentionCpu.h with the

@@ -8,7 +8,6 @@
 
 #include "codegen/AttentionKernel.h"
 
-
 #include <sstream>
 
 namespace fuse {
@@ -25,7 +24,8 @@ std::string printCppAttentionKernel(const std::string &name,
                                     const AttentionParams &params,
                                     const AttentionSignature &signature) {
   std::ostringstream os;
-  printAttentionTraits(os, name, shape, params, "inline", "fusec_expf");
+  std::string traits =
+      printAttentionTraits(os, name, shape, params, "inline", "fusec_expf");
   os << "extern \"C\" void " << name
      << "(const void *const *fusec_inputs, void *const *fusec_outputs) {\n";
   printAttentionArguments(
@@ -34,7 +34,7 @@ std::string printCppAttentionKernel(const std::string &name,
       "fusec_outputs[0]");
   os << "  args.parallel = " << (shape.flops() >= kParallelFlops ? 1 : 0)
      << ";\n";
-  os << "  fusec_attention_cpu<" << name << "_traits, " << params.cpuQueryTile
+  os << "  fusec_attention_cpu<" << traits << ", " << params.cpuQueryTile
      << ", " << params.cpuKeyTile << ", " << shape.headDim << ", "
      << shape.valueHeadDim << ">(args);\n";
   os << "}\n";

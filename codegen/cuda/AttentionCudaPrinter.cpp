@@ -20,8 +20,8 @@ std::string printCudaAttentionKernel(const std::string &name,
                                      const AttentionParams &params,
                                      const AttentionSignature &signature) {
   std::ostringstream os;
-  printAttentionTraits(os, name, shape, params, "__device__ __forceinline__",
-                       "expf");
+  std::string traits = printAttentionTraits(
+      os, name, shape, params, "__device__ __forceinline__", "expf");
   os << "extern \"C\" __global__ void __launch_bounds__(" << params.blockX
      << ") " << name << "(";
   for (size_t i = 0; i < signature.inputs.size(); ++i)
@@ -34,12 +34,12 @@ std::string printCudaAttentionKernel(const std::string &name,
       os, shape, signature,
       [](int input) { return "in" + std::to_string(input); }, "out0");
   if (params.kernel == "split-keys")
-    os << "  fusec_attention_split_keys<" << name << "_traits, "
-       << shape.headDim << ", " << shape.valueHeadDim << ", "
-       << params.decodeRows << ", " << (params.vectorKeys ? "true" : "false")
-       << ", " << (params.vectorValues ? "true" : "false") << ", "
-       << params.stages << ">(args, " << params.splits << ", "
-       << params.splitKeys << ", scratch);\n";
+    os << "  fusec_attention_split_keys<" << traits << ", " << shape.headDim
+       << ", " << shape.valueHeadDim << ", " << params.decodeRows << ", "
+       << (params.vectorKeys ? "true" : "false") << ", "
+       << (params.vectorValues ? "true" : "false") << ", " << params.stages
+       << ">(args, " << params.splits << ", " << params.splitKeys
+       << ", scratch);\n";
   else if (params.kernel == "tensor-cores")
     os << "  fusec_attention_tensor_cores<"
        << (shape.dtype == fusec::DType::BF16 ? "true" : "false") << ", "
@@ -48,7 +48,7 @@ std::string printCudaAttentionKernel(const std::string &name,
        << (params.queryInRegisters ? "true" : "false") << ", "
        << (shape.causal ? "true" : "false") << ">(args);\n";
   else
-    os << "  fusec_attention_warp_row<" << name << "_traits, " << shape.headDim
+    os << "  fusec_attention_warp_row<" << traits << ", " << shape.headDim
        << ", " << shape.valueHeadDim << ">(args);\n";
   os << "}\n";
   return os.str();
