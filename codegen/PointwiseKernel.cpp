@@ -141,6 +141,11 @@ const MathFunctionMap &cpuMathFunctions() {
   return functions;
 }
 
+std::string cppKernelSignature(const std::string &name) {
+  return "extern \"C\" void " + name +
+         "(const void *const *fusec_inputs, void *const *fusec_outputs)";
+}
+
 std::string cppPrelude(bool withHalfTypes) {
   std::string prelude = "#include <math.h>\n#include <stdint.h>\n\n"
                         "extern \"C\" {\n";

@@ -94,6 +94,10 @@ std::string printCppKernel(const PointwiseKernel &kernel,
                            const ScheduledPointwise &schedule);
 /// What every C++ translation unit of kernels starts with.
 std::string cppPrelude(bool withHalfTypes);
+/// Every C++ kernel's function: `extern "C" void NAME(const void *const
+/// *fusec_inputs, void *const *fusec_outputs)`, the runtime's one calling
+/// convention (buffers in the order of the kernel's inputs and outputs).
+std::string cppKernelSignature(const std::string &name);
 
 /// Threads per block of grid-stride CUDA kernels (pointwise, layout).
 constexpr unsigned kPointwiseThreadsPerBlock = 256;

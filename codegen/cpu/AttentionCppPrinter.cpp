@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/AttentionKernel.h"
+#include "codegen/PointwiseKernel.h"
 
 #include <sstream>
 
@@ -26,8 +27,7 @@ std::string printCppAttentionKernel(const std::string &name,
   std::ostringstream os;
   std::string traits =
       printAttentionTraits(os, name, shape, params, "inline", "fusec_expf");
-  os << "extern \"C\" void " << name
-     << "(const void *const *fusec_inputs, void *const *fusec_outputs) {\n";
+  os << cppKernelSignature(name) << " {\n";
   printAttentionArguments(
       os, shape, signature,
       [](int input) { return "fusec_inputs[" + std::to_string(input) + "]"; },

@@ -27,8 +27,7 @@ std::string printCppGemv(const GemvShape &shape, const GemvParams &params,
   os << "// y[" << shape.rows << "x" << shape.n << "] = x[" << shape.rows << "x"
      << shape.k << "] @ dequantize(int8 w[" << shape.n << "x" << shape.k
      << "])^T\n";
-  os << "extern \"C\" void " << name
-     << "(const void *const *fusec_inputs, void *const *fusec_outputs) {\n";
+  os << cppKernelSignature(name) << " {\n";
   os << "  const " << element << " *in0 = (const " << element
      << " *)fusec_inputs[0];\n";
   os << "  const int8_t *in1 = (const int8_t *)fusec_inputs[1];\n";

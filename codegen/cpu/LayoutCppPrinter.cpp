@@ -25,8 +25,7 @@ public:
 
 private:
   void printSignature(DType resultType) override {
-    os << "extern \"C\" void " << name
-       << "(const void *const *fusec_inputs, void *const *fusec_outputs) {\n";
+    os << cppKernelSignature(name) << " {\n";
   }
 
   void printLoopHead(int64_t count, DType resultType) override {

@@ -238,8 +238,7 @@ std::string printCppKernel(const PointwiseKernel &kernel,
   llvm::raw_string_ostream raw(source);
   raw_indented_ostream os(raw);
   printKernelComment(os, kernel, "");
-  os << "extern \"C\" void " << kernel.name
-     << "(const void *const *fusec_inputs, void *const *fusec_outputs) {\n";
+  os << cppKernelSignature(kernel.name) << " {\n";
   {
     auto body = os.scope();
     if (kernel.numElements() == 0) {

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/PointwiseKernel.h"
 #include "codegen/ReductionEmitter.h"
 
 #include "ir/TypeUtils.h"
@@ -32,8 +33,7 @@ public:
     bool column = params.column;
     os << header(plan, name, ops,
                  column ? "column tiles in parallel" : "rows in parallel");
-    os << "extern \"C\" void " << name
-       << "(const void *const *fusec_inputs, void *const *fusec_outputs) {\n";
+    os << cppKernelSignature(name) << " {\n";
     os.indent();
     unsigned numInputs = plan.fusion.getInputs().size();
     for (unsigned i = 0; i < numInputs; ++i) {
