@@ -15,7 +15,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
-#include <map>
 #include <set>
 
 using namespace mlir;
@@ -229,27 +228,8 @@ public:
           (program.target == fusec::Target::Cuda ? kFlashAttentionSource
                                                  : kAttentionCpuSource);
     program.source = program.prelude;
-    // The host compiler optimizes each distinct C++ kernel once: a kernel
-    // whose source differs from an earlier one's only in its name (a
-    // model's repeated layers) calls that one.
-    std::map<std::string, std::string> firstOfSource;
-    for (const fusec::KernelDesc &kernel : program.kernels) {
-      if (program.target == fusec::Target::Cpu) {
-        std::string unnamed = kernel.source;
-        for (size_t at = unnamed.find(kernel.name); at != std::string::npos;
-             at = unnamed.find(kernel.name, at + 1))
-          unnamed.replace(at, kernel.name.size(), "\x01");
-        auto [first, isNew] = firstOfSource.emplace(unnamed, kernel.name);
-        if (!isNew) {
-          program.source +=
-              "\n// " + kernel.name + ": the same as " + first->second + "\n" +
-              cppKernelSignature(kernel.name) + " {\n  " + first->second +
-              "(fusec_inputs, fusec_outputs);\n}\n";
-          continue;
-        }
-      }
+    for (const fusec::KernelDesc &kernel : program.kernels)
       program.source += "\n" + kernel.source;
-    }
     return success();
   }
 
