@@ -417,7 +417,6 @@ struct PrepareLibraryCalls
     if (canEpilogue && op.getEpilogue() == "none") {
       SmallVector<Operation *> gelu = writtenOutTanhGelu(op.getResult());
       if (!gelu.empty()) {
-        op->moveBefore(gelu.front());
         op.setEpilogue("gelu_tanh");
         folded.push_back("gelu_tanh epilogue (written out)");
         gelu.front()->getResult(0).replaceAllUsesWith(op.getResult());

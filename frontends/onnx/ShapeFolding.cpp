@@ -479,8 +479,14 @@ std::optional<Ints> foldExpand(const Ints &data, const Ints &shape) {
       return std::nullopt;
   std::optional<Shape> result = broadcastShape(
       {data.shape, Shape(shape.values.begin(), shape.values.end())});
-  if (!result || numElements(*result) > kMaxElements)
+  if (!result)
     return std::nullopt;
+  int64_t count = 1;
+  for (int64_t dim : *result) {
+    count *= dim; // each dim at most 64: checked before it can overflow
+    if (count > kMaxElements)
+      return std::nullopt;
+  }
   Ints expanded{data.dtype, *result, {}};
   for (int64_t i = 0; i < numElements(*result); ++i)
     expanded.values.push_back(
