@@ -525,16 +525,17 @@ std::optional<Ints> foldRange(const std::vector<std::optional<Ints>> &inputs) {
       start.dtype != limit.dtype || start.dtype != delta.dtype ||
       delta.values[0] == 0)
     return std::nullopt;
-  int64_t first = start.values[0], step = delta.values[0];
-  // The count in double (no overflow); only short ranges fold.
-  double count = std::ceil(
-      (static_cast<double>(limit.values[0]) - static_cast<double>(first)) /
-      static_cast<double>(step));
+  // max(ceil((limit - start) / delta), 0) elements, exactly (in 128 bits:
+  // limit - start may not fit 64); only short ranges fold. Every element
+  // lies between start and limit, so none overflows.
+  __int128 first = start.values[0], step = delta.values[0],
+           span = static_cast<__int128>(limit.values[0]) - first;
+  __int128 count = span / step + (span % step != 0 && (span > 0) == (step > 0));
   if (count > kMaxElements)
     return std::nullopt;
-  Ints result{start.dtype, {std::max<int64_t>(0, (int64_t)count)}, {}};
+  Ints result{start.dtype, {count > 0 ? static_cast<int64_t>(count) : 0}, {}};
   for (int64_t i = 0; i < result.shape[0]; ++i)
-    result.values.push_back(first + i * step);
+    result.values.push_back(static_cast<int64_t>(first + i * step));
   return result;
 }
 
