@@ -41,8 +41,8 @@ void affineGrid(OnnxConverter &converter, const onnx::NodeProto &,
     throw Unsupported{"AffineGrid's theta must be [" + std::to_string(size[0]) +
                       ", " + std::to_string(spatial) + ", " +
                       std::to_string(spatial + 1) + "] for that size"};
-  // The positions become a constant: their count is bounded before it is
-  // multiplied out (2^26, as every constant a converter builds).
+  // The positions: their count is bounded before it is multiplied out
+  // (2^26, as every tensor a converter sizes).
   int64_t positions = 1;
   for (int64_t d = 2; d < static_cast<int64_t>(size.size()); ++d) {
     if (size[d] <= 0 || size[d] > (int64_t(1) << 26) / positions)
@@ -50,34 +50,45 @@ void affineGrid(OnnxConverter &converter, const onnx::NodeProto &,
                         "most 2^26 positions in all"};
     positions *= size[d];
   }
-  checkConstantElements(positions * (spatial + 1), "AffineGrid's positions");
-  // Row p of the transposed grid: (x, y, (z,) 1) of position p; x runs
-  // along the last dim.
-  Tensor grid(DType::F64, {spatial + 1, positions});
-  for (int64_t p = 0; p < positions; ++p) {
-    int64_t rest = p;
-    for (int64_t k = 0; k < spatial; ++k) {
-      const int64_t dim = size[size.size() - 1 - k];
-      const int64_t i = rest % dim;
-      rest /= dim;
-      double coordinate;
-      // NumPy's arange: start + i * ((start + step) - start).
-      const double step = alignCorners ? 2.0 / (dim - 1) : 2.0 / dim;
-      const double start = alignCorners ? -1.0 : -1.0 + step / 2;
-      coordinate = alignCorners && dim == 1
-                       ? -1.0
-                       : start + i * ((start + step) - start);
-      grid.set(k * positions + p, coordinate);
-    }
-    grid.set(spatial * positions + p, 1.0);
+  // Row k of the transposed grid, [spatial + 1, positions]: coordinate k
+  // (x runs along the last dim) of every position, or 1; each row is one
+  // dim's coordinates broadcast over the others, so the constants hold a
+  // dim's worth each, not the grid (which only the kernels write).
+  Shape spatialShape(size.begin() + 2, size.end());
+  std::vector<std::string> rows;
+  for (int64_t k = 0; k < spatial; ++k) {
+    const int64_t axis = spatial - 1 - k, dim = spatialShape[axis];
+    Shape along(spatial, 1);
+    along[axis] = dim;
+    Tensor coordinates(DType::F64, along);
+    // NumPy's arange: start + i * ((start + step) - start).
+    const double step = alignCorners ? 2.0 / (dim - 1) : 2.0 / dim;
+    const double start = alignCorners ? -1.0 : -1.0 + step / 2;
+    for (int64_t i = 0; i < dim; ++i)
+      coordinates.set(i, alignCorners && dim == 1
+                             ? -1.0
+                             : start + i * ((start + step) - start));
+    std::string suffix = "axis" + std::to_string(k);
+    std::string spread = converter.addStep(
+        node, "expand",
+        {converter.addStepConstant(node, "coordinates_" + suffix, coordinates)},
+        "positions_" + suffix, {{"shape", spatialShape}});
+    rows.push_back(
+        viewStep(converter, node, spread, {1, positions}, "row_" + suffix));
   }
+  Tensor one(DType::F64, {1, 1});
+  one.set(0, 1.0);
+  rows.push_back(converter.addStep(
+      node, "expand", {converter.addStepConstant(node, "one", one)}, "ones",
+      {{"shape", std::vector<int64_t>{1, positions}}}));
+  std::string grid =
+      converter.addStep(node, "concat", rows, "grid", {{"axis", int64_t(0)}});
   std::string wide = theta;
   if (dtype != DType::F64)
     wide = converter.addStep(node, "cast", {theta}, "theta_f64",
                              {{"dtype", std::string("f64")}});
-  std::string product = converter.addStep(
-      node, "matmul", {wide, converter.addStepConstant(node, "grid", grid)},
-      "product");
+  std::string product =
+      converter.addStep(node, "matmul", {wide, grid}, "product");
   std::string moved =
       converter.addStep(node, "transpose", {product}, "moved",
                         {{"perm", std::vector<int64_t>{0, 2, 1}}});
