@@ -502,3 +502,30 @@ TEST_CASE("attention formation stops with a remark where the chain differs",
                              "the bias") != std::string::npos;
   CHECK(explained);
 }
+
+TEST_CASE("a model's identical attention kernels compile once", "[attention]") {
+  // Two layers' attention of one shape: their kernels differ only in name,
+  // so the compile units define one function both run (the traits struct
+  // is shared per dtype, not named after each kernel).
+  GraphBuilder b("two_layers");
+  std::string x = b.input("x", DType::BF16, {1, 4, 64, 64});
+  auto layer = [&](const std::string &in) {
+    return b.op("attention", {in, in, in},
+                {{"num_heads", int64_t(4)},
+                 {"head_dim", int64_t(64)},
+                 {"value_head_dim", int64_t(64)},
+                 {"scale", 0.125},
+                 {"causal", int64_t(1)}});
+  };
+  b.output(layer(layer(x)));
+  for (Target target : {Target::Cpu, Target::Cuda}) {
+    INFO("target " << targetName(target));
+    Program program =
+        lowerGraph(b.build(), test::testOptions(true, target)).program;
+    REQUIRE(program.kernels.size() == 2);
+    CHECK(program.kernels[0].name != program.kernels[1].name);
+    CompileUnits units = splitIntoCompileUnits(program, 4);
+    CHECK(units.sources.size() == 1);
+    CHECK(units.functionOf[0] == units.functionOf[1]);
+  }
+}
