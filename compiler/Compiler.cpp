@@ -3,6 +3,7 @@
 #include "compiler/Compiler.h"
 
 #include "compiler/Driver.h"
+#include "compiler/PipelineOptions.h"
 #include "frontends/Onnx.h"
 
 #include <chrono>
@@ -223,12 +224,7 @@ Lowering lower(const CompileOptions &options, bool captureIR, Stage stopAfter,
   pm.addInstrumentation(std::make_unique<PassTimer>(lowering.passMillis));
   if (trace::enabled())
     pm.addInstrumentation(std::make_unique<PassTracer>());
-  fuse::PipelineOptions pipeline;
-  pipeline.fuse = options.fuse;
-  pipeline.attention = options.attention;
-  pipeline.libraryEpilogues =
-      options.fuse && resolveTarget(options) == Target::Cuda;
-  if (failed(fuse::buildDefaultPipeline(pm, pipeline)))
+  if (failed(fuse::buildDefaultPipeline(pm, pipelineOptionsFor(options))))
     diagnostics.fail("fusec: internal error: bad default pipeline");
   {
     trace::Scope passes("passes", "pipeline");
@@ -404,6 +400,18 @@ Lowering lowerBuffer(const std::string &contents, ModelFormat format,
                       options, captureIR, stopAfter);
   }
   llvm_unreachable("every model format is handled");
+}
+
+fuse::PipelineOptions pipelineOptionsFor(const CompileOptions &options) {
+  fuse::PipelineOptions pipeline;
+  pipeline.fuse = options.fuse;
+  pipeline.attention = options.attention;
+  pipeline.libraryEpilogues =
+      options.fuse && resolveTarget(options) == Target::Cuda;
+  if (options.precision)
+    pipeline.precision = dtypeName(*options.precision);
+  pipeline.keepF32Nodes = options.keepF32Nodes;
+  return pipeline;
 }
 
 Target resolveTarget(const CompileOptions &options) {

@@ -49,6 +49,13 @@ struct CompileOptions {
   /// CUDA: NVRTC architecture ("sm_80"); "" for the device's own, or sm_90a
   /// when compiling without a GPU.
   std::string gpuArch;
+  /// Runs the model's f32 tensors in this dtype (BF16 or F16): matmuls,
+  /// attention and memory-bound tensors, with f32 accumulation; inputs and
+  /// outputs keep their dtypes (docs/precision.md has the per-op policy).
+  /// Unset: every tensor keeps the dtype the model gives it.
+  std::optional<DType> precision;
+  /// With `precision`: the nodes (by name) whose f32 tensors stay f32.
+  std::vector<std::string> keepF32Nodes;
   /// false: one kernel per op, the eager-like baseline.
   bool fuse = true;
   /// false (with `fuse`): attention runs as its matmul, softmax and matmul

@@ -8,6 +8,7 @@
 #include "mlir/Pass/Pass.h"
 
 #include <string>
+#include <vector>
 
 namespace fuse {
 
@@ -27,6 +28,11 @@ struct PipelineOptions {
   bool libraryEpilogues = true;
   /// Replace attention chains with fuse.attention (only when fusing).
   bool attention = true;
+  /// "bf16" or "f16": the model's f32 tensors run in that dtype
+  /// (fuse-lower-precision, first); "": as the model gives them.
+  std::string precision;
+  /// With `precision`: names of nodes whose f32 tensors stay f32.
+  std::vector<std::string> keepF32Nodes;
 };
 
 /// The default pipeline as one textual string: library calls prepared,

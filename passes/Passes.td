@@ -9,6 +9,36 @@ include "mlir/Pass/PassBase.td"
 // Before fusion
 //===----------------------------------------------------------------------===//
 
+def FuseLowerPrecision : Pass<"fuse-lower-precision", "mlir::ModuleOp"> {
+  let summary = "Run the f32 tensors of a model in bf16 or f16 (--precision)";
+  let description = [{
+    Runs first. Every op on f32 tensors is retyped to `dtype`, except the
+    ops kept in f32: bitcasts, the quantized ops, the nodes named by `keep`
+    (their NameLoc), and the ops computing an f32 value that a cast to an
+    integer or bool reads (back to a matmul or attention). Constants read
+    by lowered ops are converted (finite values saturate); a cast joins
+    each lowered value to an f32 reader, so the function's signature is
+    unchanged:
+
+      %y = fuse.sin %x : tensor<4xf32>; return %y
+        => %l = fuse.cast %x : tensor<4xf32> to tensor<4xbf16>
+           %s = fuse.sin %l : tensor<4xbf16>
+           %y = fuse.cast %s : tensor<4xbf16> to tensor<4xf32>; return %y
+  }];
+  let options = [
+    Option<"dtype", "dtype", "std::string", /*default=*/"\"bf16\"",
+           "The dtype f32 tensors become: bf16 or f16">,
+    ListOption<"keep", "keep", "std::string",
+               "Names of nodes whose f32 tensors stay f32">,
+  ];
+  let statistics = [
+    Statistic<"numLowered", "num-lowered", "Ops retyped to the low dtype">,
+    Statistic<"numBoundaryCasts", "num-boundary-casts",
+              "Casts and converted constants between f32 and the low dtype">,
+  ];
+  let dependentDialects = ["fuse::FuseDialect"];
+}
+
 def FuseDecomposeComposites
     : Pass<"fuse-decompose-composites", "mlir::func::FuncOp"> {
   let summary = "Rewrite composite ops into the primitives that define them";

@@ -21,6 +21,15 @@ std::string fuse::defaultPipeline(const PipelineOptions &options) {
 
 mlir::LogicalResult fuse::buildDefaultPipeline(mlir::OpPassManager &pm,
                                                const PipelineOptions &options) {
+  // Added as a pass, not parsed: node names may hold the pipeline syntax's
+  // commas and braces.
+  if (!options.precision.empty()) {
+    FuseLowerPrecisionOptions precision;
+    precision.dtype = options.precision;
+    precision.keep.assign(options.keepF32Nodes.begin(),
+                          options.keepF32Nodes.end());
+    pm.addPass(createFuseLowerPrecision(std::move(precision)));
+  }
   return mlir::parsePassPipeline(functionPipeline(options), pm);
 }
 
@@ -34,6 +43,8 @@ void fuse::registerAllFusePasses() {
         fuse ? "Canonicalize, CSE and form fusion regions"
              : "Canonicalize, CSE and wrap every pointwise op alone",
         [fuse](mlir::OpPassManager &pm) {
-          (void)buildDefaultPipeline(pm, {fuse, true});
+          PipelineOptions options;
+          options.fuse = fuse;
+          (void)buildDefaultPipeline(pm, options);
         });
 }

@@ -76,6 +76,17 @@ cl::opt<bool> tf32Flag("tf32",
                                 "(faster, 10-bit\nmantissa inputs; off by "
                                 "default)"),
                        cl::cat(compileCategory));
+cl::opt<std::string> precisionFlag(
+    "precision", cl::value_desc("bf16|f16"),
+    cl::desc("run the model's f32 tensors in bf16 or f16 (matmuls with\n"
+             "f32 accumulation; reductions and norm statistics in f32;\n"
+             "inputs and outputs keep their dtypes; docs/precision.md)"),
+    cl::cat(compileCategory));
+cl::list<std::string>
+    keepF32Flags("keep-f32", cl::value_desc("NODE"),
+                 cl::desc("with --precision: the node named NODE stays in f32\n"
+                          "(repeatable)"),
+                 cl::cat(compileCategory));
 cl::opt<bool>
     noCudaGraphFlag("no-cuda-graph",
                     cl::desc("CUDA: launch each step of a run on its own "
@@ -169,6 +180,18 @@ cl::opt<std::string> atolFlag("atol", cl::value_desc("A"),
                               cl::desc("--expect's absolute bound (default "
                                        "1e-7)"),
                               cl::cat(runCategory));
+cl::opt<std::string> expectRelL2Flag(
+    "expect-rel-l2", cl::value_desc("E"),
+    cl::desc("hold each --expect output to ||y - expected|| <= E *\n"
+             "||expected|| (L2 norms) instead of --rtol/--atol: a run in\n"
+             "reduced precision against an f32 reference"),
+    cl::cat(runCategory));
+cl::opt<std::string> expectTop1Flag(
+    "expect-top1", cl::value_desc("F"),
+    cl::desc("also require each --expect output's largest element\n"
+             "along its last dim (a logit's token) at the expected\n"
+             "position in at least the fraction F of rows"),
+    cl::cat(runCategory));
 cl::opt<std::string> outputsDirFlag("outputs-dir", cl::value_desc("DIR"),
                                     cl::desc("with --run, write DIR/<output "
                                              "name>.npy"),
@@ -233,6 +256,8 @@ struct CliOptions {
   /// to (ONNX's test suite tolerances by default).
   std::vector<std::string> expectFiles;
   double rtol = 1e-3, atol = 1e-7;
+  /// --expect-rel-l2 (replaces rtol/atol) and --expect-top1, when given.
+  std::optional<double> relL2Bound, topOneBound;
   bool run = false, check = false;
   /// --profile: timed runs (0: no profile); --profile-json: where to write it.
   int profileRuns = 0;
@@ -349,6 +374,18 @@ CliOptions parseArguments(int argc, char **argv) {
       throw UsageError{"--gpu-arch expects sm_XY (e.g. sm_90a), got '" +
                        gpuArchFlag + "'"};
   }
+  if (precisionFlag.getNumOccurrences()) {
+    if (precisionFlag == "bf16")
+      options.compile.precision = DType::BF16;
+    else if (precisionFlag == "f16")
+      options.compile.precision = DType::F16;
+    else
+      throw UsageError{"unknown --precision '" + precisionFlag +
+                       "' (expected bf16 or f16)"};
+  }
+  if (keepF32Flags.getNumOccurrences() && !options.compile.precision)
+    throw UsageError{"--keep-f32 needs --precision"};
+  options.compile.keepF32Nodes.assign(keepF32Flags.begin(), keepF32Flags.end());
   options.compile.fastMath = fastMathFlag;
   options.compile.tf32 = tf32Flag;
   options.compile.cudaGraph = !noCudaGraphFlag;
@@ -427,6 +464,21 @@ CliOptions parseArguments(int argc, char **argv) {
                        " needs a non-negative number, got '" + text + "'"};
     *bound = value;
   }
+  for (auto [flag, bound] :
+       {std::pair{&expectRelL2Flag, &options.relL2Bound},
+        std::pair{&expectTop1Flag, &options.topOneBound}}) {
+    if (!flag->getNumOccurrences())
+      continue;
+    const std::string &text = *flag;
+    char *end = nullptr;
+    double value = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end || !(value >= 0) ||
+        (flag == &expectTop1Flag && value > 1))
+      throw UsageError{"--" + flag->ArgStr.str() + " needs a number in " +
+                       (flag == &expectTop1Flag ? "[0, 1]" : "[0, inf)") +
+                       ", got '" + text + "'"};
+    *bound = value;
+  }
   options.cacheStats = cacheStatsFlag;
   options.cacheClear = cacheClearFlag;
   options.cacheCleanup = cacheCleanupFlag;
@@ -452,6 +504,9 @@ CliOptions parseArguments(int argc, char **argv) {
     throw UsageError{"--profile and --profile-json need --run"};
   if (!options.expectFiles.empty() && !options.run)
     throw UsageError{"--expect needs --run"};
+  if ((options.relL2Bound || options.topOneBound) &&
+      options.expectFiles.empty())
+    throw UsageError{"--expect-rel-l2 and --expect-top1 need --expect"};
   if (!options.inputFiles.empty() && !options.run && !options.check)
     throw UsageError{"--inputs needs --run or --check"};
   if (options.emit == "ptx" && options.compile.target != Target::Cuda)
@@ -749,6 +804,30 @@ int runCli(const CliOptions &options) {
         throw Error(file + ": error: output '" + program.outputNames[i] +
                     "' is " + outputs[i].typeString() + " but " +
                     expected.typeString() + " was expected");
+      const std::string &name = program.outputNames[i];
+      if (options.relL2Bound || options.topOneBound) {
+        std::string verdicts;
+        if (options.relL2Bound) {
+          double error = relativeL2Error(outputs[i], expected);
+          bool ok = error <= *options.relL2Bound;
+          expectedOk &= ok;
+          char verdict[96];
+          std::snprintf(verdict, sizeof verdict, " rel_l2=%.3g (bound %g) %s",
+                        error, *options.relL2Bound, ok ? "ok" : "FAILED");
+          verdicts += verdict;
+        }
+        if (options.topOneBound) {
+          double agreement = topOneAgreement(outputs[i], expected);
+          bool ok = agreement >= *options.topOneBound;
+          expectedOk &= ok;
+          char verdict[96];
+          std::snprintf(verdict, sizeof verdict, " top1=%.4f (bound %g) %s",
+                        agreement, *options.topOneBound, ok ? "ok" : "FAILED");
+          verdicts += verdict;
+        }
+        std::printf("expect %s:%s\n", name.c_str(), verdicts.c_str());
+        continue;
+      }
       Comparison comparison =
           compareTensors(outputs[i], expected, {options.atol, options.rtol});
       expectedOk &= comparison.ok();

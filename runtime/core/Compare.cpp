@@ -50,6 +50,40 @@ Comparison compareTensors(const Tensor &actual, const Tensor &expected,
   return result;
 }
 
+double relativeL2Error(const Tensor &actual, const Tensor &expected) {
+  double errorSquares = 0, expectedSquares = 0;
+  for (int64_t i = 0; i < expected.numElements(); ++i) {
+    double a = actual.at(i), e = expected.at(i);
+    if ((std::isnan(a) && std::isnan(e)) || (std::isinf(e) && a == e))
+      continue;
+    if (!std::isfinite(a) || !std::isfinite(e))
+      return INFINITY;
+    errorSquares += (a - e) * (a - e);
+    expectedSquares += e * e;
+  }
+  if (errorSquares == 0)
+    return 0;
+  return std::sqrt(errorSquares / expectedSquares);
+}
+
+double topOneAgreement(const Tensor &actual, const Tensor &expected) {
+  int64_t rowLength = expected.shape.empty() ? 1 : expected.shape.back();
+  int64_t rows = rowLength == 0 ? 0 : expected.numElements() / rowLength;
+  if (rows == 0)
+    return 1;
+  auto argmax = [&](const Tensor &tensor, int64_t row) {
+    int64_t best = row * rowLength;
+    for (int64_t i = best + 1; i < (row + 1) * rowLength; ++i)
+      if (tensor.at(i) > tensor.at(best))
+        best = i;
+    return best;
+  };
+  int64_t agreeing = 0;
+  for (int64_t row = 0; row < rows; ++row)
+    agreeing += argmax(actual, row) == argmax(expected, row);
+  return static_cast<double>(agreeing) / rows;
+}
+
 Tensor randomTensor(DType dtype, const Shape &shape, std::mt19937_64 &rng,
                     double low, double high) {
   Tensor tensor(dtype, shape);

@@ -32,6 +32,16 @@ inline Comparison compareTensors(const Tensor &actual, const Tensor &expected) {
   return compareTensors(actual, expected, toleranceFor(expected.dtype));
 }
 
+/// ||actual - expected||_2 / ||expected||_2 over every element: how far a
+/// run in reduced precision is from a reference (infinite when a NaN or
+/// infinity of one is not the other's; 0 for two empty or two zero tensors).
+double relativeL2Error(const Tensor &actual, const Tensor &expected);
+
+/// The fraction of rows (along the last dim) whose largest element is at
+/// the same position in both (the first of equal largest ones): how often
+/// logits pick the same token. 1 for a tensor with no rows.
+double topOneAgreement(const Tensor &actual, const Tensor &expected);
+
 /// Uniform random elements in [low, high] (ints: integers in that range,
 /// bools: 0/1).
 Tensor randomTensor(DType dtype, const Shape &shape, std::mt19937_64 &rng,

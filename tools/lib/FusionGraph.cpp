@@ -12,6 +12,7 @@
 #include "tools/lib/FusionGraph.h"
 
 #include "codegen/RegionKind.h"
+#include "compiler/PipelineOptions.h"
 #include "frontends/Importer.h"
 #include "frontends/Onnx.h"
 #include "ir/FuseDialect.h"
@@ -468,10 +469,7 @@ std::string fusionGraphDot(const std::string &path,
     throw Error(path + ": error: cannot import the model for --emit=dot");
   PassManager pm(&context);
   pm.addInstrumentation(std::make_unique<TagOps>(tagOf));
-  fuse::PipelineOptions pipeline;
-  pipeline.fuse = options.fuse;
-  pipeline.libraryEpilogues = options.fuse && program.target == Target::Cuda;
-  if (failed(fuse::buildDefaultPipeline(pm, pipeline)) ||
+  if (failed(fuse::buildDefaultPipeline(pm, pipelineOptionsFor(options))) ||
       failed(pm.run(*module)))
     throw Error(path + ": error: the fusion pipeline failed for --emit=dot");
   SmallVector<func::FuncOp> funcs(module->getOps<func::FuncOp>());
