@@ -25,6 +25,7 @@
 #include <functional>
 #include <map>
 #include <omp.h>
+#include <optional>
 #include <unistd.h>
 
 using namespace fusec;
@@ -795,7 +796,8 @@ void regionFormation(Target target) {
 /// A whole model (a .onnx or .json file): per-run latency of
 /// CompiledModel::run on host tensors with the CUDA graph, without it, and
 /// unfused; the device time of its steps; the cold compile time.
-void runModel(const std::string &path, Target target, int reps) {
+void runModel(const std::string &path, Target target, int reps,
+              std::optional<DType> precision) {
   auto freshCache = [] {
     char pattern[] = "/tmp/fusec-bench-model-XXXXXX";
     if (!mkdtemp(pattern))
@@ -804,6 +806,7 @@ void runModel(const std::string &path, Target target, int reps) {
   };
   CompileOptions options;
   options.target = target;
+  options.precision = precision;
   options.cacheDir = freshCache();
   auto compileStart = std::chrono::steady_clock::now();
   CompiledModel fused = compileFile(path, options);
@@ -838,16 +841,17 @@ void runModel(const std::string &path, Target target, int reps) {
     }
   }
   std::string name = path.substr(path.find_last_of('/') + 1);
-  std::printf("{\"case\": \"model:%s\", \"target\": \"%s\", "
-              "\"run_us\": %.1f, \"run_us_no_graph\": %.1f, "
-              "\"unfused_run_us\": %.1f, \"device_us\": %.1f, "
-              "\"device_us_attention_unfused\": %.1f, "
-              "\"kernels\": %zu, \"library_calls\": %zu, "
-              "\"unfused_kernels\": %zu, \"cold_compile_ms\": %.0f}\n",
-              name.c_str(), targetName(target), runUs, stepwiseUs, unfusedUs,
-              deviceUs, chainDeviceUs, fused.kernels().size(),
-              fused.program().matmuls.size(), unfused.kernels().size(),
-              compileMs);
+  std::printf(
+      "{\"case\": \"model:%s\", \"target\": \"%s\", "
+      "\"precision\": \"%s\", \"run_us\": %.1f, \"run_us_no_graph\": %.1f, "
+      "\"unfused_run_us\": %.1f, \"device_us\": %.1f, "
+      "\"device_us_attention_unfused\": %.1f, "
+      "\"kernels\": %zu, \"library_calls\": %zu, "
+      "\"unfused_kernels\": %zu, \"cold_compile_ms\": %.0f}\n",
+      name.c_str(), targetName(target),
+      precision ? dtypeName(*precision) : "as exported", runUs, stepwiseUs,
+      unfusedUs, deviceUs, chainDeviceUs, fused.kernels().size(),
+      fused.program().matmuls.size(), unfused.kernels().size(), compileMs);
   std::fflush(stdout);
   std::system(("rm -rf '" + options.cacheDir + "'").c_str());
 }
@@ -859,6 +863,7 @@ int main(int argc, char **argv) {
   std::string target = "cpu";
   bool fastMath = true;
   std::vector<std::string> only, models;
+  std::optional<DType> precision;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg.rfind("--reps=", 0) == 0)
@@ -869,9 +874,12 @@ int main(int argc, char **argv) {
       only.push_back(arg.substr(7));
     else if (arg == "--target=cpu" || arg == "--target=cuda")
       target = arg.substr(9);
+    else if (arg == "--precision=bf16" || arg == "--precision=f16")
+      precision = arg == "--precision=bf16" ? DType::BF16 : DType::F16;
     else {
       std::fprintf(stderr, "usage: fusec-bench [--target=cpu|cuda] "
-                           "[--reps=N] [--case=NAME]... [--model=FILE]...\n");
+                           "[--reps=N] [--case=NAME]... [--model=FILE]... "
+                           "[--precision=bf16|f16]\n");
       return 2;
     }
   }
@@ -902,7 +910,7 @@ int main(int argc, char **argv) {
       }
       for (const std::string &model : models)
         runModel(model, target == "cuda" ? Target::Cuda : Target::Cpu,
-                 reps ? reps : 100);
+                 reps ? reps : 100, precision);
     } catch (const Error &error) {
       std::fprintf(stderr, "%s\n", error.what());
       return 1;

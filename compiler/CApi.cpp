@@ -381,6 +381,28 @@ fusec_status fusec_options_set_gpu_arch(fusec_options *options,
   });
 }
 
+fusec_status fusec_options_set_precision(fusec_options *options,
+                                         fusec_dtype dtype) {
+  return guarded([&] {
+    DType precision = dtypeOf(dtype);
+    if (precision != DType::BF16 && precision != DType::F16 &&
+        precision != DType::F32)
+      throw InvalidArgument{std::string("fusec: the precision must be bf16, "
+                                        "f16 or f32 (off), got ") +
+                            dtypeName(precision)};
+    CompileOptions &set = required(options, "the options").compile;
+    set.precision = precision == DType::F32 ? std::nullopt
+                                            : std::optional<DType>(precision);
+  });
+}
+
+fusec_status fusec_options_keep_f32(fusec_options *options, const char *node) {
+  return guarded([&] {
+    std::string name = nonNull(node, "the node name");
+    required(options, "the options").compile.keepF32Nodes.push_back(name);
+  });
+}
+
 fusec_status fusec_options_set_flag(fusec_options *options, fusec_flag flag,
                                     int enabled) {
   return guarded([&] {

@@ -138,8 +138,50 @@ static void testOptions(const char *cacheDir) {
         FUSEC_ERROR_INVALID_ARGUMENT, "negative");
   FAILS(fusec_options_set_flag(NULL, FUSEC_FLAG_FUSE, 1),
         FUSEC_ERROR_INVALID_ARGUMENT, "the options is NULL");
+  OK(fusec_options_set_precision(options, FUSEC_BF16));
+  OK(fusec_options_set_precision(options, FUSEC_F16));
+  OK(fusec_options_set_precision(options, FUSEC_F32));
+  FAILS(fusec_options_set_precision(options, FUSEC_I8),
+        FUSEC_ERROR_INVALID_ARGUMENT, "must be bf16, f16 or f32 (off), got i8");
+  OK(fusec_options_keep_f32(options, "head"));
+  FAILS(fusec_options_keep_f32(options, NULL), FUSEC_ERROR_INVALID_ARGUMENT,
+        "the node name is NULL");
   fusec_options_destroy(options);
   fusec_options_destroy(NULL);
+}
+
+/* --precision through the C API: the seed model in bf16 keeps its f32
+   inputs and outputs, within bf16's rounding of the f32 result; a node
+   --keep-f32 names must exist. */
+static void testPrecision(const char *sourceDir, const char *cacheDir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/examples/seed.json", sourceDir);
+  fusec_options *options = cpuOptions(cacheDir);
+  OK(fusec_options_set_precision(options, FUSEC_BF16));
+  fusec_model *model = NULL;
+  OK(fusec_compile_file(path, options, &model));
+  if (model) {
+    fusec_dtype dtype;
+    OK(fusec_model_output(model, 0, NULL, &dtype, NULL, NULL));
+    CHECK(dtype == FUSEC_F32);
+    float x[6], y[6], z[6];
+    for (int i = 0; i < 6; ++i) {
+      x[i] = 0.3f * (float)i - 0.7f;
+      y[i] = 1.5f - 0.4f * (float)i;
+    }
+    fusec_tensor inputs[2] = {hostTensor(FUSEC_F32, 2, kShape, x),
+                              hostTensor(FUSEC_F32, 2, kShape, y)};
+    fusec_tensor output = hostTensor(FUSEC_F32, 2, kShape, z);
+    OK(fusec_model_run(model, 2, inputs, 1, &output, NULL));
+    /* bf16 keeps 8 significant bits; the seed rounds after each op. */
+    for (int i = 0; i < 6; ++i)
+      CHECK(near(z[i], seedReference(x[i], y[i]), 3e-2));
+    fusec_model_destroy(model);
+  }
+  OK(fusec_options_keep_f32(options, "no_such_node"));
+  FAILS(fusec_compile_file(path, options, &model), FUSEC_ERROR,
+        "no node named 'no_such_node'");
+  fusec_options_destroy(options);
 }
 
 static void testFileModel(const char *sourceDir, const char *cacheDir) {
@@ -475,6 +517,7 @@ int main(int argc, char **argv) {
   testLibrary();
   testOptions(argv[2]);
   testFileModel(argv[1], argv[2]);
+  testPrecision(argv[1], argv[2]);
   testBuffers(argv[1], argv[2]);
   testGraph(argv[2]);
   testNullHandles();

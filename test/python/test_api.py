@@ -308,6 +308,26 @@ def test_options_and_remarks(tmp_path):
     assert all("remark" in remark for remark in remarks)
 
 
+def test_precision():
+    rng = np.random.default_rng(3)
+    g = fusec.Graph("block")
+    x = g.input("x", "f32", (16, 256))
+    w = g.constant("w", rng.uniform(-0.1, 0.1, (256, 64)).astype(np.float32))
+    g.output(g.op("softmax", [g.op("matmul", [x, w])]))
+    data = rng.uniform(-1, 1, (16, 256)).astype(np.float32)
+    (expected,) = fusec.compile(g, target="cpu")(data)
+    for precision, bound in (("bf16", 2e-2), ("f16", 5e-3)):
+        (actual,) = fusec.compile(g, target="cpu", precision=precision)(data)
+        assert actual.dtype == np.float32  # outputs keep their dtype
+        error = np.linalg.norm(actual - expected) / np.linalg.norm(expected)
+        assert 0 < error <= bound, (precision, error)
+    with pytest.raises(fusec.Error, match="no node named 'nope'"):
+        fusec.compile(g, target="cpu", precision="bf16", keep_f32=["nope"])
+    with pytest.raises(fusec.Error, match="precision must be bf16, f16 or "
+                                          "f32 \\(off\\), got i8"):
+        fusec.compile(g, target="cpu", precision="i8")
+
+
 def test_cache_controls(tmp_path):
     directory = tmp_path / "kernels"
     assert fusec.cache_dir(str(directory)) == str(directory)

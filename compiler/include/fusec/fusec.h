@@ -163,6 +163,17 @@ typedef void (*fusec_remark_callback)(const char *remark, void *user_data);
 FUSEC_API fusec_status fusec_options_set_remark_callback(
     fusec_options *options, fusec_remark_callback callback, void *user_data);
 
+/* Runs the model's f32 tensors in `dtype`, FUSEC_BF16 or
+   FUSEC_F16 (matmuls accumulate in f32; reductions and norm statistics
+   stay f32 inside their kernels; inputs and outputs keep their dtypes:
+   docs/precision.md). FUSEC_F32 turns it off (the default). */
+FUSEC_API fusec_status fusec_options_set_precision(fusec_options *options,
+                                                   fusec_dtype dtype);
+/* With a precision set: the f32 tensors of the node named `node` stay f32
+   (call once per node). */
+FUSEC_API fusec_status fusec_options_keep_f32(fusec_options *options,
+                                              const char *node);
+
 /* ---- Graphs built in code (the C++ GraphBuilder) ---------------------- */
 
 /* Ops are fuse mnemonics with ONNX attribute names (docs/json-format.md).

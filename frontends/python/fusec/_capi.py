@@ -86,6 +86,8 @@ _SIGNATURES = {
     "fusec_options_set_input_shape": ([_P, _STR, _I32, _PI64], None),
     "fusec_options_set_cache_dir": ([_P, _STR], None),
     "fusec_options_set_remark_callback": ([_P, RemarkCallback, _P], None),
+    "fusec_options_set_precision": ([_P, _INT], None),
+    "fusec_options_keep_f32": ([_P, _STR], None),
     "fusec_graph_create": ([_STR, ctypes.POINTER(_P)], None),
     "fusec_graph_destroy": ([_P], "void"),
     "fusec_graph_input": ([_P, _STR, _INT, _I32, _PI64, _PSTR], None),

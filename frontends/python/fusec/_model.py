@@ -70,6 +70,13 @@ class _Options:
                     _capi.check(_capi.lib.fusec_options_set_input_shape(
                         handle, _capi.encode(name), len(shape),
                         _capi.int64_array(shape)))
+            elif key == "precision":
+                _capi.check(_capi.lib.fusec_options_set_precision(
+                    handle, _dtypes.code_of(value or "f32")))
+            elif key == "keep_f32":
+                for node in value:
+                    _capi.check(_capi.lib.fusec_options_keep_f32(
+                        handle, _capi.encode(node)))
             elif key == "on_remark":
                 self.callback = _capi.RemarkCallback(
                     lambda text, _: value(_capi.decode(text)))
@@ -80,7 +87,8 @@ class _Options:
                     "fusec.compile() got an unknown option %r (options: "
                     "%s)" % (key, ", ".join(sorted(
                         list(_capi.FLAGS) + ["gpu_arch", "cache_dir",
-                                               "input_shapes", "on_remark"]))))
+                                               "input_shapes", "precision",
+                                               "keep_f32", "on_remark"]))))
 
     def __del__(self, _destroy=_capi.lib.fusec_options_destroy):
         _destroy(self.handle)
@@ -93,7 +101,9 @@ def compile(model, target=None, **options):
     target: "cpu", "cuda" or None (cuda when a GPU is usable, else cpu).
     options: fast_math, tf32, fuse, attention, cuda_graphs, kernel_overlap
     (bools), gpu_arch ("sm_90a"), cache_dir, input_shapes ({input name:
-    shape} for ONNX inputs with symbolic dims), on_remark (called with each
+    shape} for ONNX inputs with symbolic dims), precision ("bf16", "f16",
+    torch.bfloat16, ...: the model's f32 tensors run in that dtype) with
+    keep_f32 (node names that stay f32), on_remark (called with each
     fusion remark). Raises fusec.Error with fusec's message.
     """
     settings = _Options(target, options)
@@ -246,9 +256,12 @@ class Model:
         results = self(*[inputs[spec.name] for spec in self.inputs])
         return {spec.name: value for spec, value in zip(self.outputs, results)}
 
-    def _reject(self, binding, index, dtype_code, shape, strides=None):
+    def _reject(self, binding, index, data, dtype_code, shape, strides=None):
         """Lets the C API reject tensor `index` of `binding` (self._in or
-        self._out), of this dtype, shape and strides, with its message."""
+        self._out), at address `data`, of this dtype, shape and strides,
+        with its message. The slots bound before it point at their tensors;
+        those after it may be unbound (NULL), which the C API names only
+        after this one's mismatch."""
         copies = {}
         for which in (self._in, self._out):
             copies[id(which)] = (_capi.Tensor * max(which.count, 1))(
@@ -256,6 +269,7 @@ class Model:
         shape_array = _capi.int64_array(shape)
         stride_array = None if strides is None else _capi.int64_array(strides)
         slot = copies[id(binding)][index]  # a view into the copy
+        slot.data = data
         slot.dtype, slot.ndim, slot.shape = dtype_code, len(shape), shape_array
         slot.strides = stride_array
         _capi.check(self._run(self._address, self._in.count,
@@ -271,11 +285,12 @@ class Model:
             array = np.asarray(array)
         if (not _dtypes.accepts_numpy(spec.dtype, array.dtype)
                 or array.shape != spec.shape):
-            self._reject(binding, index, _dtypes.code_of(array.dtype),
-                         array.shape)
+            self._reject(binding, index, array.ctypes.data,
+                         _dtypes.code_of(array.dtype), array.shape)
         if not array.flags.c_contiguous:
             if binding is self._out:
-                self._reject(binding, index, binding.array[index].dtype,
+                self._reject(binding, index, array.ctypes.data,
+                             binding.array[index].dtype,
                              array.shape, [s // array.itemsize
                                            for s in array.strides])
             array = np.ascontiguousarray(array)
@@ -305,8 +320,8 @@ class Model:
         returns the tensor it points at (a contiguous copy of a CPU input
         that is not)."""
         if tensor.dtype != dtype or tensor.shape != spec.shape:
-            self._reject(binding, index, _dtypes.code_of(tensor.dtype),
-                         tuple(tensor.shape))
+            self._reject(binding, index, tensor.data_ptr(),
+                         _dtypes.code_of(tensor.dtype), tuple(tensor.shape))
         if tensor.device != device:
             raise _capi.Error("fusec: error: %s '%s' is on %s but the first "
                               "input is on %s" % (
@@ -315,7 +330,8 @@ class Model:
         if not tensor.is_contiguous():
             # No copies on the device, nor into an output.
             if device.type == "cuda" or binding is self._out:
-                self._reject(binding, index, binding.array[index].dtype,
+                self._reject(binding, index, tensor.data_ptr(),
+                             binding.array[index].dtype,
                              tuple(tensor.shape), tensor.stride())
             tensor = tensor.contiguous()
         binding.slots[index].data = tensor.data_ptr()
@@ -430,13 +446,14 @@ class Model:
                 view = _dlpack.View(obj, _dlpack.LEGACY_DEFAULT_STREAM)
                 views.append(view)
                 if view.dtype != spec.dtype or view.shape != spec.shape:
-                    self._reject(binding, index,
+                    self._reject(binding, index, view.data,
                                  _dtypes.code_of(view.dtype), view.shape)
                 if view.device != _dlpack.CUDA:
                     raise _capi.Error("fusec: error: %s is not on cuda"
                                       % spec.name)
                 if not _dlpack.contiguous(view.shape, view.strides):
-                    self._reject(binding, index, binding.array[index].dtype,
+                    self._reject(binding, index, view.data,
+                                 binding.array[index].dtype,
                                  view.shape, view.strides)
                 binding.slots[index].data = view.data
         self._in.set_device(_capi.DEVICE_CUDA)
