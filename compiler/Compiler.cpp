@@ -408,6 +408,7 @@ fuse::PipelineOptions pipelineOptionsFor(const CompileOptions &options) {
   pipeline.attention = options.attention;
   pipeline.libraryEpilogues =
       options.fuse && resolveTarget(options) == Target::Cuda;
+  pipeline.padLibraryColumns = resolveTarget(options) == Target::Cuda;
   if (options.precision)
     pipeline.precision = dtypeName(*options.precision);
   pipeline.keepF32Nodes = options.keepF32Nodes;

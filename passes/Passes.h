@@ -26,6 +26,8 @@ struct PipelineOptions {
   /// Fold bias adds and activations into matmul calls (cuBLASLt's
   /// epilogues: the CUDA target).
   bool libraryEpilogues = true;
+  /// Pad large matmuls' unaligned columns (the CUDA target: cuBLASLt).
+  bool padLibraryColumns = true;
   /// Replace attention chains with fuse.attention (only when fusing).
   bool attention = true;
   /// "bf16" or "f16": the model's f32 tensors run in that dtype

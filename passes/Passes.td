@@ -95,7 +95,10 @@ def FusePrepareLibraryCalls
         its cuBLASLt epilogue, when the call is one product (no batch, or
         a batch that folds into the rows).
     Batch dims the call cannot stride over (neither complete nor all ones)
-    are broadcast explicitly. Each matmul gets a remark saying what it
+    are broadcast explicitly. With `pad-columns` (the CUDA target), a large
+    call whose result rows are not whole 16-byte chunks and whose rhs (and
+    bias) are constants gets zero columns up to that alignment, and a slice
+    of its result feeds its users. Each matmul gets a remark saying what it
     folded and, where a chain stops, why.
 
       %t = fuse.transpose %w {perm = [1, 0]}
@@ -106,6 +109,9 @@ def FusePrepareLibraryCalls
   let options = [
     Option<"epilogues", "epilogues", "bool", /*default=*/"true",
            "Fold bias adds and activations into the call (cuBLASLt)">,
+    Option<"padColumns", "pad-columns", "bool", /*default=*/"true",
+           "Pad a large call's columns with zeros to whole 16-byte rows "
+           "(constant rhs; cuBLASLt)">,
   ];
   let statistics = [
     Statistic<"numFolded", "num-folded", "Ops folded into library calls">,

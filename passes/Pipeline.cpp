@@ -8,8 +8,10 @@
 static std::string functionPipeline(const fuse::PipelineOptions &options) {
   return std::string("func.func(") +
          (options.fuse && options.attention ? "fuse-form-attention," : "") +
-         "fuse-prepare-library-calls" +
-         (options.libraryEpilogues ? "" : "{epilogues=false}") +
+         "fuse-prepare-library-calls{epilogues=" +
+         (options.libraryEpilogues ? "true" : "false") +
+         " pad-columns=" + (options.padLibraryColumns ? "true" : "false") +
+         "}" +
          ",fuse-decompose-composites,fuse-make-broadcasts-explicit,"
          "canonicalize,cse,fuse-form-fusion-regions" +
          (options.fuse ? "" : "{no-fuse=true}") + ")";

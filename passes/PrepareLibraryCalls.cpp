@@ -201,6 +201,42 @@ bool isAbsentOrZero(Value value) {
                                [](const APInt &v) { return v.isZero(); });
 }
 
+/// Padding a call's columns to whole 16-byte rows pays for the slice after
+/// it only on calls this large (GPT-2's head: 1024 x 50257).
+constexpr int64_t kMinPaddedColumns = 256;
+constexpr int64_t kMinPaddedRows = 64;
+
+/// `value` with zeros appended along `axis` up to `size`.
+DenseElementsAttr paddedWithZeros(DenseElementsAttr value, int64_t axis,
+                                  int64_t size) {
+  auto type = value.getType();
+  SmallVector<int64_t> shape(type.getShape());
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= shape[i];
+  for (int64_t i = axis + 1; i < type.getRank(); ++i)
+    inner *= shape[i];
+  int64_t elementBytes = type.getElementTypeBitWidth() / 8;
+  int64_t oldRow = shape[axis] * inner * elementBytes;
+  int64_t newRow = size * inner * elementBytes;
+  shape[axis] = size;
+  auto paddedType = type.clone(shape);
+  std::vector<char> bytes(outer * newRow, 0);
+  if (value.isSplat()) {
+    ArrayRef<char> element = value.getRawData();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < oldRow; i += elementBytes)
+        std::copy(element.begin(), element.end(),
+                  bytes.begin() + o * newRow + i);
+  } else {
+    ArrayRef<char> raw = value.getRawData();
+    for (int64_t o = 0; o < outer; ++o)
+      std::copy(raw.begin() + o * oldRow, raw.begin() + (o + 1) * oldRow,
+                bytes.begin() + o * newRow);
+  }
+  return DenseElementsAttr::getFromRawBuffer(paddedType, bytes);
+}
+
 /// The int8 matrix `weight` [k, n] as [n, k]: a transposed constant when it
 /// is one (weights usually are), else a transpose op.
 Value transposedWeight(OpBuilder &builder, Location loc, Value weight) {
@@ -251,6 +287,7 @@ struct PrepareLibraryCalls
       std::string stop =
           quantized.empty() ? foldConsumers(op, folded) : quantized;
       numFolded += folded.size();
+      std::string padded = padColumns ? padUnalignedColumns(op) : "";
       InFlightDiagnostic remark = op.emitRemark();
       remark << describeOp(op) << " runs as one library call";
       if (!folded.empty()) {
@@ -264,7 +301,71 @@ struct PrepareLibraryCalls
       }
       if (!stop.empty())
         remark << "; " << stop;
+      if (!padded.empty())
+        remark << "; " << padded;
     }
+  }
+
+  /// A call whose result rows are not a whole number of 16-byte chunks
+  /// (GPT-2's 50257 logits) leaves cuBLASLt only its slow kernels: 4x
+  /// slower on an H200. With a constant rhs (and bias), they are padded
+  /// with zero columns up to the alignment at compile time and a slice of
+  /// the result is what the users read (fused into their kernels). Returns
+  /// what was done, for the remark ("" when nothing was).
+  std::string padUnalignedColumns(MatmulOp op) {
+    auto resultType = op.getType();
+    if (resultType.getRank() < 2)
+      return "";
+    int64_t bytes = resultType.getElementTypeBitWidth() / 8;
+    int64_t alignment = bytes > 0 && bytes <= 16 ? 16 / bytes : 1;
+    MatmulShape shape = op.getMatmulShape();
+    int64_t rows = shape.m * fusec::numElements(shape.batch);
+    if (alignment <= 1 || shape.n % alignment == 0 ||
+        shape.n < kMinPaddedColumns || rows < kMinPaddedRows)
+      return "";
+    auto rhs = op.getRhs().getDefiningOp<ConstantOp>();
+    auto rhsValue =
+        rhs ? dyn_cast<DenseElementsAttr>(rhs.getValue()) : DenseElementsAttr();
+    if (!rhsValue || rhsValue.getType().getRank() != 2)
+      return "";
+    ConstantOp biasConstant;
+    DenseElementsAttr biasValue;
+    if (Value bias = op.getBias()) {
+      biasConstant = bias.getDefiningOp<ConstantOp>();
+      biasValue = biasConstant
+                      ? dyn_cast<DenseElementsAttr>(biasConstant.getValue())
+                      : DenseElementsAttr();
+      if (!biasValue)
+        return "";
+    }
+    int64_t columns = llvm::alignTo(shape.n, alignment);
+    OpBuilder builder(op);
+    // The columns are rhs's rows when it is stored transposed ([n, k]).
+    bool columnsAreRows = op.getTransposeB();
+    op.getRhsMutable().assign(ConstantOp::create(
+        builder, op.getLoc(),
+        paddedWithZeros(rhsValue, columnsAreRows ? 0 : 1, columns)));
+    if (biasValue)
+      op.getBiasMutable().assign(ConstantOp::create(
+          builder, op.getLoc(), paddedWithZeros(biasValue, 0, columns)));
+    SmallVector<int64_t> paddedShape(resultType.getShape());
+    paddedShape.back() = columns;
+    op.getResult().setType(resultType.clone(paddedShape));
+    builder.setInsertionPointAfter(op);
+    int64_t lastAxis = resultType.getRank() - 1;
+    auto slice = SliceOp::create(
+        builder, op.getLoc(), resultType, op.getResult(),
+        builder.getDenseI64ArrayAttr({0}),
+        builder.getDenseI64ArrayAttr({shape.n}),
+        builder.getDenseI64ArrayAttr({lastAxis}), DenseI64ArrayAttr());
+    op.getResult().replaceAllUsesExcept(slice.getResult(), slice);
+    for (ConstantOp old : {rhs, biasConstant})
+      if (old && old->use_empty())
+        old->erase();
+    return "its " + std::to_string(shape.n) + " columns are padded to " +
+           std::to_string(columns) +
+           " (whole 16-byte rows, which cuBLASLt's fast kernels need) and "
+           "its users read a slice of the result";
   }
 
   void foldTransposes(MatmulOp op, SmallVectorImpl<std::string> &folded) {

@@ -566,6 +566,55 @@ void checkNaNs(DType dtype, Target target) {
   runCases(cases, target);
 }
 
+//===----------------------------------------------------------------------===//
+// Unaligned columns: padded on the GPU (fuse-prepare-library-calls)
+//===----------------------------------------------------------------------===//
+
+/// 257 columns are not whole 16-byte rows in any float dtype: on the GPU the
+/// constant weights (and bias) get zero columns and a slice kernel reads
+/// the result; the numbers are the unpadded product's.
+void checkPaddedColumns(DType dtype, Target target) {
+  std::mt19937_64 rng(41);
+  std::vector<MatmulCase> cases;
+  {
+    CaseBuilder cb("constant weight and bias, relu epilogue", dtype, rng);
+    Tensor a;
+    std::string va = cb.random("a", {64, 96}, a);
+    Tensor w = randomTensor(dtype, {96, 257}, rng, -1.0, 1.0);
+    Tensor bias = randomTensor(dtype, {257}, rng, -1.0, 1.0);
+    std::string y = cb.b.op(
+        "relu", {cb.b.op("add", {cb.b.op("matmul", {va, cb.b.constant("w", w)}),
+                                 cb.b.constant("bias", bias)})});
+    Tensor expected = refMap(
+        refZip(refMatmul(a, w), bias, [](double x, double b) { return x + b; }),
+        relu);
+    // f64 has no cuBLASLt epilogue: its bias and relu are a kernel after
+    // the slice.
+    cases.push_back(cb.finish(y, expected, 96, {1, 1},
+                              {1, dtype == DType::F64 ? 2 : 1}));
+  }
+  {
+    CaseBuilder cb("constant transposed weight (gemm transB)", dtype, rng);
+    Tensor a;
+    std::string va = cb.random("a", {2, 64, 96}, a);
+    Tensor w = randomTensor(dtype, {257, 96}, rng, -1.0, 1.0);
+    std::string y = cb.b.op(
+        "matmul", {va, cb.b.op("transpose", {cb.b.constant("w", w)},
+                               {{"perm", std::vector<int64_t>{1, 0}}})});
+    cases.push_back(cb.finish(y, refMatmul(a, refTranspose(w, {1, 0})), 96,
+                              {1, 0}, {1, 1}));
+  }
+  runCases(cases, target);
+  // The padded call, seen in the program.
+  CompileOptions options = test::testOptions(true, Target::Cuda);
+  Program program = lowerGraph(cases[0].graph, options).program;
+  REQUIRE(program.matmuls.size() == 1);
+  CHECK(program.matmuls[0].n == (dtype == DType::F64   ? 258
+                                 : dtype == DType::F32 ? 260
+                                                       : 264));
+  CHECK(program.buffers[program.outputs[0]].shape == Shape{64, 257});
+}
+
 } // namespace
 
 MATMUL_TARGET_TEST("matmul shapes on every float dtype match an f64 reference",
@@ -576,6 +625,9 @@ MATMUL_TARGET_TEST("gemm transposes and alpha and beta and C shapes match an "
 MATMUL_TARGET_TEST("bias and relu and gelu and scale after a matmul match an "
                    "f64 reference",
                    checkTails)
+MATMUL_TARGET_TEST("a large call's unaligned columns are padded on the GPU and "
+                   "match an f64 reference",
+                   checkPaddedColumns)
 MATMUL_TARGET_TEST("transposes feeding a matmul fold into the call",
                    checkTransposes)
 MATMUL_TARGET_TEST("NaN propagates through a matmul and its activation",
