@@ -55,7 +55,9 @@ static FailureOr<fusec::MatmulCall> matmulCallOf(MatmulOp op,
                                                  fusec::Target target) {
   MatmulShape shape = op.getMatmulShape();
   fusec::MatmulCall call;
-  call.dtype = dtypeOf(op.getType());
+  call.dtype = dtypeOf(op.getLhs().getType());
+  if (dtypeOf(op.getType()) != call.dtype)
+    call.outputDType = dtypeOf(op.getType());
   call.m = shape.m;
   call.n = shape.n;
   call.k = shape.k;

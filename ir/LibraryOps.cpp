@@ -92,9 +92,13 @@ MatmulShape MatmulOp::getMatmulShape() {
 
 LogicalResult MatmulOp::verify() {
   Type elementType = getLhs().getType().getElementType();
+  Type resultElementType = getType().getElementType();
+  bool wideResult = (elementType.isF16() || elementType.isBF16()) &&
+                    resultElementType.isF32();
   if (getRhs().getType().getElementType() != elementType ||
-      getType().getElementType() != elementType)
-    return emitOpError() << "operands and result must share one dtype (got "
+      (resultElementType != elementType && !wideResult))
+    return emitOpError() << "operands must share one dtype, and the result "
+                            "have it too or be f32 for f16/bf16 operands (got "
                          << typeString(getLhs().getType()) << ", "
                          << typeString(getRhs().getType()) << " -> "
                          << typeString(getType()) << ")";
@@ -105,11 +109,11 @@ LogicalResult MatmulOp::verify() {
     return failure();
   if (Value bias = getBias()) {
     auto biasType = cast<RankedTensorType>(bias.getType());
-    if (biasType.getElementType() != elementType ||
+    if (biasType.getElementType() != resultElementType ||
         biasType.getShape() != ArrayRef<int64_t>{shape.n})
       return emitOpError() << "bias must be a vector of " << shape.n << " "
-                           << elementType << " (got " << typeString(biasType)
-                           << ")";
+                           << resultElementType << " (got "
+                           << typeString(biasType) << ")";
   }
   double alpha = getAlpha().convertToDouble();
   if (!std::isfinite(alpha) || alpha == 0.0)

@@ -22,7 +22,9 @@ def Fuse_MatmulOp : Fuse_Op<"matmul", [Pure, Fuse_FusionKindOpInterface]> {
     product accumulates in f32 for f16/bf16 (f64 for f64) and is scaled by
     `alpha`; `bias`, a vector of the result's last dim, is added to every
     row; `epilogue` ("none", "relu" or "gelu_tanh", the tanh approximation)
-    is applied last, and the result rounds once to the operands' dtype.
+    is applied last, and the result rounds once to its dtype: the operands'
+    or, for f16/bf16 operands, f32 (a cast after the call, folded in); the
+    bias has the result's dtype.
   }];
   let arguments = (ins Fuse_FloatTensor:$lhs, Fuse_FloatTensor:$rhs,
                        Optional<Fuse_FloatTensor>:$bias,

@@ -19,7 +19,8 @@
 //     to a matmul or attention (index and bucket arithmetic, as T5's relative
 //     positions, must stay exact);
 //   - the function's f32 inputs and outputs keep their dtype: a cast at each
-//     boundary, which fusion then puts in the kernels around it.
+//     boundary, which fusion then puts in the kernels around it; a matmul
+//     read only in f32 writes its f32 accumulator instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -237,6 +238,14 @@ struct LowerPrecision
             wideReaders.push_back(&use);
         if (wideReaders.empty())
           continue;
+        // A matmul read only in f32 (GPT-2's logits) writes its f32
+        // accumulator as it is: no cast kernel, no rounding to 16 bits.
+        auto matmul = dyn_cast<MatmulOp>(op);
+        if (matmul && !matmul.getBias() &&
+            wideReaders.size() == llvm::range_size(result.getUses())) {
+          result.setType(type.clone(Float32Type::get(op->getContext())));
+          continue;
+        }
         OpBuilder builder(op->getContext());
         builder.setInsertionPointAfter(op);
         Value wide = CastOp::create(builder, op->getLoc(),

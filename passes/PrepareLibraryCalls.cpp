@@ -316,7 +316,11 @@ struct PrepareLibraryCalls
     auto resultType = op.getType();
     if (resultType.getRank() < 2)
       return "";
-    int64_t bytes = resultType.getElementTypeBitWidth() / 8;
+    // The narrower of the operands' and the result's dtypes sets the
+    // alignment (bf16 operands, f32 result: 8 columns).
+    int64_t bytes = std::min(resultType.getElementTypeBitWidth(),
+                             op.getRhs().getType().getElementTypeBitWidth()) /
+                    8;
     int64_t alignment = bytes > 0 && bytes <= 16 ? 16 / bytes : 1;
     MatmulShape shape = op.getMatmulShape();
     int64_t rows = shape.m * fusec::numElements(shape.batch);

@@ -61,11 +61,13 @@ std::string MatmulCall::describe(const std::vector<BufferDesc> &buffers) const {
       text += std::to_string(batch) + "x";
     return text + std::to_string(rows) + "x" + std::to_string(cols) + "]";
   };
-  std::string text = std::string("matmul ") + dtypeName(dtype) + ": " +
-                     matrix(output, false, batched, m, n) + " = " +
-                     matrix(a, transposeA, batched && batchStrideA != 0, m, k) +
-                     " @ " +
-                     matrix(b, transposeB, batched && batchStrideB != 0, k, n);
+  std::string text =
+      std::string("matmul ") + dtypeName(dtype) +
+      (resultDType() != dtype ? std::string(" -> ") + dtypeName(resultDType())
+                              : std::string()) +
+      ": " + matrix(output, false, batched, m, n) + " = " +
+      matrix(a, transposeA, batched && batchStrideA != 0, m, k) + " @ " +
+      matrix(b, transposeB, batched && batchStrideB != 0, k, n);
   if (batched)
     text += ", batch " + std::to_string(batch) + " (strides " +
             std::to_string(batchStrideA) + " and " +
@@ -111,16 +113,21 @@ void checkMatmulCall(const MatmulCall &call,
   if (call.dtype != DType::F32 && call.dtype != DType::F64 &&
       call.dtype != DType::F16 && call.dtype != DType::BF16)
     fail(std::string("no matmul on ") + dtypeName(call.dtype));
+  if (call.resultDType() != call.dtype &&
+      (call.resultDType() != DType::F32 ||
+       (call.dtype != DType::F16 && call.dtype != DType::BF16)))
+    fail(std::string("no ") + dtypeName(call.resultDType()) +
+         " result of a matmul on " + dtypeName(call.dtype));
   if (call.batch < 0 || call.m < 0 || call.n < 0 || call.k < 0 ||
       call.batchStrideA < 0 || call.batchStrideB < 0)
     fail("a negative size or stride");
   if (call.k == 0 && (call.bias >= 0 || call.epilogue != Epilogue::None))
     fail("a bias or an epilogue with k == 0");
-  auto operand = [&](int id, const char *role, int64_t elements) {
+  auto operand = [&](int id, const char *role, int64_t elements, DType dtype) {
     if (id < 0 || static_cast<size_t>(id) >= buffers.size())
       fail(std::string("no buffer ") + std::to_string(id) + " for " + role);
     const BufferDesc &buffer = buffers[id];
-    if (buffer.dtype != call.dtype)
+    if (buffer.dtype != dtype)
       fail(std::string(role) + " '" + buffer.name + "' is " +
            dtypeName(buffer.dtype));
     if (numElements(buffer.shape) < elements)
@@ -128,11 +135,12 @@ void checkMatmulCall(const MatmulCall &call,
            std::to_string(numElements(buffer.shape)) + " elements, the call " +
            "reaches " + std::to_string(elements));
   };
-  operand(call.a, "A", matmulExtentA(call));
-  operand(call.b, "B", matmulExtentB(call));
-  operand(call.output, "the output", call.batch * call.m * call.n);
+  operand(call.a, "A", matmulExtentA(call), call.dtype);
+  operand(call.b, "B", matmulExtentB(call), call.dtype);
+  operand(call.output, "the output", call.batch * call.m * call.n,
+          call.resultDType());
   if (call.bias >= 0)
-    operand(call.bias, "the bias", call.n);
+    operand(call.bias, "the bias", call.n, call.resultDType());
   BufferRole role = buffers[call.output].role;
   if (role == BufferRole::Input || role == BufferRole::Constant)
     fail("the output '" + buffers[call.output].name + "' is read-only");
@@ -215,6 +223,7 @@ std::string Program::planJson() const {
            {"inputs", names(operands)},
            {"outputs", names({call.output})},
            {"dtype", dtypeName(call.dtype)},
+           {"output_dtype", dtypeName(call.resultDType())},
            {"m", call.m},
            {"n", call.n},
            {"k", call.k},

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -94,8 +95,13 @@ struct MatmulCall {
   int a = -1, b = -1, output = -1; ///< buffers
   /// A vector of n elements added to every row; -1 for none.
   int bias = -1;
-  /// Of A, B, the bias and the output: f32, f64, f16 or bf16.
+  /// Of A and B: f32, f64, f16 or bf16; also of the bias and the output
+  /// unless `outputDType` says otherwise.
   DType dtype = DType::F32;
+  /// The output's and the bias's dtype when it is not `dtype`: f32 for
+  /// f16/bf16 operands (accumulated in f32, never rounded to 16 bits).
+  std::optional<DType> outputDType;
+  DType resultDType() const { return outputDType.value_or(dtype); }
   int64_t batch = 1, m = 1, n = 1, k = 1;
   bool transposeA = false, transposeB = false;
   /// Elements between consecutive batches of A and B; 0 repeats the same

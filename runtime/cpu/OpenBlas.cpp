@@ -179,7 +179,7 @@ void HostMatmul::run(const void *a, const void *b, void *output,
     return;
   if (call.k == 0) {
     // An empty sum: +0 is all zero bits in every float type.
-    std::memset(output, 0, outputElements * dtypeBytes(call.dtype));
+    std::memset(output, 0, outputElements * dtypeBytes(call.resultDType()));
     return;
   }
   const Api &openblas = api();
@@ -195,6 +195,14 @@ void HostMatmul::run(const void *a, const void *b, void *output,
   default:
     toF32(call.dtype, a, scratch.a.data(), extentA);
     toF32(call.dtype, b, scratch.b.data(), extentB);
+    if (call.resultDType() == DType::F32) {
+      // The f32 result of f16/bf16 operands: no rounding to 16 bits.
+      gemmBatches(openblas.cblas_sgemm, call,
+                  static_cast<const float *>(scratch.a.data()),
+                  static_cast<const float *>(scratch.b.data()),
+                  static_cast<float *>(output));
+      return;
+    }
     gemmBatches(openblas.cblas_sgemm, call,
                 static_cast<const float *>(scratch.a.data()),
                 static_cast<const float *>(scratch.b.data()), scratch.c.data());

@@ -80,7 +80,7 @@ cublasLtHandle_t sharedHandle() {
 }
 
 /// Everything the heuristic's choice depends on.
-using HeuristicKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t,
+using HeuristicKey = std::tuple<int, int, int64_t, int64_t, int64_t, int64_t,
                                 int64_t, int64_t, bool, bool, int, bool, bool>;
 
 struct HeuristicChoice {
@@ -153,7 +153,8 @@ CublasLtMatmul::CublasLtMatmul(const MatmulCall &call, size_t step,
       throw Error("fusec: internal error: " + what +
                   " has k == 0 with a bias or an epilogue");
     zeroFill = true;
-    outputBytes = size_t(call.batch * call.m * call.n) * dtypeBytes(call.dtype);
+    outputBytes =
+        size_t(call.batch * call.m * call.n) * dtypeBytes(call.resultDType());
     return;
   }
   if (call.batch > INT32_MAX)
@@ -163,6 +164,8 @@ CublasLtMatmul::CublasLtMatmul(const MatmulCall &call, size_t step,
   device(); // the context the handle is created in
   handle = sharedHandle();
   cudaDataType type = dataType(call.dtype);
+  // f32 for f16/bf16 operands: the accumulator written as it is.
+  cudaDataType resultType = dataType(call.resultDType());
   doubleScale = call.dtype == DType::F64;
   cublasComputeType_t compute = doubleScale ? CUBLAS_COMPUTE_64F
                                 : (tf32 && call.dtype == DType::F32)
@@ -191,14 +194,15 @@ CublasLtMatmul::CublasLtMatmul(const MatmulCall &call, size_t step,
     if (hasBias) {
       setDesc(CUBLASLT_MATMUL_DESC_BIAS_POINTER,
               reinterpret_cast<const void *>(operands.bias));
-      setDesc(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, int32_t(type));
+      setDesc(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, int32_t(resultType));
     }
 
     // Column-major views of row-major storage: a row-major [r, c] matrix
     // is a column-major c x r one with leading dimension c.
     auto makeLayout = [&](cublasLtMatrixLayout_t &layout, int64_t rows,
-                          int64_t cols, int64_t batchStride) {
-      check(api.cublasLtMatrixLayoutCreate(&layout, type, uint64_t(rows),
+                          int64_t cols, int64_t batchStride,
+                          cudaDataType layoutType) {
+      check(api.cublasLtMatrixLayoutCreate(&layout, layoutType, uint64_t(rows),
                                            uint64_t(cols), rows),
             "cublasLtMatrixLayoutCreate");
       if (call.batch == 1)
@@ -215,17 +219,18 @@ CublasLtMatmul::CublasLtMatmul(const MatmulCall &call, size_t step,
     };
     // B is stored [k, n] (an n x k column-major matrix), or [n, k].
     if (call.transposeB)
-      makeLayout(layoutA, call.k, call.n, call.batchStrideB);
+      makeLayout(layoutA, call.k, call.n, call.batchStrideB, type);
     else
-      makeLayout(layoutA, call.n, call.k, call.batchStrideB);
+      makeLayout(layoutA, call.n, call.k, call.batchStrideB, type);
     // A is stored [m, k] (a k x m column-major matrix), or [k, m].
     if (call.transposeA)
-      makeLayout(layoutB, call.m, call.k, call.batchStrideA);
+      makeLayout(layoutB, call.m, call.k, call.batchStrideA, type);
     else
-      makeLayout(layoutB, call.k, call.m, call.batchStrideA);
-    makeLayout(layoutD, call.n, call.m, call.m * call.n);
+      makeLayout(layoutB, call.k, call.m, call.batchStrideA, type);
+    makeLayout(layoutD, call.n, call.m, call.m * call.n, resultType);
 
     HeuristicKey key{static_cast<int>(call.dtype),
+                     static_cast<int>(call.resultDType()),
                      call.m,
                      call.n,
                      call.k,

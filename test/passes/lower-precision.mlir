@@ -3,18 +3,17 @@
 // RUN: not fusec-opt %s --split-input-file --fuse-lower-precision=dtype=fp8 2>&1 | FileCheck %s --check-prefix=DTYPE
 // DTYPE: error: --precision: 'fp8' is not a precision fusec lowers to (bf16 or f16)
 
-// The signature stays f32: a cast after each input a lowered op reads and
-// before each output; everything between runs in bf16, the matmul too.
+// The signature stays f32: a cast after each input a lowered op reads.
+// Everything between runs in bf16; a matmul read only in f32 (here,
+// returned) writes its f32 accumulator instead of a cast after it.
 // CHECK-LABEL: func.func @boundaries(%arg0: tensor<4x8xf32>, %arg1: tensor<8x3xf32>) -> tensor<4x3xf32>
 // CHECK-DAG: %[[X:.*]] = fuse.cast %arg0 : tensor<4x8xf32> to tensor<4x8xbf16>
 // CHECK-DAG: %[[W:.*]] = fuse.cast %arg1 : tensor<8x3xf32> to tensor<8x3xbf16>
 // CHECK: %[[S:.*]] = fuse.sin %[[X]] : tensor<4x8xbf16>
-// CHECK: %[[M:.*]] = fuse.matmul %[[S]], %[[W]] : (tensor<4x8xbf16>, tensor<8x3xbf16>) -> tensor<4x3xbf16>
-// CHECK: %[[Y:.*]] = fuse.cast %[[M]] : tensor<4x3xbf16> to tensor<4x3xf32>
-// CHECK: return %[[Y]] : tensor<4x3xf32>
+// CHECK: %[[M:.*]] = fuse.matmul %[[S]], %[[W]] : (tensor<4x8xbf16>, tensor<8x3xbf16>) -> tensor<4x3xf32>
+// CHECK: return %[[M]] : tensor<4x3xf32>
 // F16-LABEL: func.func @boundaries
-// F16: fuse.matmul {{.*}} : (tensor<4x8xf16>, tensor<8x3xf16>) -> tensor<4x3xf16>
-// F16: fuse.cast {{.*}} : tensor<4x3xf16> to tensor<4x3xf32>
+// F16: fuse.matmul {{.*}} : (tensor<4x8xf16>, tensor<8x3xf16>) -> tensor<4x3xf32>
 func.func @boundaries(%x: tensor<4x8xf32>, %w: tensor<8x3xf32>) -> tensor<4x3xf32> {
   %s = fuse.sin %x : tensor<4x8xf32>
   %m = fuse.matmul %s, %w : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
@@ -23,18 +22,33 @@ func.func @boundaries(%x: tensor<4x8xf32>, %w: tensor<8x3xf32>) -> tensor<4x3xf3
 
 // -----
 
+// A value read by lowered ops and returned: one cast back to f32 for the
+// return.
+// CHECK-LABEL: func.func @mixed_readers
+// CHECK: %[[M:.*]] = fuse.matmul {{.*}} -> tensor<4x3xbf16>
+// CHECK: %[[WIDE:.*]] = fuse.cast %[[M]] : tensor<4x3xbf16> to tensor<4x3xf32>
+// CHECK: %[[E:.*]] = fuse.exp %[[M]] : tensor<4x3xbf16>
+// CHECK: %[[EW:.*]] = fuse.cast %[[E]] : tensor<4x3xbf16> to tensor<4x3xf32>
+// CHECK: return %[[WIDE]], %[[EW]]
+func.func @mixed_readers(%x: tensor<4x8xf32>, %w: tensor<8x3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>) {
+  %m = fuse.matmul %x, %w : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
+  %e = fuse.exp %m : tensor<4x3xf32>
+  return %m, %e : tensor<4x3xf32>, tensor<4x3xf32>
+}
+
+// -----
+
 // Arithmetic whose result becomes an integer stays f32 back to where it
 // starts (here, positions read from an i64 input: T5's relative position
 // buckets); a matmul feeding such a cast is not exact anyway and is
-// lowered, with a cast back before the f32 ops.
+// lowered, writing its f32 accumulator for the f32 ops.
 // CHECK-LABEL: func.func @exact_integers
 // CHECK: %[[P:.*]] = fuse.cast %arg0 : tensor<8xi64> to tensor<8xf32>
 // CHECK: %[[L:.*]] = fuse.log %[[P]] : tensor<8xf32>
 // CHECK: %[[B:.*]] = fuse.mul %[[L]], %{{.*}} : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
 // CHECK: fuse.cast %[[B]] : tensor<8xf32> to tensor<8xi64>
-// CHECK: %[[M:.*]] = fuse.matmul {{.*}} -> tensor<2x2xbf16>
-// CHECK: %[[W:.*]] = fuse.cast %[[M]] : tensor<2x2xbf16> to tensor<2x2xf32>
-// CHECK: %[[F:.*]] = fuse.floor %[[W]] : tensor<2x2xf32>
+// CHECK: %[[M:.*]] = fuse.matmul {{.*}} : (tensor<2x2xbf16>, tensor<2x2xbf16>) -> tensor<2x2xf32>
+// CHECK: %[[F:.*]] = fuse.floor %[[M]] : tensor<2x2xf32>
 // CHECK: fuse.cast %[[F]] : tensor<2x2xf32> to tensor<2x2xi32>
 func.func @exact_integers(%positions: tensor<8xi64>, %a: tensor<2x2xf32>) -> (tensor<8xi64>, tensor<2x2xi32>) {
   %p = fuse.cast %positions : tensor<8xi64> to tensor<8xf32>

@@ -28,7 +28,8 @@ struct Block {
 };
 
 /// y = layer_norm(gelu(x @ w + b)) @ w2, softmax(y) and sum(x) over rows
-/// of 1024: a row sum accumulated in the low dtype would be visibly off.
+/// of 1024 (a row sum accumulated in the low dtype would be visibly off),
+/// and a head read only as an output: layer_norm(...) @ w3.
 Block transformerBlock() {
   std::mt19937_64 rng(7);
   GraphBuilder b("precision_block");
@@ -39,6 +40,8 @@ Block transformerBlock() {
       b.constant("b", randomTensor(DType::F32, {256}, rng, -0.5, 0.5));
   std::string w2 =
       b.constant("w2", randomTensor(DType::F32, {256, 64}, rng, -0.1, 0.1));
+  std::string w3 =
+      b.constant("w3", randomTensor(DType::F32, {256, 32}, rng, -0.1, 0.1));
   std::string gamma =
       b.constant("gamma", randomTensor(DType::F32, {256}, rng, 0.5, 1.5));
   std::string beta =
@@ -53,6 +56,7 @@ Block transformerBlock() {
   b.output(y);
   b.output(b.op("softmax", {y}));
   b.output(b.op("reduce_sum", {x}, {{"axes", std::vector<int64_t>{-1}}}));
+  b.output(b.op("matmul", {normed, w3}));
   block.graph = b.build();
   block.inputs.push_back(randomTensor(DType::F32, {32, 1024}, rng));
   return block;
@@ -79,9 +83,13 @@ void checkPrecision(Target target) {
       CHECK(program.buffers[input].dtype == DType::F32);
     for (int output : program.outputs)
       CHECK(program.buffers[output].dtype == DType::F32);
-    REQUIRE(program.matmuls.size() == 2);
+    REQUIRE(program.matmuls.size() == 3);
     for (const MatmulCall &call : program.matmuls)
       CHECK(call.dtype == precision);
+    // The head (n = 32) writes its f32 accumulator: no cast after it; the
+    // others, read in the low dtype, write it.
+    for (const MatmulCall &call : program.matmuls)
+      CHECK(call.resultDType() == (call.n == 32 ? DType::F32 : precision));
     // The weights are converted when compiling: no f32 constant is left.
     for (const BufferDesc &buffer : program.buffers)
       if (buffer.role == BufferRole::Constant)
@@ -107,8 +115,8 @@ void checkPrecision(Target target) {
     // A kept node runs in f32: here the first matmul.
     options.keepF32Nodes = {block.fcNode};
     program = lowerGraph(block.graph, options).program;
-    CHECK(program.matmuls[0].dtype == DType::F32);
-    CHECK(program.matmuls[1].dtype == precision);
+    for (const MatmulCall &call : program.matmuls)
+      CHECK(call.dtype == (call.n == 256 ? DType::F32 : precision));
   }
 }
 
