@@ -250,7 +250,7 @@ FailureOr<std::string> LayoutEmitter::print() {
 
 void LayoutEmitter::printLoop(int64_t count, DType resultType) {
   printLoopHead(count, resultType);
-  auto loop = os.scope("", "}\n");
+  auto loop = os.scope("", loopTail());
   if (auto transpose = dyn_cast<TransposeOp>(op))
     printTranspose(transpose);
   else if (auto slice = dyn_cast<SliceOp>(op))

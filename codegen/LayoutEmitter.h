@@ -58,6 +58,8 @@ protected:
   /// What precedes the loop over the result's `count` elements, and the
   /// loop's opening line: index `i`, the body follows.
   virtual void printLoopHead(int64_t count, fusec::DType resultType) = 0;
+  /// What closes the loops printLoopHead opened.
+  virtual const char *loopTail() const { return "}\n"; }
 
   FusionOp fusion;
   mlir::Operation *op;

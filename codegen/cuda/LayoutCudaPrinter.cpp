@@ -1,6 +1,6 @@
 //===- LayoutCudaPrinter.cpp - A layout kernel as CUDA -------------------===//
 //
-// A grid-stride loop over the output elements, a thread per element, with
+// A grid-stride loop over the output elements, a few per thread, with
 // 32- or 64-bit indices as the LayoutParams say, around the per-element
 // body of LayoutEmitter.
 //
@@ -37,13 +37,23 @@ private:
   void printLoopHead(int64_t count, DType resultType) override {
     os << "const " << index << " stride = (" << index
        << ")gridDim.x * blockDim.x;\n";
-    // Rolled, as the pointwise kernels' loops (printCudaLoops): it mostly
-    // runs once, and unrolling it only costs NVRTC time.
+    // The outer loop rolled, as the pointwise kernels' loops
+    // (printCudaLoops): it mostly runs once, and unrolling it only costs
+    // NVRTC time. Each pass moves `elementsPerThread` elements a grid
+    // apart, their loads issued together: one 2- or 4-byte load in flight
+    // per thread leaves a resident grid far from the copy ceiling.
     os << "#pragma unroll 1\n";
-    os << "for (" << index << " i = (" << index
-       << ")blockIdx.x * blockDim.x + threadIdx.x; i < " << count
-       << "; i += stride) {\n";
+    os << "for (" << index << " first = (" << index
+       << ")blockIdx.x * blockDim.x + threadIdx.x; first < " << count
+       << "; first += " << params.elementsPerThread << " * stride) {\n";
+    os << "#pragma unroll\n";
+    os << "for (int part = 0; part < " << params.elementsPerThread
+       << "; ++part) {\n";
+    os << "const " << index << " i = first + part * stride;\n";
+    os << "if (i >= " << count << ") break;\n";
   }
+
+  const char *loopTail() const override { return "}\n}\n"; }
 };
 
 } // namespace

@@ -14,6 +14,10 @@ using namespace mlir;
 
 namespace fuse {
 
+/// Elements a CUDA layout thread moves per pass (their loads in flight
+/// together).
+constexpr unsigned kLayoutElementsPerThread = 4;
+
 static int64_t shapeElements(Value value) {
   return cast<ShapedType>(value.getType()).getNumElements();
 }
@@ -32,8 +36,10 @@ LayoutParams scheduleLayout(Operation *layoutOp, fusec::Target target) {
     return params;
   }
   params.blockX = kPointwiseThreadsPerBlock;
-  params.gridX = std::max<int64_t>(1, (count + kPointwiseThreadsPerBlock - 1) /
-                                          kPointwiseThreadsPerBlock);
+  params.elementsPerThread = kLayoutElementsPerThread;
+  const int64_t perBlock =
+      int64_t(kPointwiseThreadsPerBlock) * kLayoutElementsPerThread;
+  params.gridX = std::max<int64_t>(1, (count + perBlock - 1) / perBlock);
   params.maxBlocksPerMultiprocessor = kGridStrideBlocksPerMultiprocessor;
   return params;
 }
@@ -53,19 +59,20 @@ std::string LayoutParams::toString() const {
     return text + " parallel=" + (parallel ? "yes" : "no");
   return text + " block=" + std::to_string(blockX) +
          " grid=" + std::to_string(gridX) +
+         " per-thread=" + std::to_string(elementsPerThread) +
          " max-blocks-per-sm=" + std::to_string(maxBlocksPerMultiprocessor);
 }
 
 size_t LayoutParams::hash() const {
   return llvm::hash_combine(static_cast<int>(target), elements, index64,
-                            parallel, blockX, gridX,
+                            parallel, blockX, gridX, elementsPerThread,
                             maxBlocksPerMultiprocessor);
 }
 
 bool LayoutParams::operator==(const LayoutParams &other) const {
   auto fields = [](const LayoutParams &p) {
     return std::tie(p.target, p.elements, p.index64, p.parallel, p.blockX,
-                    p.gridX, p.maxBlocksPerMultiprocessor);
+                    p.gridX, p.elementsPerThread, p.maxBlocksPerMultiprocessor);
   };
   return fields(*this) == fields(other);
 }

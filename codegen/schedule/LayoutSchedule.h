@@ -29,6 +29,8 @@ struct LayoutParams {
   unsigned blockX = 1;
   int64_t gridX = 1;
   unsigned maxBlocksPerMultiprocessor = 0;
+  /// CUDA: elements a thread moves per pass of the loop, a grid apart.
+  unsigned elementsPerThread = 1;
 
   /// One line of `key=value` fields, those of this target only.
   std::string toString() const;
