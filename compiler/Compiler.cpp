@@ -12,6 +12,7 @@
 #include "frontends/Importer.h"
 #include "ir/FuseDialect.h"
 #include "passes/Passes.h"
+#include "runtime/Package.h"
 #include "runtime/core/Trace.h"
 #include "runtime/cuda/CudaApi.h"
 
@@ -285,6 +286,14 @@ void CompiledModel::synchronize() { executable->synchronize(); }
 const Program &CompiledModel::program() const { return executable->program(); }
 
 Executable &executableOf(CompiledModel &model) { return *model.executable; }
+
+void CompiledModel::save(const std::string &path) const {
+  savePackage(*executable, path);
+}
+
+CompiledModel load(const std::string &path) {
+  return CompiledModel(loadPackage(path));
+}
 
 std::vector<KernelInfo> CompiledModel::kernels() const {
   std::vector<KernelInfo> result;

@@ -22,6 +22,9 @@ class CudaExecutable : public Executable {
 public:
   CudaExecutable(Program program, std::shared_ptr<KernelCache> cache,
                  const CudaOptions &options);
+  /// From a package's cubins, or its PTX where they do not run on this
+  /// GPU; throws fusec::Error naming the package when neither does.
+  CudaExecutable(Program program, std::shared_ptr<const ExecutableImage> image);
   ~CudaExecutable() override;
   using Executable::run;
   void run(const std::vector<Tensor> &inputs,
@@ -43,8 +46,16 @@ public:
   void launch();
   void download(std::vector<Tensor> &outputs);
   void synchronize() override;
+  ExecutableImage image() const override;
 
 private:
+  /// The constructors' parts: the buffers, the weights' upload and the
+  /// library calls; then each kernel's launch, from the loaded modules.
+  void allocateAndUpload(const CudaOptions &options);
+  void prepareLaunches(const std::vector<cuda::CUmodule> &modules,
+                       const std::vector<size_t> &unitOf,
+                       const std::vector<std::string> &functionOf,
+                       bool kernelOverlap);
   struct Launch {
     cuda::CUfunction function;
     /// The grid clamped for this device; the stream is set per launch.
@@ -78,6 +89,13 @@ private:
   /// Enqueues a captured graph on the stream.
   void replay(const CapturedGraph &captured);
   static void destroy(CapturedGraph &captured);
+
+  /// Compiled here: the options (arch resolved), the compile units and
+  /// their cubins. Loaded from a package: its image.
+  CudaOptions compiledWith;
+  CompileUnits units;
+  std::vector<std::shared_ptr<const std::string>> cubins;
+  std::shared_ptr<const ExecutableImage> packaged;
 
   bool useGraph = true;
   /// The run from host tensors: copies in, every step, copies out.
