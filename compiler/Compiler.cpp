@@ -288,7 +288,7 @@ const Program &CompiledModel::program() const { return executable->program(); }
 Executable &executableOf(CompiledModel &model) { return *model.executable; }
 
 void CompiledModel::save(const std::string &path) const {
-  savePackage(*executable, path);
+  savePackage(program(), executable->image(), path);
 }
 
 CompiledModel load(const std::string &path) {
@@ -427,7 +427,9 @@ std::string resolveGpuArch(const CompileOptions &options) {
   return cuda::unavailableReason().empty() ? cuda::deviceArch() : "sm_90a";
 }
 
-CompiledModel load(Program program, const CompileOptions &options) {
+namespace {
+
+CudaOptions cudaOptionsOf(const CompileOptions &options) {
   CudaOptions cudaOptions;
   cudaOptions.arch = options.gpuArch;
   cudaOptions.fastMath = options.fastMath;
@@ -435,10 +437,32 @@ CompiledModel load(Program program, const CompileOptions &options) {
   cudaOptions.cudaGraph = options.cudaGraph;
   cudaOptions.kernelOverlap = options.kernelOverlap;
   cudaOptions.zeroCopyMaxBytes = options.zeroCopyMaxBytes;
+  return cudaOptions;
+}
+
+} // namespace
+
+CompiledModel load(Program program, const CompileOptions &options) {
   trace::Scope scope("load", "load", {{"model", program.name}});
-  return CompiledModel(
-      makeExecutable(std::move(program),
-                     KernelCache::forDirectory(options.cacheDir), cudaOptions));
+  return CompiledModel(makeExecutable(
+      std::move(program), KernelCache::forDirectory(options.cacheDir),
+      cudaOptionsOf(options)));
+}
+
+void savePackage(Program program, const CompileOptions &options,
+                 const std::string &path) {
+  if (program.target == Target::Cpu) {
+    load(std::move(program), options).save(path);
+    return;
+  }
+  // NVRTC alone: no executable, so no GPU is needed.
+  CudaOptions cudaOptions = cudaOptionsOf(options);
+  cudaOptions.arch = resolveGpuArch(options);
+  savePackage(program,
+              compileCudaImage(program,
+                               *KernelCache::forDirectory(options.cacheDir),
+                               cudaOptions),
+              path);
 }
 
 namespace {

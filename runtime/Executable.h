@@ -65,7 +65,8 @@ public:
 
   const Program &program() const { return prog; }
   /// The kernels' compiled code and the run options, for a package. A CUDA
-  /// executable compiled here adds each unit's PTX (compiled now, by NVRTC).
+  /// executable compiled here adds each unit's PTX (compiled now, by NVRTC;
+  /// compileCudaImage).
   virtual ExecutableImage image() const = 0;
 
   /// Runs the program on tensors already in device memory, writing the

@@ -72,8 +72,7 @@ struct Version {
            std::to_string(patch);
   }
   bool operator==(const Version &other) const {
-    return major == other.major && minor == other.minor &&
-           patch == other.patch;
+    return major == other.major && minor == other.minor && patch == other.patch;
   }
 };
 
@@ -148,8 +147,8 @@ public:
   explicit MappedFile(const std::string &path) {
     int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-      fail(path, std::string("cannot open the package: ") +
-                     std::strerror(errno));
+      fail(path,
+           std::string("cannot open the package: ") + std::strerror(errno));
     struct stat info;
     if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
       close(fd);
@@ -193,10 +192,9 @@ bool isPackagePath(const std::string &path) {
   return path.size() > 6 && path.compare(path.size() - 6, 6, ".fusec") == 0;
 }
 
-void savePackage(const Executable &executable, const std::string &path) {
+void savePackage(const Program &program, const ExecutableImage &image,
+                 const std::string &path) {
   trace::Scope scope("save package " + path, "package");
-  const Program &program = executable.program();
-  ExecutableImage image = executable.image();
   std::string programBytes = encodeProgram(program);
   std::string kernelBytes = encodeKernels(image);
   std::vector<Section> sections = {{SectionKind::Program, 0, programBytes},
@@ -209,10 +207,10 @@ void savePackage(const Executable &executable, const std::string &path) {
   for (size_t id = 0; id < program.buffers.size(); ++id) {
     const BufferDesc &buffer = program.buffers[id];
     if (buffer.role == BufferRole::Constant)
-      sections.push_back(
-          {SectionKind::Constant, uint32_t(id),
-           {reinterpret_cast<const char *>(buffer.data.data()),
-            buffer.data.size()}});
+      sections.push_back({SectionKind::Constant,
+                          uint32_t(id),
+                          {reinterpret_cast<const char *>(buffer.data.data()),
+                           buffer.data.size()}});
   }
   auto alignUp = [](uint64_t offset) {
     return (offset + kSectionAlignment - 1) / kSectionAlignment *
@@ -250,15 +248,15 @@ void savePackage(const Executable &executable, const std::string &path) {
   std::string temp = path + ".tmp." + std::to_string(getpid());
   FILE *out = std::fopen(temp.c_str(), "wb");
   if (!out)
-    fail(path, std::string("cannot write the package: ") +
-                   std::strerror(errno));
+    fail(path,
+         std::string("cannot write the package: ") + std::strerror(errno));
   static const char zeros[kSectionAlignment] = {};
   bool written = std::fwrite(head.data().data(), 1, head.data().size(), out) ==
                  head.data().size();
   uint64_t at = head.data().size();
   for (const Section &section : sections) {
-    written &= std::fwrite(zeros, 1, section.offset - at, out) ==
-               section.offset - at;
+    written &=
+        std::fwrite(zeros, 1, section.offset - at, out) == section.offset - at;
     written &= std::fwrite(section.bytes.data(), 1, section.bytes.size(),
                            out) == section.bytes.size();
     at = section.offset + section.bytes.size();
@@ -269,8 +267,8 @@ void savePackage(const Executable &executable, const std::string &path) {
   if (!written || std::rename(temp.c_str(), path.c_str()) != 0) {
     error = written ? errno : error;
     std::remove(temp.c_str());
-    fail(path, std::string("cannot write the package: ") +
-                   std::strerror(error));
+    fail(path,
+         std::string("cannot write the package: ") + std::strerror(error));
   }
 }
 
@@ -344,8 +342,8 @@ PackageContents parsePackage(std::string_view bytes, const std::string &path,
     for (const Section &section : sections)
       if (section.kind == kind) {
         if (found)
-          fail(path, std::string("corrupt: two ") + sectionName(kind) +
-                         " sections");
+          fail(path,
+               std::string("corrupt: two ") + sectionName(kind) + " sections");
         found = &section;
       }
     if (!found)
@@ -353,8 +351,8 @@ PackageContents parsePackage(std::string_view bytes, const std::string &path,
     return found->bytes;
   };
   PackageContents contents;
-  contents.program = decodeProgram(only(SectionKind::Program),
-                                   path + ": error: the program");
+  contents.program =
+      decodeProgram(only(SectionKind::Program), path + ": error: the program");
   Program &program = contents.program;
   if (static_cast<uint32_t>(program.target) != target)
     fail(path, "corrupt: the header and the program name different targets");
@@ -412,8 +410,8 @@ PackageContents parsePackage(std::string_view bytes, const std::string &path,
       fail(path, "corrupt: no code for kernel unit " + std::to_string(u));
   for (size_t id = 0; id < program.buffers.size(); ++id)
     if (program.buffers[id].role == BufferRole::Constant && !filled[id])
-      fail(path, "corrupt: no bytes for constant '" +
-                     program.buffers[id].name + "'");
+      fail(path,
+           "corrupt: no bytes for constant '" + program.buffers[id].name + "'");
   return contents;
 }
 
@@ -443,8 +441,7 @@ std::shared_ptr<Executable> loadPackage(const std::string &path) {
                  "features this one lacks:" +
                      missing + " (compile the model on this machine)");
   }
-  trace::Scope scope("load package " + path, "load",
-                     {{"model", program.name}});
+  trace::Scope scope("load package " + path, "load", {{"model", program.name}});
   return makeExecutable(std::move(program), std::move(contents.image));
 }
 

@@ -34,10 +34,11 @@ constexpr uint32_t kPackageFormatVersion = 1;
 /// reads them.
 const char *packageFusecVersion();
 
-/// Writes the executable's program, compiled kernels and weights to `path`
-/// (through a temporary file renamed over it). Throws fusec::Error naming
-/// the file when it cannot be written.
-void savePackage(const Executable &executable, const std::string &path);
+/// Writes the program, its compiled kernels (`image`) and weights to
+/// `path` (through a temporary file renamed over it). Throws fusec::Error
+/// naming the file when it cannot be written.
+void savePackage(const Program &program, const ExecutableImage &image,
+                 const std::string &path);
 
 /// A package's parts, read and checked.
 struct PackageContents {

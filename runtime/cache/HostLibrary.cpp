@@ -52,9 +52,13 @@ loadLibraryFromMemory(std::shared_ptr<const std::string> code,
   } else {
     why = std::strerror(writeError);
   }
-  close(fd); // the mapping keeps the file
-  if (!handle)
+  // The descriptor stays open as long as the library stays loaded (for
+  // good): dlopen knows the library by its path, so a later library loaded
+  // through a reused descriptor number would be taken for this one.
+  if (!handle) {
+    close(fd);
     throw Error(path + ": error: its kernels do not load: " + why);
+  }
   return std::make_shared<KernelLibrary>(handle, path, std::move(code));
 }
 
@@ -102,7 +106,8 @@ KernelCache::loadEntry(const std::string &entryPath) {
   }
   recordHit();
   return std::make_shared<KernelLibrary>(
-      handle, entryPath, std::make_shared<const std::string>(std::move(payload)));
+      handle, entryPath,
+      std::make_shared<const std::string>(std::move(payload)));
 }
 
 std::shared_ptr<KernelLibrary>
@@ -176,7 +181,8 @@ KernelCache::compileAndLoad(const std::string &key, const std::string &source,
          std::strerror(errno));
   removeTree(work);
   return std::make_shared<KernelLibrary>(
-      handle, entryPath, std::make_shared<const std::string>(std::move(library)));
+      handle, entryPath,
+      std::make_shared<const std::string>(std::move(library)));
 }
 
 } // namespace fusec

@@ -46,14 +46,13 @@ public:
   using KernelFn = void (*)(const void *const *inputs, void *const *outputs);
   KernelLibrary(void *handle, std::string path,
                 std::shared_ptr<const std::string> code)
-      : handle(handle), libraryPath(std::move(path)), libraryCode(std::move(code)) {}
+      : handle(handle), libraryPath(std::move(path)),
+        libraryCode(std::move(code)) {}
   /// The kernel named `name`; throws fusec::Error if it is missing.
   KernelFn lookup(const std::string &name) const;
   const std::string &path() const { return libraryPath; }
   /// The shared object's bytes (what a package stores).
-  const std::shared_ptr<const std::string> &code() const {
-    return libraryCode;
-  }
+  const std::shared_ptr<const std::string> &code() const { return libraryCode; }
 
 private:
   void *handle;

@@ -22,8 +22,8 @@ DType getDType(ByteReader &in) {
 }
 
 /// An enum stored as one byte, checked against its last value.
-template <typename Enum> Enum getEnum(ByteReader &in, Enum last,
-                                      const char *what) {
+template <typename Enum>
+Enum getEnum(ByteReader &in, Enum last, const char *what) {
   uint8_t value = in.get<uint8_t>();
   if (value > static_cast<uint8_t>(last))
     in.fail(std::string("unknown ") + what + " " + std::to_string(value));
@@ -76,8 +76,8 @@ std::string encodeProgram(const Program &program) {
     for (int id : {call.a, call.b, call.output, call.bias})
       out.put<int32_t>(id);
     putDType(out, call.dtype);
-    for (int64_t size : {call.batch, call.m, call.n, call.k,
-                         call.batchStrideA, call.batchStrideB})
+    for (int64_t size : {call.batch, call.m, call.n, call.k, call.batchStrideA,
+                         call.batchStrideB})
       out.put<int64_t>(size);
     out.put<uint8_t>(call.transposeA);
     out.put<uint8_t>(call.transposeB);
@@ -160,9 +160,7 @@ Program decodeProgram(std::string_view bytes, const std::string &what) {
 }
 
 void checkProgram(const Program &program, const std::string &what) {
-  auto fail = [&](const std::string &why) {
-    throw Error(what + ": " + why);
-  };
+  auto fail = [&](const std::string &why) { throw Error(what + ": " + why); };
   const std::vector<BufferDesc> &buffers = program.buffers;
   auto checkId = [&](int id, const std::string &user) {
     if (id < 0 || static_cast<size_t>(id) >= buffers.size())

@@ -49,8 +49,9 @@ HostExecutable::HostExecutable(Program program,
     throw Error(image->origin + ": error: its kernel table does not match "
                                 "its program");
   for (size_t u = 0; u < image->code.size(); ++u)
-    libraries.push_back(loadLibraryFromMemory(
-        image->code[u], image->origin + " (kernels " + std::to_string(u) + ")"));
+    libraries.push_back(
+        loadLibraryFromMemory(image->code[u], image->origin + " (kernels " +
+                                                  std::to_string(u) + ")"));
   for (size_t unit : image->unitOf)
     if (unit >= libraries.size())
       throw Error(image->origin + ": error: a kernel names unit " +

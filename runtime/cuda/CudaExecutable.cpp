@@ -101,18 +101,20 @@ using cuda::DeviceAllocator;
 CudaExecutable::CudaExecutable(Program program,
                                std::shared_ptr<KernelCache> cache,
                                const CudaOptions &options)
-    : Executable(std::move(program)), compiledWith(options) {
+    : Executable(std::move(program)), cache(std::move(cache)),
+      compiledWith(options) {
   if (compiledWith.arch.empty())
     compiledWith.arch = cuda::deviceArch();
-  BackgroundCompile compile(prog, *cache, compiledWith.arch, options.fastMath);
+  BackgroundCompile compile(prog, *this->cache, compiledWith.arch,
+                            options.fastMath);
   allocateAndUpload(options);
-  cubins = compile.wait();
-  units = compile.units;
+  const std::vector<std::shared_ptr<const std::string>> &cubins =
+      compile.wait();
   std::vector<cuda::CUmodule> modules(cubins.size(), nullptr);
   for (size_t u = 0; u < cubins.size(); ++u)
     check(cuda::driver().cuModuleLoadData(&modules[u], cubins[u]->data()),
           "cuModuleLoadData", "the kernels of '" + prog.name + "'");
-  prepareLaunches(modules, units.unitOf, units.functionOf,
+  prepareLaunches(modules, compile.units.unitOf, compile.units.functionOf,
                   options.kernelOverlap);
 }
 
@@ -135,8 +137,8 @@ bool cubinRunsOn(const std::string &cubinArch, const std::string &deviceArch) {
   if (cubinArch == deviceArch)
     return true;
   int cubin = archNumber(cubinArch), device = archNumber(deviceArch);
-  bool plain = cubin >= 0 && std::isdigit(static_cast<unsigned char>(
-                                 cubinArch.back()));
+  bool plain =
+      cubin >= 0 && std::isdigit(static_cast<unsigned char>(cubinArch.back()));
   return plain && device >= cubin && device / 10 == cubin / 10;
 }
 
@@ -201,30 +203,44 @@ CudaExecutable::CudaExecutable(Program program,
 ExecutableImage CudaExecutable::image() const {
   if (packaged)
     return *packaged;
+  // The cubins are memory hits in the cache this executable compiled with.
+  return compileCudaImage(prog, *cache, compiledWith);
+}
+
+ExecutableImage compileCudaImage(const Program &program, KernelCache &cache,
+                                 const CudaOptions &options) {
+  CompileUnits units = splitIntoCompileUnits(program, kCudaCompileUnits);
   ExecutableImage image;
-  image.unitOf = units.unitOf;
-  image.functionOf = units.functionOf;
-  image.code = cubins;
-  image.arch = compiledWith.arch;
+  image.arch = options.arch;
   // PTX without arch-specific features, which later GPUs compile; a unit
   // that needs them (sm_90a's wgmma) has none.
-  image.ptxArch = compiledWith.arch;
+  image.ptxArch = options.arch;
   while (!image.ptxArch.empty() &&
          !std::isdigit(static_cast<unsigned char>(image.ptxArch.back())))
     image.ptxArch.pop_back();
-  std::vector<std::string> options = cuda::nvrtcOptions(compiledWith.fastMath);
-  for (const std::string &source : units.sources) {
-    try {
-      image.ptx.push_back(
-          cuda::compileCuda(source, image.ptxArch, options, /*ptx=*/true));
-    } catch (const Error &) {
-      image.ptx.emplace_back();
-    }
-  }
-  image.tf32 = compiledWith.tf32;
-  image.cudaGraph = compiledWith.cudaGraph;
-  image.kernelOverlap = compiledWith.kernelOverlap;
-  image.zeroCopyMaxBytes = compiledWith.zeroCopyMaxBytes;
+  image.code.resize(units.sources.size());
+  image.ptx.resize(units.sources.size());
+  std::vector<std::string> nvrtcOptions = cuda::nvrtcOptions(options.fastMath);
+  compileUnitsInParallel(
+      units, "nvrtc",
+      std::to_string(program.kernels.size()) + " kernels for " + options.arch +
+          " and PTX for " + image.ptxArch,
+      std::thread::hardware_concurrency(), [&](size_t u) {
+        image.code[u] =
+            cache.loadCubin(units.sources[u], options.arch, nvrtcOptions);
+        try {
+          image.ptx[u] = cuda::compileCuda(units.sources[u], image.ptxArch,
+                                           nvrtcOptions, /*ptx=*/true);
+        } catch (const Error &) {
+          image.ptx[u].clear();
+        }
+      });
+  image.unitOf = std::move(units.unitOf);
+  image.functionOf = std::move(units.functionOf);
+  image.tf32 = options.tf32;
+  image.cudaGraph = options.cudaGraph;
+  image.kernelOverlap = options.kernelOverlap;
+  image.zeroCopyMaxBytes = options.zeroCopyMaxBytes;
   return image;
 }
 
@@ -330,10 +346,10 @@ void CudaExecutable::allocateAndUpload(const CudaOptions &options) {
   prepare.end();
 }
 
-void CudaExecutable::prepareLaunches(
-    const std::vector<cuda::CUmodule> &modules,
-    const std::vector<size_t> &unitOf,
-    const std::vector<std::string> &functionOf, bool kernelOverlap) {
+void CudaExecutable::prepareLaunches(const std::vector<cuda::CUmodule> &modules,
+                                     const std::vector<size_t> &unitOf,
+                                     const std::vector<std::string> &functionOf,
+                                     bool kernelOverlap) {
   cuda::Device &device = cuda::device();
   const cuda::Driver &driver = cuda::driver();
   for (size_t k = 0; k < prog.kernels.size(); ++k) {

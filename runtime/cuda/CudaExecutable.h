@@ -90,11 +90,10 @@ private:
   void replay(const CapturedGraph &captured);
   static void destroy(CapturedGraph &captured);
 
-  /// Compiled here: the options (arch resolved), the compile units and
-  /// their cubins. Loaded from a package: its image.
+  /// Compiled here: the cache and the options (arch resolved). Loaded
+  /// from a package: its image.
+  std::shared_ptr<KernelCache> cache;
   CudaOptions compiledWith;
-  CompileUnits units;
-  std::vector<std::shared_ptr<const std::string>> cubins;
   std::shared_ptr<const ExecutableImage> packaged;
 
   bool useGraph = true;
@@ -121,6 +120,11 @@ private:
   /// created on first use.
   std::vector<cuda::CUevent> stepEvents;
 };
+
+/// A program's CUDA kernels compiled for `options.arch` (through `cache`)
+/// with each unit's PTX, as a package holds them: needs NVRTC, not a GPU.
+ExecutableImage compileCudaImage(const Program &program, KernelCache &cache,
+                                 const CudaOptions &options);
 
 } // namespace fusec
 
