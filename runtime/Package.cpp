@@ -337,6 +337,30 @@ PackageContents parsePackage(std::string_view bytes, const std::string &path,
       fail(path, "corrupt: the " + name + " does not match its checksum");
   }
 
+  // Sections may not overlap, and what lies between them is zero: every
+  // byte of the file is then checked.
+  std::vector<const Section *> byOffset;
+  for (const Section &section : sections)
+    byOffset.push_back(&section);
+  std::sort(
+      byOffset.begin(), byOffset.end(),
+      [](const Section *a, const Section *b) { return a->offset < b->offset; });
+  size_t covered = headerAndTable.size();
+  auto checkPadding = [&](size_t end) {
+    size_t nonZero = bytes.substr(covered, end - covered)
+                         .find_first_not_of(std::string_view("\0", 1));
+    if (nonZero != std::string_view::npos)
+      fail(path, "corrupt: byte " + std::to_string(covered + nonZero) +
+                     " lies between sections but is not zero");
+  };
+  for (const Section *section : byOffset) {
+    if (section->offset < covered)
+      fail(path, "corrupt: its sections overlap");
+    checkPadding(section->offset);
+    covered = section->offset + section->bytes.size();
+  }
+  checkPadding(bytes.size());
+
   auto only = [&](SectionKind kind) {
     const Section *found = nullptr;
     for (const Section &section : sections)
