@@ -582,19 +582,6 @@ std::vector<Tensor> modelInputs(const CliOptions &options,
   return inputs;
 }
 
-std::string describeValues(const Tensor &tensor) {
-  std::ostringstream os;
-  os.precision(6);
-  os << "[";
-  int64_t shown = std::min<int64_t>(tensor.numElements(), 6);
-  for (int64_t i = 0; i < shown; ++i)
-    os << (i ? ", " : "") << tensor.at(i);
-  if (shown < tensor.numElements())
-    os << ", ...";
-  os << "]";
-  return os.str();
-}
-
 /// --cache-clear, then --cache-cleanup, then --cache-stats.
 int runCacheCommands(const CliOptions &options) {
   KernelCache cache(options.compile.cacheDir);
@@ -658,9 +645,7 @@ bool runAndReport(const CliOptions &options, CompiledModel &model,
       makeDirectory(options.outputsDir);
     for (size_t i = 0; i < outputs.size(); ++i) {
       const std::string &name = program.outputNames[i];
-      std::printf("output %s: %s checksum=%.9g values=%s\n", name.c_str(),
-                  outputs[i].typeString().c_str(), checksum(outputs[i]),
-                  describeValues(outputs[i]).c_str());
+      std::printf("%s\n", describeOutput(name, outputs[i]).c_str());
       if (!options.outputsDir.empty())
         writeNpy(options.outputsDir + "/" + name + ".npy", outputs[i]);
     }
