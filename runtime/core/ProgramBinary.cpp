@@ -10,6 +10,9 @@ namespace {
 
 /// The most elements a buffer may have (the compiler's limit on tensors).
 constexpr int64_t kMaxElements = int64_t(1) << 48;
+/// The most bytes all of a program's buffers may hold together: far from
+/// int64 overflow in the memory plan's sums.
+constexpr int64_t kMaxTotalBytes = int64_t(1) << 56;
 
 void putDType(ByteWriter &out, DType dtype) { out.putString(dtypeName(dtype)); }
 
@@ -167,6 +170,7 @@ void checkProgram(const Program &program, const std::string &what) {
       fail(user + " names buffer " + std::to_string(id) + " of " +
            std::to_string(buffers.size()));
   };
+  int64_t totalBytes = 0;
   for (size_t id = 0; id < buffers.size(); ++id) {
     const BufferDesc &buffer = buffers[id];
     int64_t elements = 1;
@@ -177,6 +181,11 @@ void checkProgram(const Program &program, const std::string &what) {
         fail("buffer '" + buffer.name + "' has more than 2^48 elements");
       elements *= dim;
     }
+    // Each buffer is at most 2^51 bytes: the sum cannot overflow before
+    // it passes the limit.
+    totalBytes += buffer.byteSize();
+    if (totalBytes > kMaxTotalBytes)
+      fail("its buffers hold more than 2^56 bytes");
     if (buffer.role != BufferRole::Alias)
       continue;
     if (buffer.aliasOf < 0 || static_cast<size_t>(buffer.aliasOf) >= id)
@@ -197,6 +206,24 @@ void checkProgram(const Program &program, const std::string &what) {
           buffers[kernel.scratch].byteSize() < kernel.scratchBytes)
         fail(user + "'s scratch is not a scratch buffer of its size");
     }
+  }
+  for (size_t i = 0; i < program.matmuls.size(); ++i) {
+    const MatmulCall &call = program.matmuls[i];
+    std::string user = "matmul " + std::to_string(i);
+    for (int id : {call.a, call.b, call.output})
+      checkId(id, user);
+    if (call.bias != -1)
+      checkId(call.bias, user);
+  }
+  for (size_t i = 0; i < program.steps.size(); ++i) {
+    const Step &step = program.steps[i];
+    size_t count = step.kind == StepKind::Kernel   ? program.kernels.size()
+                   : step.kind == StepKind::Matmul ? program.matmuls.size()
+                                                   : buffers.size();
+    if (step.index < 0 || static_cast<size_t>(step.index) >= count ||
+        (step.kind == StepKind::View &&
+         buffers[step.index].role != BufferRole::Alias))
+      fail("step " + std::to_string(i) + " names nothing it can run");
   }
   std::vector<bool> bound(buffers.size(), false);
   for (int id : program.inputs) {

@@ -26,11 +26,12 @@ std::string encodeProgram(const Program &program);
 /// an inconsistent program (checkProgram).
 Program decodeProgram(std::string_view bytes, const std::string &what);
 
-/// Throws fusec::Error starting with `what` unless every buffer id in
-/// `program` is in range, every shape is non-negative and at most 2^48
-/// elements, aliases name earlier buffers of at least their size, graph
-/// inputs are input buffers and each output has a name: what running the
-/// program relies on before Executable checks its steps and library calls.
+/// Throws fusec::Error starting with `what` unless every buffer id and
+/// step in `program` is in range, every shape is non-negative and at most
+/// 2^48 elements (2^56 bytes in all), aliases name earlier buffers of at
+/// least their size, graph inputs are the input buffers and each output has
+/// a name: what planning memory and running the program rely on before
+/// Executable checks that each kernel and call runs once and fits.
 void checkProgram(const Program &program, const std::string &what);
 
 } // namespace fusec
