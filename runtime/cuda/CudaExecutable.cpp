@@ -107,6 +107,9 @@ CudaExecutable::CudaExecutable(Program program,
     compiledWith.arch = cuda::deviceArch();
   BackgroundCompile compile(prog, *this->cache, compiledWith.arch,
                             options.fastMath);
+  // Held to the end, as every step below enqueues on or configures what
+  // another thread's capture of the shared stream could see.
+  cuda::StreamLock held;
   allocateAndUpload(options);
   const std::vector<std::shared_ptr<const std::string>> &cubins =
       compile.wait();
@@ -178,6 +181,7 @@ CudaExecutable::CudaExecutable(Program program,
                   ", which cannot run on this GPU (" + deviceArch +
                   "): compile the model for " + deviceArch);
   }
+  cuda::StreamLock held;
   CudaOptions options;
   options.arch = image->arch;
   options.tf32 = image->tf32;
@@ -247,8 +251,6 @@ ExecutableImage compileCudaImage(const Program &program, KernelCache &cache,
 void CudaExecutable::allocateAndUpload(const CudaOptions &options) {
   cuda::Device &device = cuda::device();
   const cuda::Driver &driver = cuda::driver();
-  // The weights' uploads queue on the shared stream.
-  cuda::StreamLock held;
 
   useGraph = options.cudaGraph;
   // Temporaries that are not outputs share one arena by liveness.

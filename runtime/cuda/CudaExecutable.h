@@ -49,8 +49,9 @@ public:
   ExecutableImage image() const override;
 
 private:
-  /// The constructors' parts: the buffers, the weights' upload and the
-  /// library calls; then each kernel's launch, from the loaded modules.
+  /// The constructors' parts, with the StreamLock held (the weights'
+  /// uploads queue on the shared stream): the buffers, the weights' upload
+  /// and the library calls; then each kernel's launch, from the modules.
   void allocateAndUpload(const CudaOptions &options);
   void prepareLaunches(const std::vector<cuda::CUmodule> &modules,
                        const std::vector<size_t> &unitOf,
