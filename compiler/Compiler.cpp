@@ -449,8 +449,8 @@ CompiledModel load(Program program, const CompileOptions &options) {
       cudaOptionsOf(options)));
 }
 
-void savePackage(Program program, const CompileOptions &options,
-                 const std::string &path) {
+void compileToPackage(Program program, const CompileOptions &options,
+                      const std::string &path) {
   if (program.target == Target::Cpu) {
     load(std::move(program), options).save(path);
     return;

@@ -54,8 +54,8 @@ CompiledModel load(Program program, const CompileOptions &options);
 
 /// Compiles a Program's kernels and writes it as a package (`fusec
 /// --emit=package`); a CUDA program's only through NVRTC, with no GPU.
-void savePackage(Program program, const CompileOptions &options,
-                 const std::string &path);
+void compileToPackage(Program program, const CompileOptions &options,
+                      const std::string &path);
 
 /// The executable behind a model (a CudaExecutable on the GPU).
 Executable &executableOf(CompiledModel &model);

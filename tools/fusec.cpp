@@ -740,7 +740,7 @@ int runCli(const CliOptions &options) {
   const Program &program = lowering.program;
 
   if (options.emit == "package")
-    savePackage(program, options.compile, options.outputPath);
+    compileToPackage(program, options.compile, options.outputPath);
   else if (!options.emit.empty())
     writeText(options.outputPath, emitStage(options, lowering));
   if (!options.dumpKernelsDir.empty()) {

@@ -203,7 +203,7 @@ TEST_CASE("a CUDA package is written without a GPU", "[package]") {
                                 test::testOptions(true, Target::Cuda));
   CompileOptions options = test::testOptions(true, Target::Cuda);
   options.gpuArch = "sm_90a";
-  savePackage(lowering.program, options, path);
+  compileToPackage(lowering.program, options, path);
   PackageContents contents = parsePackage(readBytes(path), path);
   CHECK(contents.program.target == Target::Cuda);
   CHECK(contents.image->arch == "sm_90a");
