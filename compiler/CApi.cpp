@@ -610,6 +610,22 @@ fusec_status fusec_compile_graph(const fusec_graph *graph,
 
 void fusec_model_destroy(fusec_model *model) { delete model; }
 
+fusec_status fusec_model_save(const fusec_model *model, const char *path) {
+  return guarded([&] {
+    required(model, "the model").compiled.save(nonNull(path, "the path"));
+  });
+}
+
+fusec_status fusec_model_load(const char *path, fusec_model **model) {
+  return guarded([&] {
+    required(model, "the model") = nullptr;
+    CompiledModel loaded = load(std::string(nonNull(path, "the path")));
+    CompileOptions options;
+    options.target = loaded.program().target;
+    *model = new fusec_model(std::move(loaded), std::move(options));
+  });
+}
+
 fusec_status fusec_model_target(const fusec_model *model,
                                 fusec_target *target) {
   return guarded([&] {

@@ -13,6 +13,7 @@
 #include "frontends/Importer.h"
 #include "ir/FuseDialect.h"
 #include "passes/Passes.h"
+#include "runtime/Package.h"
 #include "runtime/core/Trace.h"
 #include "runtime/cuda/CudaApi.h"
 
@@ -282,6 +283,14 @@ const Program &CompiledModel::program() const { return executable->program(); }
 
 Executable &executableOf(CompiledModel &model) { return *model.executable; }
 
+void CompiledModel::save(const std::string &path) const {
+  savePackage(program(), executable->image(), path);
+}
+
+CompiledModel load(const std::string &path) {
+  return CompiledModel(loadPackage(path));
+}
+
 std::vector<KernelInfo> CompiledModel::kernels() const {
   std::vector<KernelInfo> result;
   for (const KernelDesc &kernel : program().kernels)
@@ -427,7 +436,9 @@ std::string resolveGpuArch(const CompileOptions &options) {
   return cuda::unavailableReason().empty() ? cuda::deviceArch() : "sm_90a";
 }
 
-CompiledModel load(Program program, const CompileOptions &options) {
+namespace {
+
+CudaOptions cudaOptionsOf(const CompileOptions &options) {
   CudaOptions cudaOptions;
   cudaOptions.arch = options.gpuArch;
   cudaOptions.fastMath = options.fastMath;
@@ -435,10 +446,32 @@ CompiledModel load(Program program, const CompileOptions &options) {
   cudaOptions.cudaGraph = options.cudaGraph;
   cudaOptions.kernelOverlap = options.kernelOverlap;
   cudaOptions.zeroCopyMaxBytes = options.zeroCopyMaxBytes;
+  return cudaOptions;
+}
+
+} // namespace
+
+CompiledModel load(Program program, const CompileOptions &options) {
   trace::Scope scope("load", "load", {{"model", program.name}});
-  return CompiledModel(
-      makeExecutable(std::move(program),
-                     KernelCache::forDirectory(options.cacheDir), cudaOptions));
+  return CompiledModel(makeExecutable(
+      std::move(program), KernelCache::forDirectory(options.cacheDir),
+      cudaOptionsOf(options)));
+}
+
+void compileToPackage(Program program, const CompileOptions &options,
+                      const std::string &path) {
+  if (program.target == Target::Cpu) {
+    load(std::move(program), options).save(path);
+    return;
+  }
+  // NVRTC alone: no executable, so no GPU is needed.
+  CudaOptions cudaOptions = cudaOptionsOf(options);
+  cudaOptions.arch = resolveGpuArch(options);
+  savePackage(program,
+              compileCudaImage(program,
+                               *KernelCache::forDirectory(options.cacheDir),
+                               cudaOptions),
+              path);
 }
 
 namespace {

@@ -104,6 +104,10 @@ public:
   void synchronize();
   std::vector<KernelInfo> kernels() const;
   const Program &program() const;
+  /// Writes the model as one package file (docs/packages.md): its program,
+  /// compiled kernels and weights; fusec::load(path) runs it with no
+  /// compiler. A CUDA model's PTX is compiled here, for later GPUs.
+  void save(const std::string &path) const;
 
 private:
   friend Executable &executableOf(CompiledModel &model);
@@ -117,6 +121,11 @@ Target resolveTarget(const CompileOptions &options);
 std::string resolveGpuArch(const CompileOptions &options);
 
 CompiledModel compile(const Graph &graph, const CompileOptions &options = {});
+/// A model CompiledModel::save wrote (`fusec MODEL --emit=package -o PATH`),
+/// loaded without MLIR, NVRTC or the host compiler. Throws fusec::Error
+/// naming the file for a corrupt or truncated package, another fusec or
+/// format version, or one this machine cannot run (runtime/Package.h).
+CompiledModel load(const std::string &path);
 CompiledModel compileFile(const std::string &path,
                           const CompileOptions &options = {});
 

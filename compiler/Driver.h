@@ -52,6 +52,11 @@ Lowering lowerBuffer(const std::string &contents, ModelFormat format,
 /// Compiles a Program's kernels (through the kernel cache) and loads them.
 CompiledModel load(Program program, const CompileOptions &options);
 
+/// Compiles a Program's kernels and writes it as a package (`fusec
+/// --emit=package`); a CUDA program's only through NVRTC, with no GPU.
+void compileToPackage(Program program, const CompileOptions &options,
+                      const std::string &path);
+
 /// The executable behind a model (a CudaExecutable on the GPU).
 Executable &executableOf(CompiledModel &model);
 

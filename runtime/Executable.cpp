@@ -168,4 +168,12 @@ std::shared_ptr<Executable> makeExecutable(Program program,
   return std::make_shared<HostExecutable>(std::move(program), std::move(cache));
 }
 
+std::shared_ptr<Executable>
+makeExecutable(Program program, std::shared_ptr<const ExecutableImage> image) {
+  if (program.target == Target::Cuda)
+    return std::make_shared<CudaExecutable>(std::move(program),
+                                            std::move(image));
+  return std::make_shared<HostExecutable>(std::move(program), std::move(image));
+}
+
 } // namespace fusec

@@ -19,6 +19,31 @@
 
 namespace fusec {
 
+/// What a compiled-model package (runtime/Package.h) holds beside the
+/// Program: the kernels as compiled code and the options the executable
+/// runs with, so that it is built again with no compiler.
+struct ExecutableImage {
+  /// Per kernel: the compile unit whose code defines its function, and the
+  /// function's name (kernels differing only in name share one).
+  std::vector<size_t> unitOf;
+  std::vector<std::string> functionOf;
+  /// Per unit: a shared object (cpu) or a cubin for `arch` (cuda).
+  std::vector<std::shared_ptr<const std::string>> code;
+  /// CUDA, per unit: PTX for `ptxArch`, which the driver compiles for a
+  /// GPU the cubin does not run on; "" where NVRTC could not emit it.
+  std::vector<std::string> ptx;
+  /// CUDA: the cubins' architecture ("sm_90a") and the PTX's ("sm_90").
+  std::string arch, ptxArch;
+  /// cpu: the /proc/cpuinfo flags of the CPU the kernels were compiled for
+  /// (with -march=native, so they need every one).
+  std::string cpuFlags;
+  /// CUDA: tf32, CUDA graphs, kernel overlap and zero-copy, as compiled.
+  bool tf32 = false, cudaGraph = true, kernelOverlap = true;
+  int64_t zeroCopyMaxBytes = 0;
+  /// Where the image came from, for messages ("model.fusec").
+  std::string origin;
+};
+
 /// A Program with its kernels compiled and loaded and its library calls
 /// prepared. A run performs `Program::steps` in order. Buffers are allocated
 /// once and reused by every run, so one Executable must not run on several
@@ -39,6 +64,10 @@ public:
                    std::vector<Tensor> &outputs) = 0;
 
   const Program &program() const { return prog; }
+  /// The kernels' compiled code and the run options, for a package. A CUDA
+  /// executable compiled here adds each unit's PTX (compiled now, by NVRTC;
+  /// compileCudaImage).
+  virtual ExecutableImage image() const = 0;
 
   /// Runs the program on tensors already in device memory, writing the
   /// outputs into device memory the caller owns: no host copies. Returns
@@ -114,6 +143,9 @@ struct CudaOptions {
 std::shared_ptr<Executable> makeExecutable(Program program,
                                            std::shared_ptr<KernelCache> cache,
                                            const CudaOptions &cudaOptions);
+/// The same from compiled code (a package's): nothing is compiled.
+std::shared_ptr<Executable>
+makeExecutable(Program program, std::shared_ptr<const ExecutableImage> image);
 
 } // namespace fusec
 

@@ -19,7 +19,7 @@ if [ $# -gt 0 ]; then shift; fi
 harnesses=("$@")
 if ((${#harnesses[@]} == 0)); then
   harnesses=(fuzz-json fuzz-mlir fuzz-onnx fuzz-onnx-tensor fuzz-npy
-             fuzz-cache-entry)
+             fuzz-cache-entry fuzz-package)
 fi
 
 scripts/install-fuzz-deps.sh

@@ -9,8 +9,9 @@ cd "$(dirname "$0")/.."
 scripts/build.sh
 rm -rf stage
 mkdir -p stage/bin stage/examples stage/models
-for binary in build/tools/fusec build/tools/fusec-onnx-conformance \
-    build/test/fusec-unit-tests build/bench/fusec-bench; do
+for binary in build/tools/fusec build/tools/fusec-run \
+    build/tools/fusec-onnx-conformance build/test/fusec-unit-tests \
+    build/bench/fusec-bench; do
   strip -o "stage/bin/$(basename "$binary")" "$binary"
 done
 # The GPU machine has libprotobuf.so.32 but no libonnx: the binaries' rpath
@@ -106,6 +107,13 @@ bin/fusec-bench --target=cpu $(printf -- '--model=models/onnx/%s.onnx ' $models)
   2>&1 | tee "$out/bench-models-cpu.jsonl"
 python3 torch_model_peers.py $models 2>&1 | tee "$out/torch-model-peers.jsonl"
 python3 ort_model_peers.py $models 2>&1 | tee "$out/ort-model-peers.jsonl"
+echo "== packages (docs/packages.md): compile vs load on the GPU"
+bin/fusec-bench --target=cuda \
+  $(printf -- '--package=models/onnx/%s.onnx ' gpt2 gpt2_d256 llama_d256 bert_d128) \
+  2>&1 | tee "$out/bench-packages-cuda.jsonl"
+bin/fusec models/layernorm_gelu.json --target=cuda --emit=package -o "$out/ln.fusec"
+bin/fusec models/layernorm_gelu.json --target=cuda --run --seed=5 | grep '^output'
+bin/fusec-run "$out/ln.fusec" --seed 5 --time
 echo "== PyTorch matmul peers (same GPU)"
 python3 torch_matmul_peers.py 2>&1 | tee "$out/torch-matmul-peers.jsonl"
 SCRIPT

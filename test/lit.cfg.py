@@ -29,3 +29,19 @@ config.substitutions.append(("%models", os.path.join(config.fusec_source_dir, "t
 for nvrtc in ("/usr/local/cuda/lib64/libnvrtc.so",):
     if os.path.exists(nvrtc):
         config.available_features.add("nvrtc")
+
+# A usable GPU (the CUDA driver finds a device): tests that run CUDA code
+# need it, and tests of what happens without one exclude it.
+def _has_cuda_device():
+    import ctypes
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    count = ctypes.c_int(0)
+    return (driver.cuInit(0) == 0 and
+            driver.cuDeviceGetCount(ctypes.byref(count)) == 0 and
+            count.value > 0)
+
+if _has_cuda_device():
+    config.available_features.add("cuda-device")

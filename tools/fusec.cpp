@@ -2,6 +2,7 @@
 
 #include "compiler/Driver.h"
 #include "frontends/Onnx.h"
+#include "runtime/Package.h"
 #include "runtime/Profile.h"
 #include "runtime/cache/KernelCache.h"
 #include "runtime/core/Compare.h"
@@ -39,6 +40,7 @@ into kernels. With no action, prints the kernels (name and fused ops) and
 library calls.
 
   fusec MODEL [options]
+  fusec MODEL.fusec --run [--inputs ...]   (a package: --emit=package)
   fusec --cache-stats | --cache-clear | --cache-cleanup [--cache-dir=DIR]
 )";
 
@@ -122,7 +124,9 @@ cl::opt<std::string> emitFlag(
              "then the library calls), ptx (CUDA only), dot (the\n"
              "fusion graph in Graphviz DOT: a cluster per kernel,\n"
              "unfused edges labelled with the reason), svg (that graph\n"
-             "rendered by Graphviz's dot, which must be on PATH)"),
+             "rendered by Graphviz's dot, which must be on PATH),\n"
+             "package (the compiled model in one file, with -o\n"
+             "MODEL.fusec: run it with `fusec MODEL.fusec --run`)"),
     cl::cat(inspectCategory));
 cl::opt<std::string> outputPathFlag("o", cl::value_desc("PATH"),
                                     cl::desc("write --emit's output to PATH "
@@ -421,10 +425,11 @@ CliOptions parseArguments(int argc, char **argv) {
   if (emitFlag.getNumOccurrences() && options.emit != "ir" &&
       options.emit != "fused" && options.emit != "plan" &&
       options.emit != "schedule" && options.emit != "source" &&
-      options.emit != "ptx" && options.emit != "dot" && options.emit != "svg")
+      options.emit != "ptx" && options.emit != "dot" && options.emit != "svg" &&
+      options.emit != "package")
     throw UsageError{"unknown --emit stage '" + options.emit +
                      "' (expected ir, fused, plan, schedule, source, "
-                     "ptx, dot or svg)"};
+                     "ptx, dot, svg or package)"};
   options.outputPath = outputPathFlag;
   options.dumpKernelsDir = dumpKernelsFlag;
   options.tracePath = traceFlag;
@@ -511,6 +516,14 @@ CliOptions parseArguments(int argc, char **argv) {
     throw UsageError{"--inputs needs --run or --check"};
   if (options.emit == "ptx" && options.compile.target != Target::Cuda)
     throw UsageError{"--emit=ptx needs --target=cuda"};
+  if (options.emit == "package" && options.outputPath.empty())
+    throw UsageError{"--emit=package needs -o FILE.fusec"};
+  if (isPackagePath(options.model) &&
+      (!options.run || !options.emit.empty() || options.check ||
+       !options.dumpKernelsDir.empty()))
+    throw UsageError{"a package (" + options.model +
+                     ") is compiled already: it runs with --run; --emit, "
+                     "--check and --dump-kernels need a model"};
   return options;
 }
 
@@ -624,19 +637,6 @@ std::vector<Tensor> modelInputs(const CliOptions &options,
   return inputs;
 }
 
-std::string describeValues(const Tensor &tensor) {
-  std::ostringstream os;
-  os.precision(6);
-  os << "[";
-  int64_t shown = std::min<int64_t>(tensor.numElements(), 6);
-  for (int64_t i = 0; i < shown; ++i)
-    os << (i ? ", " : "") << tensor.at(i);
-  if (shown < tensor.numElements())
-    os << ", ...";
-  os << "]";
-  return os.str();
-}
-
 /// --cache-clear, then --cache-cleanup, then --cache-stats.
 int runCacheCommands(const CliOptions &options) {
   KernelCache cache(options.compile.cacheDir);
@@ -687,83 +687,20 @@ int runCacheCommands(const CliOptions &options) {
   return 0;
 }
 
-int runCli(const CliOptions &options) {
-  if (options.cacheStats || options.cacheClear || options.cacheCleanup)
-    return runCacheCommands(options);
-  bool wantsIR = options.emit == "ir" || options.emit == "fused";
-  // --emit=ir and --emit=fused stop there: a later stage that fails does
-  // not hide them.
-  bool needsProgram =
-      options.run || options.check || !options.dumpKernelsDir.empty();
-  Stage stopAfter = needsProgram              ? Stage::Program
-                    : options.emit == "ir"    ? Stage::Imported
-                    : options.emit == "fused" ? Stage::Fused
-                                              : Stage::Program;
-  // Kernel repros (--dump-kernels) read the fused IR back for references;
-  // schedules are described only when asked for.
-  bool captureIR = wantsIR || options.emit == "schedule" ||
-                   options.emit == "plan" || !options.dumpKernelsDir.empty();
-  if ((options.run || options.check) &&
-      resolveTarget(options.compile) == Target::Cuda)
-    cuda::startInitializingInBackground(); // beside the import and passes
-  Lowering lowering =
-      lowerFile(options.model, options.compile, captureIR, stopAfter);
-  const Program &program = lowering.program;
-
-  if (!options.emit.empty())
-    writeText(options.outputPath, emitStage(options, lowering));
-  if (!options.dumpKernelsDir.empty()) {
-    makeDirectory(options.dumpKernelsDir);
-    fuse::KernelReproWriter repros(program, lowering.fusedIR,
-                                   options.compile.fastMath);
-    const std::string &dir = options.dumpKernelsDir;
-    for (size_t k = 0; k < program.kernels.size(); ++k) {
-      writeText(dir + "/" + repros.sourceFileName(k), repros.kernelSource(k));
-      writeText(dir + "/" + repros.reproFileName(k), repros.repro(k));
-    }
-    writeText(dir + "/README.md", repros.readme());
-  }
-  if (options.emit.empty() && !options.run && !options.check) {
-    std::cout << program.kernels.size() << " kernel"
-              << (program.kernels.size() == 1 ? "" : "s");
-    if (!program.matmuls.empty())
-      std::cout << " and " << program.matmuls.size() << " library call"
-                << (program.matmuls.size() == 1 ? "" : "s");
-    std::cout << " for '" << program.name << "'";
-    if (isOnnxModelPath(options.model))
-      std::cout << " from " << summarizeOnnxModel(options.model).nodeCount
-                << " ONNX nodes";
-    std::cout << "\n";
-    for (const Step &step : program.steps) {
-      if (step.kind == StepKind::Matmul) {
-        std::cout << "  "
-                  << program.matmuls[step.index].describe(program.buffers)
-                  << "\n";
-        continue;
-      }
-      if (step.kind != StepKind::Kernel)
-        continue;
-      const KernelDesc &kernel = program.kernels[step.index];
-      std::cout << "  " << kernel.name << ":";
-      for (const std::string &op : kernel.ops)
-        std::cout << " " << op;
-      std::cout << "\n";
-    }
-  }
-  if (!options.run && !options.check)
-    return 0;
-
-  std::vector<Tensor> inputs = modelInputs(options, program);
-  CompiledModel model = load(program, options.compile);
-  std::vector<Tensor> outputs = model.run(inputs);
+/// --run: runs the model, prints (and writes) its outputs, the memory plan
+/// and the profile, and compares them with --expect's files; false when one
+/// does not match.
+bool runAndReport(const CliOptions &options, CompiledModel &model,
+                  const std::vector<Tensor> &inputs,
+                  std::vector<Tensor> &outputs) {
+  const Program &program = model.program();
+  outputs = model.run(inputs);
   if (options.run) {
     if (!options.outputsDir.empty())
       makeDirectory(options.outputsDir);
     for (size_t i = 0; i < outputs.size(); ++i) {
       const std::string &name = program.outputNames[i];
-      std::printf("output %s: %s checksum=%.9g values=%s\n", name.c_str(),
-                  outputs[i].typeString().c_str(), checksum(outputs[i]),
-                  describeValues(outputs[i]).c_str());
+      std::printf("%s\n", describeOutput(name, outputs[i]).c_str());
       if (!options.outputsDir.empty())
         writeNpy(options.outputsDir + "/" + name + ".npy", outputs[i]);
     }
@@ -845,6 +782,91 @@ int runCli(const CliOptions &options) {
                   comparison.ok() ? "ok" : "FAILED", worst.c_str());
     }
   }
+  return expectedOk;
+}
+
+/// `fusec MODEL.fusec --run`: a package, loaded with no compiler.
+int runPackage(const CliOptions &options) {
+  CompiledModel model = load(options.model);
+  std::vector<Tensor> inputs = modelInputs(options, model.program());
+  std::vector<Tensor> outputs;
+  return runAndReport(options, model, inputs, outputs) ? 0 : 1;
+}
+
+int runCli(const CliOptions &options) {
+  if (options.cacheStats || options.cacheClear || options.cacheCleanup)
+    return runCacheCommands(options);
+  if (isPackagePath(options.model))
+    return runPackage(options);
+  bool wantsIR = options.emit == "ir" || options.emit == "fused";
+  // --emit=ir and --emit=fused stop there: a later stage that fails does
+  // not hide them.
+  bool needsProgram =
+      options.run || options.check || !options.dumpKernelsDir.empty();
+  Stage stopAfter = needsProgram              ? Stage::Program
+                    : options.emit == "ir"    ? Stage::Imported
+                    : options.emit == "fused" ? Stage::Fused
+                                              : Stage::Program;
+  // Kernel repros (--dump-kernels) read the fused IR back for references;
+  // schedules are described only when asked for.
+  bool captureIR = wantsIR || options.emit == "schedule" ||
+                   options.emit == "plan" || !options.dumpKernelsDir.empty();
+  if ((options.run || options.check) &&
+      resolveTarget(options.compile) == Target::Cuda)
+    cuda::startInitializingInBackground(); // beside the import and passes
+  Lowering lowering =
+      lowerFile(options.model, options.compile, captureIR, stopAfter);
+  const Program &program = lowering.program;
+
+  if (options.emit == "package")
+    compileToPackage(program, options.compile, options.outputPath);
+  else if (!options.emit.empty())
+    writeText(options.outputPath, emitStage(options, lowering));
+  if (!options.dumpKernelsDir.empty()) {
+    makeDirectory(options.dumpKernelsDir);
+    fuse::KernelReproWriter repros(program, lowering.fusedIR,
+                                   options.compile.fastMath);
+    const std::string &dir = options.dumpKernelsDir;
+    for (size_t k = 0; k < program.kernels.size(); ++k) {
+      writeText(dir + "/" + repros.sourceFileName(k), repros.kernelSource(k));
+      writeText(dir + "/" + repros.reproFileName(k), repros.repro(k));
+    }
+    writeText(dir + "/README.md", repros.readme());
+  }
+  if (options.emit.empty() && !options.run && !options.check) {
+    std::cout << program.kernels.size() << " kernel"
+              << (program.kernels.size() == 1 ? "" : "s");
+    if (!program.matmuls.empty())
+      std::cout << " and " << program.matmuls.size() << " library call"
+                << (program.matmuls.size() == 1 ? "" : "s");
+    std::cout << " for '" << program.name << "'";
+    if (isOnnxModelPath(options.model))
+      std::cout << " from " << summarizeOnnxModel(options.model).nodeCount
+                << " ONNX nodes";
+    std::cout << "\n";
+    for (const Step &step : program.steps) {
+      if (step.kind == StepKind::Matmul) {
+        std::cout << "  "
+                  << program.matmuls[step.index].describe(program.buffers)
+                  << "\n";
+        continue;
+      }
+      if (step.kind != StepKind::Kernel)
+        continue;
+      const KernelDesc &kernel = program.kernels[step.index];
+      std::cout << "  " << kernel.name << ":";
+      for (const std::string &op : kernel.ops)
+        std::cout << " " << op;
+      std::cout << "\n";
+    }
+  }
+  if (!options.run && !options.check)
+    return 0;
+
+  std::vector<Tensor> inputs = modelInputs(options, program);
+  CompiledModel model = load(program, options.compile);
+  std::vector<Tensor> outputs;
+  bool expectedOk = runAndReport(options, model, inputs, outputs);
   if (!options.check)
     return expectedOk ? 0 : 1;
 

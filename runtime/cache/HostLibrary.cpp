@@ -18,6 +18,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,6 +31,35 @@ KernelLibrary::KernelFn KernelLibrary::lookup(const std::string &name) const {
   if (!symbol)
     throw Error("fusec: kernel '" + name + "' is missing from " + libraryPath);
   return reinterpret_cast<KernelFn>(symbol);
+}
+
+std::shared_ptr<KernelLibrary>
+loadLibraryFromMemory(std::shared_ptr<const std::string> code,
+                      const std::string &path) {
+  int fd = memfd_create("fusec-kernels", MFD_CLOEXEC);
+  if (fd < 0)
+    throw Error(path + ": error: cannot create a file for its kernels: " +
+                std::strerror(errno));
+  bool written = writeAll(fd, code->data(), code->size());
+  int writeError = errno;
+  void *handle = nullptr;
+  std::string why;
+  if (written) {
+    handle = dlopen(("/proc/self/fd/" + std::to_string(fd)).c_str(),
+                    RTLD_NOW | RTLD_LOCAL);
+    if (!handle)
+      why = dlerror();
+  } else {
+    why = std::strerror(writeError);
+  }
+  // The descriptor stays open as long as the library stays loaded (for
+  // good): dlopen knows the library by its path, so a later library loaded
+  // through a reused descriptor number would be taken for this one.
+  if (!handle) {
+    close(fd);
+    throw Error(path + ": error: its kernels do not load: " + why);
+  }
+  return std::make_shared<KernelLibrary>(handle, path, std::move(code));
 }
 
 std::shared_ptr<KernelLibrary>
@@ -75,7 +105,9 @@ KernelCache::loadEntry(const std::string &entryPath) {
     return nullptr;
   }
   recordHit();
-  return std::make_shared<KernelLibrary>(handle, entryPath);
+  return std::make_shared<KernelLibrary>(
+      handle, entryPath,
+      std::make_shared<const std::string>(std::move(payload)));
 }
 
 std::shared_ptr<KernelLibrary>
@@ -148,7 +180,9 @@ KernelCache::compileAndLoad(const std::string &key, const std::string &source,
     warn("fusec: warning: cannot publish cache entry " + entryPath + ": " +
          std::strerror(errno));
   removeTree(work);
-  return std::make_shared<KernelLibrary>(handle, entryPath);
+  return std::make_shared<KernelLibrary>(
+      handle, entryPath,
+      std::make_shared<const std::string>(std::move(library)));
 }
 
 } // namespace fusec

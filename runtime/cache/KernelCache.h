@@ -44,16 +44,28 @@ namespace fusec {
 class KernelLibrary {
 public:
   using KernelFn = void (*)(const void *const *inputs, void *const *outputs);
-  KernelLibrary(void *handle, std::string path)
-      : handle(handle), libraryPath(std::move(path)) {}
+  KernelLibrary(void *handle, std::string path,
+                std::shared_ptr<const std::string> code)
+      : handle(handle), libraryPath(std::move(path)),
+        libraryCode(std::move(code)) {}
   /// The kernel named `name`; throws fusec::Error if it is missing.
   KernelFn lookup(const std::string &name) const;
   const std::string &path() const { return libraryPath; }
+  /// The shared object's bytes (what a package stores).
+  const std::shared_ptr<const std::string> &code() const { return libraryCode; }
 
 private:
   void *handle;
   std::string libraryPath;
+  std::shared_ptr<const std::string> libraryCode;
 };
+
+/// Loads a shared object held in memory (through an anonymous file, never
+/// a name others could replace); `path` names it in messages. Throws
+/// fusec::Error when the bytes do not load.
+std::shared_ptr<KernelLibrary>
+loadLibraryFromMemory(std::shared_ptr<const std::string> code,
+                      const std::string &path);
 
 /// This process's lookups in one KernelCache object.
 struct CacheStats {

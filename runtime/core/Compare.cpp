@@ -1,6 +1,8 @@
 #include "runtime/core/Compare.h"
 
+#include <algorithm>
 #include <cmath>
+#include <sstream>
 
 namespace fusec {
 
@@ -114,6 +116,22 @@ double checksum(const Tensor &tensor) {
   for (int64_t i = 0; i < tensor.numElements(); ++i)
     sum += tensor.at(i);
   return sum;
+}
+
+std::string describeOutput(const std::string &name, const Tensor &tensor) {
+  std::ostringstream os;
+  os.precision(9);
+  os << "output " << name << ": " << tensor.typeString()
+     << " checksum=" << checksum(tensor);
+  os.precision(6);
+  os << " values=[";
+  int64_t shown = std::min<int64_t>(tensor.numElements(), 6);
+  for (int64_t i = 0; i < shown; ++i)
+    os << (i ? ", " : "") << tensor.at(i);
+  if (shown < tensor.numElements())
+    os << ", ...";
+  os << "]";
+  return os.str();
 }
 
 } // namespace fusec

@@ -50,6 +50,10 @@ Tensor randomTensor(DType dtype, const Shape &shape, std::mt19937_64 &rng,
 /// Sum of the elements as doubles: the checksum `fusec --run` prints.
 double checksum(const Tensor &tensor);
 
+/// The line `fusec --run` (and fusec-run) prints for an output: "output
+/// NAME: f32[2x3] checksum=1.5 values=[0.1, 0.2, ...]" (the first six).
+std::string describeOutput(const std::string &name, const Tensor &tensor);
+
 } // namespace fusec
 
 #endif

@@ -3,6 +3,7 @@
 #include "runtime/cpu/HostExecutable.h"
 
 #include "runtime/Profile.h"
+#include "runtime/cache/HostCompiler.h"
 #include "runtime/core/Error.h"
 #include "runtime/core/Trace.h"
 
@@ -34,10 +35,49 @@ HostExecutable::HostExecutable(Program program,
         units.sources.size(), [&](size_t u) {
           libraries[u] = cache->loadHostLibrary(units.sources[u]);
         });
-    for (size_t k = 0; k < prog.kernels.size(); ++k)
-      kernelFns.push_back(
-          libraries[units.unitOf[k]]->lookup(units.functionOf[k]));
+    unitOf = std::move(units.unitOf);
+    functionOf = std::move(units.functionOf);
   }
+  prepare();
+}
+
+HostExecutable::HostExecutable(Program program,
+                               std::shared_ptr<const ExecutableImage> image)
+    : Executable(std::move(program)) {
+  if (image->unitOf.size() != prog.kernels.size() ||
+      image->functionOf.size() != prog.kernels.size())
+    throw Error(image->origin + ": error: its kernel table does not match "
+                                "its program");
+  for (size_t u = 0; u < image->code.size(); ++u)
+    libraries.push_back(
+        loadLibraryFromMemory(image->code[u], image->origin + " (kernels " +
+                                                  std::to_string(u) + ")"));
+  for (size_t unit : image->unitOf)
+    if (unit >= libraries.size())
+      throw Error(image->origin + ": error: a kernel names unit " +
+                  std::to_string(unit) + " of " +
+                  std::to_string(libraries.size()));
+  unitOf = image->unitOf;
+  functionOf = image->functionOf;
+  packaged = std::move(image);
+  prepare();
+}
+
+ExecutableImage HostExecutable::image() const {
+  if (packaged)
+    return *packaged;
+  ExecutableImage image;
+  image.unitOf = unitOf;
+  image.functionOf = functionOf;
+  for (const std::shared_ptr<KernelLibrary> &library : libraries)
+    image.code.push_back(library->code());
+  image.cpuFlags = cache::cpuFlags();
+  return image;
+}
+
+void HostExecutable::prepare() {
+  for (size_t k = 0; k < prog.kernels.size(); ++k)
+    kernelFns.push_back(libraries[unitOf[k]]->lookup(functionOf[k]));
   std::vector<size_t> stepOf = matmulSteps();
   for (size_t i = 0; i < prog.matmuls.size(); ++i)
     matmulCalls.emplace_back(prog.matmuls[i], stepOf[i], matmulScratch);

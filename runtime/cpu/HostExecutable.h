@@ -15,13 +15,19 @@ namespace fusec {
 class HostExecutable : public Executable {
 public:
   HostExecutable(Program program, std::shared_ptr<KernelCache> cache);
+  /// From a package's shared objects: nothing is compiled.
+  HostExecutable(Program program, std::shared_ptr<const ExecutableImage> image);
   using Executable::run;
   void run(const std::vector<Tensor> &inputs,
            std::vector<Tensor> &outputs) override;
   void runTimed(const std::vector<Tensor> &inputs, std::vector<Tensor> &outputs,
                 std::vector<double> &stepMicros) override;
+  ExecutableImage image() const override;
 
 private:
+  /// What both constructors do once the libraries are loaded: look up the
+  /// kernels, prepare the library calls and the memory.
+  void prepare();
   /// The parts of a run: where each buffer lives, one step, and the
   /// outputs not written in place.
   void bindBuffers(const std::vector<Tensor> &inputs,
@@ -29,8 +35,13 @@ private:
   void runStep(const Step &step);
   void copyOutputs(std::vector<Tensor> &outputs);
 
-  /// The kernels' libraries: kernel k is in libraries[k % size].
+  /// The kernels' libraries, one per compile unit: kernel k runs
+  /// functionOf[k] of libraries[unitOf[k]].
   std::vector<std::shared_ptr<KernelLibrary>> libraries;
+  std::vector<size_t> unitOf;
+  std::vector<std::string> functionOf;
+  /// The package's image this executable was loaded from, if it was.
+  std::shared_ptr<const ExecutableImage> packaged;
   std::vector<KernelLibrary::KernelFn> kernelFns;
   std::vector<openblas::HostMatmul> matmulCalls; ///< per Program::matmuls
   openblas::Scratch matmulScratch;

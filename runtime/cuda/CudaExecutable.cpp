@@ -10,6 +10,7 @@
 #include "runtime/cuda/DeviceAllocator.h"
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cstring>
 #include <exception>
@@ -100,13 +101,156 @@ using cuda::DeviceAllocator;
 CudaExecutable::CudaExecutable(Program program,
                                std::shared_ptr<KernelCache> cache,
                                const CudaOptions &options)
-    : Executable(std::move(program)) {
-  std::string arch = options.arch.empty() ? cuda::deviceArch() : options.arch;
-  BackgroundCompile compile(prog, *cache, arch, options.fastMath);
+    : Executable(std::move(program)), cache(std::move(cache)),
+      compiledWith(options) {
+  if (compiledWith.arch.empty())
+    compiledWith.arch = cuda::deviceArch();
+  BackgroundCompile compile(prog, *this->cache, compiledWith.arch,
+                            options.fastMath);
+  // Held to the end, as every step below enqueues on or configures what
+  // another thread's capture of the shared stream could see.
+  cuda::StreamLock held;
+  allocateAndUpload(options);
+  const std::vector<std::shared_ptr<const std::string>> &cubins =
+      compile.wait();
+  std::vector<cuda::CUmodule> modules(cubins.size(), nullptr);
+  for (size_t u = 0; u < cubins.size(); ++u)
+    check(cuda::driver().cuModuleLoadData(&modules[u], cubins[u]->data()),
+          "cuModuleLoadData", "the kernels of '" + prog.name + "'");
+  prepareLaunches(modules, compile.units.unitOf, compile.units.functionOf,
+                  options.kernelOverlap);
+}
+
+namespace {
+
+/// "sm_90a" -> 90; -1 when `arch` is not sm_<digits>[letter].
+int archNumber(const std::string &arch) {
+  size_t digits = arch.find_first_not_of("0123456789", 3);
+  if (arch.rfind("sm_", 0) != 0 || digits == 3)
+    return -1;
+  if (digits != std::string::npos && digits + 1 != arch.size())
+    return -1;
+  return std::stoi(arch.substr(3, digits - 3));
+}
+
+/// Whether a cubin for `cubinArch` runs on a `deviceArch` GPU: the same
+/// architecture, or (no arch-specific `a`/`f` features) a later minor
+/// version of the same major one.
+bool cubinRunsOn(const std::string &cubinArch, const std::string &deviceArch) {
+  if (cubinArch == deviceArch)
+    return true;
+  int cubin = archNumber(cubinArch), device = archNumber(deviceArch);
+  bool plain =
+      cubin >= 0 && std::isdigit(static_cast<unsigned char>(cubinArch.back()));
+  return plain && device >= cubin && device / 10 == cubin / 10;
+}
+
+/// Whether the driver can compile PTX for `ptxArch` for a `deviceArch` GPU.
+bool ptxRunsOn(const std::string &ptxArch, const std::string &deviceArch) {
+  int ptx = archNumber(ptxArch), device = archNumber(deviceArch);
+  return ptx >= 0 && device >= ptx &&
+         std::isdigit(static_cast<unsigned char>(ptxArch.back()));
+}
+
+} // namespace
+
+CudaExecutable::CudaExecutable(Program program,
+                               std::shared_ptr<const ExecutableImage> image)
+    : Executable(std::move(program)), packaged(image) {
+  const std::string &origin = image->origin;
+  if (image->unitOf.size() != prog.kernels.size() ||
+      image->functionOf.size() != prog.kernels.size() ||
+      image->ptx.size() != image->code.size())
+    throw Error(origin + ": error: its kernel table does not match its "
+                         "program");
+  for (size_t unit : image->unitOf)
+    if (unit >= image->code.size())
+      throw Error(origin + ": error: a kernel names unit " +
+                  std::to_string(unit) + " of " +
+                  std::to_string(image->code.size()));
+  std::string deviceArch = cuda::deviceArch();
+  bool useCubins = cubinRunsOn(image->arch, deviceArch);
+  if (!useCubins && !image->code.empty()) {
+    bool allPtx = std::none_of(image->ptx.begin(), image->ptx.end(),
+                               [](const std::string &p) { return p.empty(); });
+    if (!allPtx || !ptxRunsOn(image->ptxArch, deviceArch))
+      throw Error(origin + ": error: its kernels are compiled for " +
+                  image->arch +
+                  (allPtx ? " (PTX for " + image->ptxArch + ")"
+                          : std::string(" (without PTX for every kernel)")) +
+                  ", which cannot run on this GPU (" + deviceArch +
+                  "): compile the model for " + deviceArch);
+  }
+  cuda::StreamLock held;
+  CudaOptions options;
+  options.arch = image->arch;
+  options.tf32 = image->tf32;
+  options.cudaGraph = image->cudaGraph;
+  options.kernelOverlap = image->kernelOverlap;
+  options.zeroCopyMaxBytes = image->zeroCopyMaxBytes;
+  allocateAndUpload(options);
+  std::vector<cuda::CUmodule> modules(image->code.size(), nullptr);
+  for (size_t u = 0; u < modules.size(); ++u) {
+    // PTX is text: std::string keeps the NUL the driver reads up to.
+    const char *code =
+        useCubins ? image->code[u]->data() : image->ptx[u].c_str();
+    check(cuda::driver().cuModuleLoadData(&modules[u], code),
+          "cuModuleLoadData",
+          origin + ": the kernels" +
+              (useCubins ? " (cubin for " + image->arch + ")"
+                         : " (PTX for " + image->ptxArch + ")"));
+  }
+  prepareLaunches(modules, image->unitOf, image->functionOf,
+                  options.kernelOverlap);
+}
+
+ExecutableImage CudaExecutable::image() const {
+  if (packaged)
+    return *packaged;
+  // The cubins are memory hits in the cache this executable compiled with.
+  return compileCudaImage(prog, *cache, compiledWith);
+}
+
+ExecutableImage compileCudaImage(const Program &program, KernelCache &cache,
+                                 const CudaOptions &options) {
+  CompileUnits units = splitIntoCompileUnits(program, kCudaCompileUnits);
+  ExecutableImage image;
+  image.arch = options.arch;
+  // PTX without arch-specific features, which later GPUs compile; a unit
+  // that needs them (sm_90a's wgmma) has none.
+  image.ptxArch = options.arch;
+  while (!image.ptxArch.empty() &&
+         !std::isdigit(static_cast<unsigned char>(image.ptxArch.back())))
+    image.ptxArch.pop_back();
+  image.code.resize(units.sources.size());
+  image.ptx.resize(units.sources.size());
+  std::vector<std::string> nvrtcOptions = cuda::nvrtcOptions(options.fastMath);
+  compileUnitsInParallel(
+      units, "nvrtc",
+      std::to_string(program.kernels.size()) + " kernels for " + options.arch +
+          " and PTX for " + image.ptxArch,
+      std::thread::hardware_concurrency(), [&](size_t u) {
+        image.code[u] =
+            cache.loadCubin(units.sources[u], options.arch, nvrtcOptions);
+        try {
+          image.ptx[u] = cuda::compileCuda(units.sources[u], image.ptxArch,
+                                           nvrtcOptions, /*ptx=*/true);
+        } catch (const Error &) {
+          image.ptx[u].clear();
+        }
+      });
+  image.unitOf = std::move(units.unitOf);
+  image.functionOf = std::move(units.functionOf);
+  image.tf32 = options.tf32;
+  image.cudaGraph = options.cudaGraph;
+  image.kernelOverlap = options.kernelOverlap;
+  image.zeroCopyMaxBytes = options.zeroCopyMaxBytes;
+  return image;
+}
+
+void CudaExecutable::allocateAndUpload(const CudaOptions &options) {
   cuda::Device &device = cuda::device();
   const cuda::Driver &driver = cuda::driver();
-  // The weights' uploads queue on the shared stream.
-  cuda::StreamLock held;
 
   useGraph = options.cudaGraph;
   // Temporaries that are not outputs share one arena by liveness.
@@ -202,19 +346,19 @@ CudaExecutable::CudaExecutable(Program program,
     matmulWorkspace = DeviceAllocator::get().allocate(
         matmulWorkspaceBytes, "the cuBLASLt workspace of '" + prog.name + "'");
   prepare.end();
+}
 
-  const std::vector<std::shared_ptr<const std::string>> &cubins =
-      compile.wait();
-  std::vector<cuda::CUmodule> modules(cubins.size(), nullptr);
-  for (size_t u = 0; u < cubins.size(); ++u)
-    check(driver.cuModuleLoadData(&modules[u], cubins[u]->data()),
-          "cuModuleLoadData", "the kernels of '" + prog.name + "'");
+void CudaExecutable::prepareLaunches(const std::vector<cuda::CUmodule> &modules,
+                                     const std::vector<size_t> &unitOf,
+                                     const std::vector<std::string> &functionOf,
+                                     bool kernelOverlap) {
+  cuda::Device &device = cuda::device();
+  const cuda::Driver &driver = cuda::driver();
   for (size_t k = 0; k < prog.kernels.size(); ++k) {
     const KernelDesc &kernel = prog.kernels[k];
     Launch launch;
-    check(driver.cuModuleGetFunction(&launch.function,
-                                     modules[compile.units.unitOf[k]],
-                                     compile.units.functionOf[k].c_str()),
+    check(driver.cuModuleGetFunction(&launch.function, modules[unitOf[k]],
+                                     functionOf[k].c_str()),
           "cuModuleGetFunction", "kernel '" + kernel.name + "'");
     int64_t blocks = std::max<int64_t>(kernel.launch.gridX, 1);
     if (kernel.launch.maxBlocksPerMultiprocessor > 0)
@@ -244,7 +388,7 @@ CudaExecutable::CudaExecutable(Program program,
             "cuFuncSetAttribute", "kernel '" + kernel.name + "'");
     }
     // griddepcontrol is sm_90's; before it the kernel compiles without it.
-    if (kernel.launch.waitsForPredecessor && options.kernelOverlap &&
+    if (kernel.launch.waitsForPredecessor && kernelOverlap &&
         device.major >= 9) {
       launch.overlap.id = cuda::kLaunchAttributeProgrammaticStreamSerialization;
       launch.overlap.value.flag = 1;

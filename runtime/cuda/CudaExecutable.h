@@ -22,6 +22,9 @@ class CudaExecutable : public Executable {
 public:
   CudaExecutable(Program program, std::shared_ptr<KernelCache> cache,
                  const CudaOptions &options);
+  /// From a package's cubins, or its PTX where they do not run on this
+  /// GPU; throws fusec::Error naming the package when neither does.
+  CudaExecutable(Program program, std::shared_ptr<const ExecutableImage> image);
   ~CudaExecutable() override;
   using Executable::run;
   void run(const std::vector<Tensor> &inputs,
@@ -43,8 +46,17 @@ public:
   void launch();
   void download(std::vector<Tensor> &outputs);
   void synchronize() override;
+  ExecutableImage image() const override;
 
 private:
+  /// The constructors' parts, with the StreamLock held (the weights'
+  /// uploads queue on the shared stream): the buffers, the weights' upload
+  /// and the library calls; then each kernel's launch, from the modules.
+  void allocateAndUpload(const CudaOptions &options);
+  void prepareLaunches(const std::vector<cuda::CUmodule> &modules,
+                       const std::vector<size_t> &unitOf,
+                       const std::vector<std::string> &functionOf,
+                       bool kernelOverlap);
   struct Launch {
     cuda::CUfunction function;
     /// The grid clamped for this device; the stream is set per launch.
@@ -79,6 +91,12 @@ private:
   void replay(const CapturedGraph &captured);
   static void destroy(CapturedGraph &captured);
 
+  /// Compiled here: the cache and the options (arch resolved). Loaded
+  /// from a package: its image.
+  std::shared_ptr<KernelCache> cache;
+  CudaOptions compiledWith;
+  std::shared_ptr<const ExecutableImage> packaged;
+
   bool useGraph = true;
   /// The run from host tensors: copies in, every step, copies out.
   CapturedGraph hostRunGraph;
@@ -103,6 +121,11 @@ private:
   /// created on first use.
   std::vector<cuda::CUevent> stepEvents;
 };
+
+/// A program's CUDA kernels compiled for `options.arch` (through `cache`)
+/// with each unit's PTX, as a package holds them: needs NVRTC, not a GPU.
+ExecutableImage compileCudaImage(const Program &program, KernelCache &cache,
+                                 const CudaOptions &options);
 
 } // namespace fusec
 

@@ -282,7 +282,25 @@ static void testFileModel(const char *sourceDir, const char *cacheDir) {
   FAILS(fusec_model_profile(model, 0, FUSEC_PROFILE_TEXT, &report),
         FUSEC_ERROR_INVALID_ARGUMENT, "at least one run");
   checkSeed(model); /* still runs after profiling */
+
+  /* A package: saved, loaded again (no compiler), runs the same. */
+  char package[4096];
+  snprintf(package, sizeof package, "%s-capi-seed.fusec", cacheDir);
+  OK(fusec_model_save(model, package));
   fusec_model_destroy(model);
+  fusec_model *loaded = NULL;
+  OK(fusec_model_load(package, &loaded));
+  if (loaded) {
+    OK(fusec_model_name(loaded, &name));
+    CHECK(name && strcmp(name, "seed") == 0);
+    checkSeed(loaded);
+    fusec_model_destroy(loaded);
+  }
+  remove(package);
+  FAILS(fusec_model_load(path, &loaded), FUSEC_ERROR, "not a fusec package");
+  CHECK(loaded == NULL);
+  FAILS(fusec_model_load(package, &loaded), FUSEC_ERROR, "cannot open");
+  FAILS(fusec_model_save(NULL, package), FUSEC_ERROR_INVALID_ARGUMENT, "model");
 }
 
 static char *readFile(const char *path, size_t *size) {

@@ -72,6 +72,22 @@ def test_compile_path(seed_model):
     assert seed_model.target == "cpu"
 
 
+def test_save_and_load_package(seed_model, tmp_path):
+    path = tmp_path / "seed.fusec"
+    seed_model.save(path)
+    loaded = fusec.load(path)
+    check_seed(loaded)
+    assert loaded.target == "cpu"
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    (packaged,) = loaded(x, x)
+    (compiled,) = seed_model(x, x)
+    np.testing.assert_array_equal(packaged, compiled)
+    with pytest.raises(fusec.Error, match="not a fusec package"):
+        fusec.load(SEED)
+    with pytest.raises(fusec.Error, match="cannot open the package"):
+        fusec.load(tmp_path / "missing.fusec")
+
+
 def test_compile_mlir_path_and_text():
     check_seed(fusec.compile(SEED_MLIR, target="cpu"))
     with open(SEED_MLIR) as f:

@@ -9,6 +9,7 @@
 #include "TestUtil.h"
 
 #include "frontends/Onnx.h"
+#include "runtime/Package.h"
 #include "runtime/core/Error.h"
 #include "runtime/core/Npy.h"
 
@@ -17,6 +18,8 @@
 #include <chrono>
 #include <cstdint>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <sys/stat.h>
 #include <thread>
 
@@ -197,4 +200,44 @@ TEST_CASE("an ONNX LayerNormalization without inputs is an error", "[fuzz]") {
   CHECK_THAT(errorOf([&] { readOnnxGraph(path); }),
              Catch::Contains("LayerNormalization has 0 inputs and 2 outputs: "
                              "too few"));
+}
+
+TEST_CASE("a package whose program names a step, buffer or size it lacks is "
+          "an error",
+          "[fuzz]") {
+  // fuzz-package: a step naming kernel 16777217 of 1 was read out of
+  // range by the memory plan (a SEGV) before the executable checked its
+  // steps; checkProgram now checks steps, library-call operands and the
+  // buffers' total size. Each case is saved with valid checksums, so the
+  // loader's own checks must catch it.
+  std::string dir = test::freshTempDir("fuzz-package");
+  std::string path = dir + "/model.fusec";
+  compileFile(FUSEC_TEST_MODELS_DIR "/gemm_relu.json", test::testOptions())
+      .save(path);
+  auto errorAfter = [&](const std::function<void(Program &)> &damage) {
+    std::ifstream in(path, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    PackageContents contents = parsePackage(bytes, path);
+    damage(contents.program);
+    std::string damaged = dir + "/damaged.fusec";
+    savePackage(contents.program, *contents.image, damaged);
+    return errorOf([&] { load(damaged); });
+  };
+  CHECK_THAT(errorAfter([](Program &p) { p.steps[0].index = 16777217; }),
+             Catch::Contains("damaged.fusec: error: the program: step 0 "
+                             "names nothing it can run"));
+  CHECK_THAT(errorAfter([](Program &p) { p.matmuls[0].output = -7; }),
+             Catch::Contains("the program: matmul 0 names buffer -7 of"));
+  CHECK_THAT(
+      errorAfter([](Program &p) {
+        // 40 buffers of 2^51 bytes each: each fits, together they do not.
+        for (int i = 0; i < 40; ++i) {
+          BufferDesc big;
+          big.name = "big" + std::to_string(i);
+          big.dtype = DType::F64;
+          big.shape = {int64_t(1) << 48};
+          p.buffers.push_back(big);
+        }
+      }),
+      Catch::Contains("the program: its buffers hold more than 2^56 bytes"));
 }

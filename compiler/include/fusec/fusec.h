@@ -255,6 +255,18 @@ FUSEC_API fusec_status fusec_compile_graph(const fusec_graph *graph,
 /* Frees a model and everything it handed out (after its queued runs). */
 FUSEC_API void fusec_model_destroy(fusec_model *model);
 
+/* ---- Packages (docs/packages.md) ---------------------------------------- */
+
+/* Writes the compiled model to `path` as one package file: its program,
+   compiled kernels and weights (a CUDA model's PTX is compiled here). */
+FUSEC_API fusec_status fusec_model_save(const fusec_model *model,
+                                        const char *path);
+/* Loads a package (fusec_model_save, `fusec MODEL --emit=package -o PATH`)
+   with no compiler. FUSEC_ERROR naming the file for a corrupt, truncated or
+   other-version package, or one this machine cannot run (a CUDA package
+   without a GPU, another GPU architecture without PTX that fits). */
+FUSEC_API fusec_status fusec_model_load(const char *path, fusec_model **model);
+
 /* ---- Model queries ----------------------------------------------------- */
 
 /* The target it was compiled for: FUSEC_TARGET_CPU or FUSEC_TARGET_CUDA. */

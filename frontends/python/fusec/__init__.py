@@ -10,11 +10,11 @@ tensors are passed (and by fusec.torch, the torch.compile backend).
 
 from ._capi import Error, lib as _lib
 from ._graph import Graph
-from ._model import Kernel, Model, TensorSpec, compile, compile_text
+from ._model import Kernel, Model, TensorSpec, compile, compile_text, load
 
 __all__ = ["Error", "Graph", "Kernel", "Model", "TensorSpec", "compile",
-           "compile_text", "cache_dir", "clear_cache", "cuda_available",
-           "version"]
+           "compile_text", "load", "cache_dir", "clear_cache",
+           "cuda_available", "version"]
 
 __version__ = _lib.fusec_version().decode()
 

@@ -101,6 +101,8 @@ _SIGNATURES = {
                               ctypes.POINTER(_P)], None),
     "fusec_compile_graph": ([_P, _P, ctypes.POINTER(_P)], None),
     "fusec_model_destroy": ([_P], "void"),
+    "fusec_model_save": ([_P, _STR], None),
+    "fusec_model_load": ([_STR, ctypes.POINTER(_P)], None),
     "fusec_model_target": ([_P, _PINT], None),
     "fusec_model_name": ([_P, _PSTR], None),
     "fusec_model_input_count": ([_P, _PSIZE], None),

@@ -145,6 +145,16 @@ def compile_text(text, format, name=None, target=None, **options):
     return Model(handle)
 
 
+def load(path):
+    """A package that Model.save (or `fusec MODEL --emit=package -o PATH`)
+    wrote, loaded with no compiler (docs/packages.md). Raises fusec.Error
+    naming the file for a corrupt or foreign package."""
+    handle = ctypes.c_void_p()
+    _capi.check(_capi.lib.fusec_model_load(os.fsencode(path),
+                                           ctypes.byref(handle)))
+    return Model(handle)
+
+
 def _ports(handle, count_function, describe_function):
     count = ctypes.c_size_t()
     _capi.check(count_function(handle, ctypes.byref(count)))
@@ -464,6 +474,13 @@ class Model:
                               self._out.count, self._out.address, None))
         del views
         return list(out)
+
+    def save(self, path):
+        """Writes the compiled model to `path` as one package file: its
+        program, compiled kernels and weights; fusec.load(path) runs it with
+        no compiler."""
+        _capi.check(_capi.lib.fusec_model_save(self._handle,
+                                               os.fsencode(path)))
 
     def synchronize(self):
         """Waits for the device runs queued on torch's streams; raises the
