@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Packs the binaries a quick GPU check needs (fusec, the unit tests,
+# Packs the binaries a quick GPU check needs (fusec, fusec-run, the unit tests,
 # fusec-bench, capi-test, stripped; libfusec.so and the libonnx copies their
 # rpath finds; the Python package) into stage-pack/lean.tar.xz (git-ignored),
 # small enough to `carry` beside the working tree (64 MiB in all); on the
@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 scripts/build.sh
 work=$(mktemp -d)
 mkdir -p "$work/lean/bin" "$work/lean/lib" "$work/lean/python" stage-pack
-for binary in build/tools/fusec build/test/fusec-unit-tests \
+for binary in build/tools/fusec build/tools/fusec-run build/test/fusec-unit-tests \
     build/bench/fusec-bench build/test/capi-test; do
   strip -o "$work/lean/bin/$(basename "$binary")" "$binary"
 done

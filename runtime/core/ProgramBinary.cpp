@@ -79,6 +79,7 @@ std::string encodeProgram(const Program &program) {
     for (int id : {call.a, call.b, call.output, call.bias})
       out.put<int32_t>(id);
     putDType(out, call.dtype);
+    putDType(out, call.resultDType());
     for (int64_t size : {call.batch, call.m, call.n, call.k, call.batchStrideA,
                          call.batchStrideB})
       out.put<int64_t>(size);
@@ -135,11 +136,14 @@ Program decodeProgram(std::string_view bytes, const std::string &what) {
     kernel.scratch = in.get<int32_t>();
     kernel.flops = in.get<double>();
   }
-  program.matmuls.resize(in.getCount(4 * 4 + 8 + 6 * 8 + 2 + 8 + 1));
+  program.matmuls.resize(in.getCount(4 * 4 + 2 * 8 + 6 * 8 + 2 + 8 + 1));
   for (MatmulCall &call : program.matmuls) {
     for (int *id : {&call.a, &call.b, &call.output, &call.bias})
       *id = in.get<int32_t>();
     call.dtype = getDType(in);
+    DType resultDType = getDType(in);
+    if (resultDType != call.dtype)
+      call.outputDType = resultDType;
     for (int64_t *size : {&call.batch, &call.m, &call.n, &call.k,
                           &call.batchStrideA, &call.batchStrideB})
       *size = in.get<int64_t>();

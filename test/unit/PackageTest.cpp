@@ -106,6 +106,20 @@ TEST_CASE("packaged models compute what the compiled ones do", "[package]") {
       gpt2,
       {readTensorProtoFile(FUSEC_TEST_MODELS_DIR "/onnx/gpt2_input_0.pb")},
       dir + "/gpt2.fusec");
+  // In bf16 (--precision): its head writes f32 from bf16 operands, a call
+  // the package must keep as it is.
+  CompileOptions bf16 = test::testOptions();
+  bf16.precision = DType::BF16;
+  CompiledModel gpt2Bf16 =
+      compileFile(FUSEC_TEST_MODELS_DIR "/onnx/gpt2.onnx", bf16);
+  bool wideHead = false;
+  for (const MatmulCall &call : gpt2Bf16.program().matmuls)
+    wideHead |= call.dtype == DType::BF16 && call.resultDType() == DType::F32;
+  CHECK(wideHead);
+  checkRoundTrip(
+      gpt2Bf16,
+      {readTensorProtoFile(FUSEC_TEST_MODELS_DIR "/onnx/gpt2_input_0.pb")},
+      dir + "/gpt2-bf16.fusec");
   // A loaded package saves again as the same bytes.
   std::string again = dir + "/gpt2-again.fusec";
   load(dir + "/gpt2.fusec").save(again);
