@@ -42,15 +42,14 @@ import torch_attention_models as tam  # noqa: E402
 
 m = tam.m
 
-# name -> (seed, module factory, input factory, input name), f32.
+# name -> (seed, module factory, input factory, input name), built in f32:
+# torch_attention_models' real-size modules, BERT-base at 8 x 128.
+_gpt2 = tam.REAL["gpt2_small_bf16"]
+_bert = tam.REAL["bert_base_bf16"]
 MODELS = {
-    "gpt2_small_f32": (
-        0, lambda: m.Gpt2(d=768, heads=12, vocab=50257, seq=1024,
-                          layers=12),
-        lambda: torch.randint(0, 50257, (1, 1024)), "ids"),
-    "bert_base_f32": (
-        1, lambda: m.BertEncoder(d=768, heads=12, layers=12),
-        lambda: torch.randn(8, 128, 768), "x"),
+    "gpt2_small_f32": _gpt2,
+    "bert_base_f32": (_bert[0], _bert[1], lambda: torch.randn(8, 128, 768),
+                      _bert[3]),
 }
 
 
