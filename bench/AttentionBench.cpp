@@ -53,6 +53,12 @@ std::vector<AttentionBench> attentionCases(Target target) {
                    std::to_string(d) + "_T" + std::to_string(t) +
                    (causal ? "_causal" : ""),
                dtype, 16384 / t, 2048 / d, 2048 / d, t, t, d, causal});
+  // f32 prefill has no tensor-core kernel: where the CUDA-core one stops
+  // paying (fuse-form-attention's max-f32-query-rows on CUDA).
+  for (int64_t t : {32, 64, 128, 256, 512, 1024})
+    cases.push_back(
+        {"attention_prefill_f32_d64_T" + std::to_string(t) + "_causal",
+         DType::F32, std::max<int64_t>(1, 4096 / t), 12, 12, t, t, 64, true});
   for (int64_t kvHeads : {32, 8})
     for (int64_t batch : {1, 8})
       for (int64_t keys : {1024, 4096, 16384, 32768})

@@ -411,6 +411,14 @@ Lowering lowerBuffer(const std::string &contents, ModelFormat format,
   llvm_unreachable("every model format is handled");
 }
 
+/// f32/f64 prefill on CUDA cores (the warp-per-row kernel) loses to its
+/// matmul / softmax / matmul chain at every length measured: on an H200,
+/// 12 heads of 64, causal, B x T = 4096 (fusec-bench
+/// --case=attention_prefill_f32_d64_T*_causal), fused / chain at T = 32:
+/// 124 / 62 us, T = 128: 401 / 91, T = 1024: 3029 / 494. Decode (the
+/// split-keys kernel, up to 8 query rows) still forms.
+constexpr int64_t kCudaWideAttentionMaxQueryRows = 8;
+
 fuse::PipelineOptions pipelineOptionsFor(const CompileOptions &options) {
   fuse::PipelineOptions pipeline;
   pipeline.fuse = options.fuse;
@@ -418,6 +426,8 @@ fuse::PipelineOptions pipelineOptionsFor(const CompileOptions &options) {
   pipeline.libraryEpilogues =
       options.fuse && resolveTarget(options) == Target::Cuda;
   pipeline.padLibraryColumns = resolveTarget(options) == Target::Cuda;
+  if (resolveTarget(options) == Target::Cuda)
+    pipeline.maxWideAttentionQueryRows = kCudaWideAttentionMaxQueryRows;
   if (options.precision)
     pipeline.precision = dtypeName(*options.precision);
   pipeline.keepF32Nodes = options.keepF32Nodes;

@@ -503,6 +503,19 @@ struct FormAttention : public fuse::impl::FuseFormAttentionBase<FormAttention> {
         softmax.emitRemark() << "attention not formed: " << why;
         continue;
       }
+      RankedTensorType query = tensorType(match->scores.getLhs());
+      if (maxWideQueryRows >= 0 && query.getElementTypeBitWidth() >= 32 &&
+          query.getDimSize(2) > maxWideQueryRows) {
+        softmax.emitRemark()
+            << "attention not formed: "
+            << (query.getElementTypeBitWidth() == 32 ? "f32" : "f64")
+            << " attention of " << query.getDimSize(2)
+            << " query rows: with no tensor-core kernel for this dtype, "
+               "matmuls and a softmax kernel are faster than the CUDA-core "
+               "attention kernel past "
+            << static_cast<int64_t>(maxWideQueryRows) << " rows";
+        continue;
+      }
       rewrite(*match);
       ++numFormed;
     }

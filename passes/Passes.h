@@ -30,6 +30,9 @@ struct PipelineOptions {
   bool padLibraryColumns = true;
   /// Replace attention chains with fuse.attention (only when fusing).
   bool attention = true;
+  /// f32/f64 attention is formed only up to this many query rows (-1: any;
+  /// the CUDA target's CUDA-core kernel loses past it).
+  int64_t maxWideAttentionQueryRows = -1;
   /// "bf16" or "f16": the model's f32 tensors run in that dtype
   /// (fuse-lower-precision, first); "": as the model gives them.
   std::string precision;

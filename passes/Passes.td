@@ -74,8 +74,17 @@ def FuseFormAttention : Pass<"fuse-form-attention", "mlir::func::FuncOp"> {
     column); a transpose [0, 2, 1, 3] and reshape to [B, Tq, H*Dv] after o
     (the head merge) becomes a [B, Tq, C] result. Each intermediate must
     have no other user. A softmax feeding a matmul that does not match gets
-    a remark "attention not formed: <why>".
+    a remark "attention not formed: <why>". With `max-wide-query-rows`
+    (the CUDA target), f32 and f64 attention of more query rows is left as
+    its chain: with no tensor cores for them, cuBLAS and a softmax kernel
+    beat the CUDA-core attention kernel there.
   }];
+  let options = [
+    Option<"maxWideQueryRows", "max-wide-query-rows", "int64_t",
+           /*default=*/"-1",
+           "Form f32/f64 attention only up to this many query rows "
+           "(-1: any)">,
+  ];
   let statistics = [
     Statistic<"numFormed", "num-formed", "Attention ops formed">,
   ];

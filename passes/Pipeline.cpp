@@ -7,7 +7,10 @@
 /// The pipeline on each function.
 static std::string functionPipeline(const fuse::PipelineOptions &options) {
   return std::string("func.func(") +
-         (options.fuse && options.attention ? "fuse-form-attention," : "") +
+         (options.fuse && options.attention
+              ? "fuse-form-attention{max-wide-query-rows=" +
+                    std::to_string(options.maxWideAttentionQueryRows) + "},"
+              : std::string()) +
          "fuse-prepare-library-calls{epilogues=" +
          (options.libraryEpilogues ? "true" : "false") +
          " pad-columns=" + (options.padLibraryColumns ? "true" : "false") +
