@@ -36,6 +36,7 @@
 #include "llvm/ADT/StringSet.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace fuse {
 #define GEN_PASS_DEF_FUSELOWERPRECISION
@@ -78,10 +79,15 @@ DenseElementsAttr lowConstant(DenseElementsAttr value, FloatType lowType) {
     return DenseElementsAttr::get(
         type, APFloat(lowType.getFloatSemantics(), APInt(16, bits)));
   }
-  std::vector<uint16_t> bits;
-  bits.reserve(value.getNumElements());
-  for (float element : value.getValues<float>())
-    bits.push_back(lowBits(element, bf16));
+  // The raw f32 data, read directly (weights run to hundreds of millions
+  // of elements).
+  ArrayRef<char> raw = value.getRawData();
+  std::vector<uint16_t> bits(value.getNumElements());
+  for (size_t i = 0; i < bits.size(); ++i) {
+    float element;
+    std::memcpy(&element, raw.data() + i * sizeof(float), sizeof(float));
+    bits[i] = lowBits(element, bf16);
+  }
   return DenseElementsAttr::getFromRawBuffer(
       type, ArrayRef<char>(reinterpret_cast<const char *>(bits.data()),
                            bits.size() * sizeof(uint16_t)));

@@ -127,6 +127,9 @@ Tensor scatterIdentity(DType dtype, const std::string &reduction);
 /// nodes: each also adds steps of its own).
 constexpr size_t kMaxUnrolledNodes = 1 << 16;
 constexpr int64_t kMaxLoopIterations = 1 << 14;
+/// Initializers past this many bytes are inputs, not values, of the model
+/// ONNX's shape inference sees: no shape computation reads one.
+constexpr size_t kInferenceInitializerBytes = 4096;
 
 //===-- The converter (OnnxImporter.cpp, OnnxControlFlow.cpp) -------------===//
 
@@ -139,7 +142,9 @@ public:
       modelDir = ".";
   }
 
-  Graph convert(const onnx::ModelProto &model);
+  /// Reads `model`; leaves it as it was (inference borrows its weights'
+  /// bytes while it copies the rest).
+  Graph convert(onnx::ModelProto &model);
 
   int64_t opset = 0;
 
@@ -246,7 +251,7 @@ public:
   void convertScan(const onnx::NodeProto &node);
 
 private:
-  void inferShapes(const onnx::ModelProto &model);
+  void inferShapes(onnx::ModelProto &model);
   /// Outputs of nodes ONNX 1.12's inference left out (newer opsets' ops it
   /// has no opset-17 form for); inference runs again once the converter has
   /// learned one of them.

@@ -7,6 +7,7 @@
 #include "runtime/core/Error.h"
 
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <onnx/checker.h>
 #include <onnx/defs/parser.h>
@@ -14,6 +15,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <fstream>
 #include <numeric>
@@ -106,9 +108,49 @@ std::set<std::string> namesUsedAsConstants(const onnx::GraphProto &graph) {
 /// Runs ONNX's shape inference with data propagation on a copy of the
 /// model whose inputs have the shapes fusec will use. A model it cannot
 /// infer is still converted; only its shape subgraphs stay unfolded.
-void OnnxConverter::inferShapes(const onnx::ModelProto &model) {
+void OnnxConverter::inferShapes(onnx::ModelProto &model) {
+  // The copy leaves the large initializers' bytes behind (set aside and
+  // given back, the model is unchanged): inference needs their dtypes and
+  // dims, which they keep as inputs of the copy, and the values of small
+  // tensors only (the shape computations it propagates). GPT-2 small's
+  // 650 MB were copied at every inference.
+  std::vector<std::pair<onnx::TensorProto *, std::string>> setAside;
+  for (onnx::TensorProto &initializer :
+       *model.mutable_graph()->mutable_initializer())
+    if (initializer.raw_data().size() > kInferenceInitializerBytes) {
+      setAside.emplace_back(&initializer, std::string());
+      setAside.back().second.swap(*initializer.mutable_raw_data());
+    }
   onnx::ModelProto copy = model;
+  for (auto &[initializer, bytes] : setAside)
+    initializer->mutable_raw_data()->swap(bytes);
   onnx::GraphProto &graph = *copy.mutable_graph();
+  if (!setAside.empty()) {
+    std::unordered_set<std::string> inputs, setAsideNames;
+    for (const onnx::ValueInfoProto &input : graph.input())
+      inputs.insert(input.name());
+    for (const auto &entry : setAside)
+      setAsideNames.insert(entry.first->name());
+    google::protobuf::RepeatedPtrField<onnx::TensorProto> &initializers =
+        *graph.mutable_initializer();
+    auto isSetAside = [&](const onnx::TensorProto &initializer) {
+      return initializer.raw_data().empty() &&
+             setAsideNames.count(initializer.name());
+    };
+    for (const onnx::TensorProto &initializer : initializers) {
+      if (!isSetAside(initializer) || inputs.count(initializer.name()))
+        continue;
+      onnx::ValueInfoProto *input = graph.add_input();
+      input->set_name(initializer.name());
+      auto *type = input->mutable_type()->mutable_tensor_type();
+      type->set_elem_type(initializer.data_type());
+      for (int64_t dim : initializer.dims())
+        type->mutable_shape()->add_dim()->set_dim_value(dim);
+    }
+    initializers.erase(
+        std::remove_if(initializers.begin(), initializers.end(), isSetAside),
+        initializers.end());
+  }
   for (onnx::ValueInfoProto &input : *graph.mutable_input()) {
     auto given = options.inputShapes.find(input.name());
     if (given == options.inputShapes.end())
@@ -557,7 +599,7 @@ void OnnxConverter::convertVariadic(const onnx::NodeProto &node,
   }
 }
 
-Graph OnnxConverter::convert(const onnx::ModelProto &model) {
+Graph OnnxConverter::convert(onnx::ModelProto &model) {
   opset = defaultOpset(model);
   if (opset < kOldestOpset || opset > kMaxOpset)
     throw Error(path + ": error: the model uses opset " +
@@ -847,31 +889,32 @@ namespace {
 
 /// The model `contents` named `path`: binary protobuf, or ONNX's text
 /// syntax (onnx/defs/parser.h) when `text`.
-onnx::ModelProto parseModel(const std::string &path,
-                            const std::string &contents, bool text) {
+onnx::ModelProto parseModel(const std::string &path, llvm::StringRef contents,
+                            bool text) {
   onnx::ModelProto model;
   if (text) {
     onnx::Common::Status status =
-        onnx::OnnxParser::Parse(model, contents.c_str());
+        onnx::OnnxParser::Parse(model, contents.str().c_str());
     if (!status.IsOK())
       throw Error(path + ": error: not a valid ONNX text model: " +
                   status.ErrorMessage());
     return model;
   }
-  if (!model.ParseFromString(contents))
+  if (contents.size() > static_cast<size_t>(INT_MAX) ||
+      !model.ParseFromArray(contents.data(), static_cast<int>(contents.size())))
     throw Error(path + ": error: not a valid ONNX model (protobuf parse "
                        "failed)");
   return model;
 }
 
-/// The file at `path`, or nullopt when it cannot be opened.
-std::optional<std::string> readFileBytes(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return std::nullopt;
-  std::stringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
+/// The file at `path`, mapped where it is large (the protobuf parse then
+/// copies a model's weights once, from the page cache), or null when it
+/// cannot be opened.
+std::unique_ptr<llvm::MemoryBuffer> mapFile(const std::string &path) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  return buffer ? std::move(*buffer) : nullptr;
 }
 
 } // namespace
@@ -885,10 +928,14 @@ bool isOnnxModelPath(const std::string &path) {
 }
 
 Graph readOnnxGraph(const std::string &path, const OnnxOptions &options) {
-  std::optional<std::string> contents = readFileBytes(path);
+  std::unique_ptr<llvm::MemoryBuffer> contents = mapFile(path);
   if (!contents)
     throw Error(path + ": error: cannot open the model file");
-  return parseOnnxGraph(*contents, path, isOnnxTextPath(path), options);
+  onnx::ModelProto model =
+      parseModel(path, contents->getBuffer(), isOnnxTextPath(path));
+  contents.reset();
+  OnnxConverter converter(path, options);
+  return converter.convert(model);
 }
 
 Graph parseOnnxGraph(const std::string &contents, const std::string &name,
@@ -899,11 +946,12 @@ Graph parseOnnxGraph(const std::string &contents, const std::string &name,
 }
 
 OnnxModelSummary summarizeOnnxModel(const std::string &path) {
-  std::optional<std::string> contents = readFileBytes(path);
+  std::unique_ptr<llvm::MemoryBuffer> contents = mapFile(path);
   if (!contents)
     throw Error(path + ": error: not a valid ONNX model (protobuf parse "
                        "failed)");
-  onnx::ModelProto model = parseModel(path, *contents, isOnnxTextPath(path));
+  onnx::ModelProto model =
+      parseModel(path, contents->getBuffer(), isOnnxTextPath(path));
   std::set<std::string> initializers;
   for (const onnx::TensorProto &initializer : model.graph().initializer())
     initializers.insert(initializer.name());
