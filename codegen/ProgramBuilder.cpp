@@ -188,10 +188,9 @@ public:
         std::string params;
         if (failed(buildKernel(fusion, desc, params)))
           return failure();
-        if (schedules) {
+        desc.scheduleParams = params;
+        if (schedules)
           schedules->push_back({desc.name, desc.schedule, params});
-          desc.scheduleParams = params;
-        }
         for (Value input : fusion.getInputs())
           desc.inputs.push_back(bufferOf.lookup(input));
         if (desc.scratchBytes > 0) {

@@ -808,9 +808,10 @@ int runCli(const CliOptions &options) {
                     : options.emit == "fused" ? Stage::Fused
                                               : Stage::Program;
   // Kernel repros (--dump-kernels) read the fused IR back for references;
-  // schedules are described only when asked for.
-  bool captureIR = wantsIR || options.emit == "schedule" ||
-                   options.emit == "plan" || !options.dumpKernelsDir.empty();
+  // schedules are described only when asked for. The plan needs neither:
+  // printing a model's IR prints its weights (seconds for GPT-2 small).
+  bool captureIR =
+      wantsIR || options.emit == "schedule" || !options.dumpKernelsDir.empty();
   if ((options.run || options.check) &&
       resolveTarget(options.compile) == Target::Cuda)
     cuda::startInitializingInBackground(); // beside the import and passes

@@ -68,7 +68,7 @@ struct KernelDesc {
   /// The fusion kind of the region: "pointwise", "row-reduction", ...
   std::string schedule;
   /// Its schedule's decisions as `key=value` text (tiles, splits, launch),
-  /// kept where the compile captures its stages (`fusec --emit`); else "".
+  /// for --emit=plan and --emit=schedule.
   std::string scheduleParams;
   /// GPU targets only.
   LaunchGeometry launch;
