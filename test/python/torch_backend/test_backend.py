@@ -200,6 +200,21 @@ def test_options_reach_fusec(monkeypatch):
     assert seen == [{"fast_math": True}]
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_precision_option(compiled, device):
+    """options={"precision": "bf16"} runs the f32 module's tensors in bf16:
+    outputs stay f32, within bf16's rounding of eager f32."""
+    model = mlp(device)
+    x = torch.randn(16, 8, device=device)
+    with torch.no_grad():
+        expected = model(x)
+        got, run = compiled(model, x, options={"precision": "bf16"})
+    assert got.dtype == torch.float32
+    assert run.compiled_ops > 0 and not run.fallbacks
+    error = ((got - expected).norm() / expected.norm()).item()
+    assert 0 < error <= 2e-2, error
+
+
 def test_decompositions_keep_fused_ops():
     table = backend_module.decompositions()
     assert torch.ops.aten.silu.default not in table
