@@ -163,6 +163,8 @@ struct LowerPrecision
     // operand, up to a matmul or attention (whose result is not exact).
     while (!exactSlice.empty()) {
       Operation *op = exactSlice.pop_back_val();
+      // A cast to an integer may be kept already (a named node): what it
+      // reads is still followed.
       if (!kept.insert(op).second && !isa<CastOp>(op))
         continue;
       for (Value operand : op->getOperands()) {
@@ -192,7 +194,7 @@ struct LowerPrecision
       auto [it, inserted] = lowVersions.try_emplace(value);
       if (!inserted)
         return it->second;
-      OpBuilder builder(context());
+      OpBuilder builder(&getContext());
       auto constant = value.getDefiningOp<ConstantOp>();
       auto dense = constant ? dyn_cast<DenseElementsAttr>(constant.getValue())
                             : DenseElementsAttr();
@@ -200,14 +202,15 @@ struct LowerPrecision
         builder.setInsertionPointAfter(producer);
       else
         builder.setInsertionPointToStart(&entry);
-      auto lowType_ = cast<RankedTensorType>(value.getType()).clone(lowType);
+      auto lowTensorType =
+          cast<RankedTensorType>(value.getType()).clone(lowType);
       Value low;
       if (dense) {
         low = ConstantOp::create(builder, value.getLoc(),
                                  lowConstant(dense, lowType));
         convertedConstants.push_back(constant);
       } else
-        low = CastOp::create(builder, value.getLoc(), lowType_, value);
+        low = CastOp::create(builder, value.getLoc(), lowTensorType, value);
       ++numBoundaryCasts;
       it->second = low;
       return low;
@@ -265,8 +268,6 @@ struct LowerPrecision
       if (constant->use_empty())
         constant->erase();
   }
-
-  MLIRContext *context() { return &getContext(); }
 };
 
 } // namespace
