@@ -12,9 +12,12 @@
 //     once, here, finite values saturating to the dtype's largest (f32's
 //     lowest becomes bf16's lowest, not -inf: `(1 - mask) * lowest` stays 0
 //     where the mask is 1);
-//   - kept in f32: bitcasts (their bits are the semantics), the quantized
-//     ops (DequantizeLinear and the int8 matmul compute in their scale's
-//     dtype), the nodes the user names (--keep-f32), and every f32 value a
+//   - DequantizeLinear takes the low dtype through its scale (the result's
+//     dtype is the scale's), so an int8-weight matmul still becomes the
+//     int8 GEMV, in bf16;
+//   - kept in f32: bitcasts (their bits are the semantics), an int8 matmul
+//     already formed (its scale's dtype is its lhs's), the nodes the user
+//     names (--keep-f32), and every f32 value a
 //     cast to an integer or bool reads, back through the ops computing it up
 //     to a matmul or attention (index and bucket arithmetic, as T5's relative
 //     positions, must stay exact);
@@ -151,7 +154,7 @@ struct LowerPrecision
         namesSeen.insert(name);
         kept.insert(op);
       }
-      if (isa<BitcastOp, DequantizeLinearOp, QuantizedMatmulOp>(op))
+      if (isa<BitcastOp, QuantizedMatmulOp>(op))
         kept.insert(op);
       if (auto castOp = dyn_cast<CastOp>(op))
         if (isF32Tensor(castOp.getOperand().getType()) &&
