@@ -15,8 +15,9 @@ namespace {
 
 /// C++: a query tile's rows share each key tile's loads (and its transpose
 /// to key-major); a key tile's scores stay in L1 with the tiles of q and
-/// the output.
-constexpr int64_t kCpuQueryTile = 32, kCpuKeyTile = 128;
+/// the output. The query tile is whole blocks of the kernel's 6 rows
+/// (device/AttentionCpu.h).
+constexpr int64_t kCpuQueryTile = 48, kCpuKeyTile = 128;
 /// CUDA: warps per block (tensor cores: 16 query rows each; CUDA cores: a
 /// row each).
 constexpr int64_t kWarpsPerBlock = 4;
