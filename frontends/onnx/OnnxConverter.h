@@ -142,8 +142,8 @@ public:
       modelDir = ".";
   }
 
-  /// Reads `model`; leaves it as it was (inference borrows its weights'
-  /// bytes while it copies the rest).
+  /// Reads `model`, releasing its large initializers' bytes as it takes
+  /// them.
   Graph convert(onnx::ModelProto &model);
 
   int64_t opset = 0;
@@ -251,7 +251,10 @@ public:
   void convertScan(const onnx::NodeProto &node);
 
 private:
-  void inferShapes(onnx::ModelProto &model);
+  void inferShapes(const onnx::ModelProto &model);
+  /// Initializers whose bytes convert released (inputs of inference's
+  /// copy).
+  std::set<std::string> releasedInitializers;
   /// Outputs of nodes ONNX 1.12's inference left out (newer opsets' ops it
   /// has no opset-17 form for); inference runs again once the converter has
   /// learned one of them.

@@ -108,37 +108,24 @@ std::set<std::string> namesUsedAsConstants(const onnx::GraphProto &graph) {
 /// Runs ONNX's shape inference with data propagation on a copy of the
 /// model whose inputs have the shapes fusec will use. A model it cannot
 /// infer is still converted; only its shape subgraphs stay unfolded.
-void OnnxConverter::inferShapes(onnx::ModelProto &model) {
-  // The copy leaves the large initializers' bytes behind (set aside and
-  // given back, the model is unchanged): inference needs their dtypes and
-  // dims, which they keep as inputs of the copy, and the values of small
-  // tensors only (the shape computations it propagates). GPT-2 small's
-  // 650 MB were copied at every inference.
-  std::vector<std::pair<onnx::TensorProto *, std::string>> setAside;
-  for (onnx::TensorProto &initializer :
-       *model.mutable_graph()->mutable_initializer())
-    if (initializer.raw_data().size() > kInferenceInitializerBytes) {
-      setAside.emplace_back(&initializer, std::string());
-      setAside.back().second.swap(*initializer.mutable_raw_data());
-    }
+void OnnxConverter::inferShapes(const onnx::ModelProto &model) {
+  // The large initializers' bytes are gone from the model (convert released
+  // them), so the copy is the graph's structure: inference needs their
+  // dtypes and dims, which they keep as inputs of the copy, and the values
+  // of small tensors only (the shape computations it propagates).
   onnx::ModelProto copy = model;
-  for (auto &[initializer, bytes] : setAside)
-    initializer->mutable_raw_data()->swap(bytes);
   onnx::GraphProto &graph = *copy.mutable_graph();
-  if (!setAside.empty()) {
-    std::unordered_set<std::string> inputs, setAsideNames;
+  if (!releasedInitializers.empty()) {
+    std::unordered_set<std::string> inputs;
     for (const onnx::ValueInfoProto &input : graph.input())
       inputs.insert(input.name());
-    for (const auto &entry : setAside)
-      setAsideNames.insert(entry.first->name());
     google::protobuf::RepeatedPtrField<onnx::TensorProto> &initializers =
         *graph.mutable_initializer();
-    auto isSetAside = [&](const onnx::TensorProto &initializer) {
-      return initializer.raw_data().empty() &&
-             setAsideNames.count(initializer.name());
+    auto isReleased = [&](const onnx::TensorProto &initializer) {
+      return releasedInitializers.count(initializer.name()) > 0;
     };
     for (const onnx::TensorProto &initializer : initializers) {
-      if (!isSetAside(initializer) || inputs.count(initializer.name()))
+      if (!isReleased(initializer) || inputs.count(initializer.name()))
         continue;
       onnx::ValueInfoProto *input = graph.add_input();
       input->set_name(initializer.name());
@@ -148,7 +135,7 @@ void OnnxConverter::inferShapes(onnx::ModelProto &model) {
         type->mutable_shape()->add_dim()->set_dim_value(dim);
     }
     initializers.erase(
-        std::remove_if(initializers.begin(), initializers.end(), isSetAside),
+        std::remove_if(initializers.begin(), initializers.end(), isReleased),
         initializers.end());
   }
   for (onnx::ValueInfoProto &input : *graph.mutable_input()) {
@@ -609,12 +596,20 @@ Graph OnnxConverter::convert(onnx::ModelProto &model) {
   const onnx::GraphProto &proto = model.graph();
   graph.name = proto.name().empty() ? "main" : proto.name();
   graph.sourcePath = path;
-  for (const onnx::TensorProto &initializer : proto.initializer()) {
+  for (onnx::TensorProto &initializer :
+       *model.mutable_graph()->mutable_initializer()) {
     try {
       addConstant(initializer.name(), tensorFromProto(initializer, modelDir));
     } catch (const Unsupported &unsupported) {
       errors.push_back(path + ": initializer '" + initializer.name() +
                        "': error: " + unsupported.reason);
+    }
+    // The converter holds the value now: a large initializer's bytes leave
+    // the model at once (GPT-2 small's 650 MB were held to the end, and
+    // copied by every inference).
+    if (initializer.raw_data().size() > kInferenceInitializerBytes) {
+      std::string().swap(*initializer.mutable_raw_data());
+      releasedInitializers.insert(initializer.name());
     }
   }
   boundNames = namesUsedAsConstants(proto);
