@@ -64,21 +64,26 @@ bool touchesF32(Operation *op) {
 /// The 16-bit pattern of `value` in the low dtype, rounded to nearest even;
 /// a finite value past the dtype's range saturates to its largest finite
 /// value of that sign (a weight or mask constant must stay finite).
-uint16_t lowBits(float value, bool bf16) {
+/// `saturated` counts those.
+uint16_t lowBits(float value, bool bf16, int64_t &saturated) {
   uint16_t bits = bf16 ? fusec_f32_to_bf16(value) : fusec_f32_to_f16(value);
   uint16_t magnitude = bits & 0x7fffu;
   uint16_t infinity = bf16 ? 0x7f80u : 0x7c00u;
-  if (magnitude == infinity && std::isfinite(value))
+  if (magnitude == infinity && std::isfinite(value)) {
     bits = (bits & 0x8000u) | (bf16 ? 0x7f7fu : 0x7bffu);
+    ++saturated;
+  }
   return bits;
 }
 
-/// A constant's value converted to `lowType` elements.
-DenseElementsAttr lowConstant(DenseElementsAttr value, FloatType lowType) {
+/// A constant's value converted to `lowType` elements; `saturated` counts
+/// the elements (of the stored ones: one for a splat) past its range.
+DenseElementsAttr lowConstant(DenseElementsAttr value, FloatType lowType,
+                              int64_t &saturated) {
   auto type = cast<RankedTensorType>(value.getType()).clone(lowType);
   bool bf16 = lowType.isBF16();
   if (value.isSplat()) {
-    uint16_t bits = lowBits(value.getSplatValue<float>(), bf16);
+    uint16_t bits = lowBits(value.getSplatValue<float>(), bf16, saturated);
     return DenseElementsAttr::get(
         type, APFloat(lowType.getFloatSemantics(), APInt(16, bits)));
   }
@@ -89,7 +94,7 @@ DenseElementsAttr lowConstant(DenseElementsAttr value, FloatType lowType) {
   for (size_t i = 0; i < bits.size(); ++i) {
     float element;
     std::memcpy(&element, raw.data() + i * sizeof(float), sizeof(float));
-    bits[i] = lowBits(element, bf16);
+    bits[i] = lowBits(element, bf16, saturated);
   }
   return DenseElementsAttr::getFromRawBuffer(
       type, ArrayRef<char>(reinterpret_cast<const char *>(bits.data()),
@@ -209,8 +214,16 @@ struct LowerPrecision
           cast<RankedTensorType>(value.getType()).clone(lowType);
       Value low;
       if (dense) {
+        int64_t saturated = 0;
         low = ConstantOp::create(builder, value.getLoc(),
-                                 lowConstant(dense, lowType));
+                                 lowConstant(dense, lowType, saturated));
+        if (saturated)
+          constant.emitRemark()
+              << "--precision: " << saturated << " of "
+              << (dense.isSplat() ? 1 : dense.getNumElements())
+              << " values of this constant lie past "
+              << (lowType.isBF16() ? "bf16" : "f16")
+              << "'s largest finite value and saturate to it";
         convertedConstants.push_back(constant);
       } else
         low = CastOp::create(builder, value.getLoc(), lowTensorType, value);

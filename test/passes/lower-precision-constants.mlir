@@ -1,6 +1,8 @@
 // RUN: fusec-opt %s --fuse-lower-precision | FileCheck %s
 // RUN: fusec-opt %s --fuse-lower-precision=dtype=f16 | FileCheck %s --check-prefix=F16
 // RUN: fusec-opt %s '--fuse-lower-precision=keep=keep_me' | FileCheck %s --check-prefix=KEEP
+// RUN: fusec-opt %s --fuse-lower-precision=dtype=f16 2>&1 >/dev/null | FileCheck %s --check-prefix=SATURATE
+// SATURATE: remark: --precision: 1 of 4 values of this constant lie past f16's largest finite value and saturate to it
 // RUN: not fusec-opt %s '--fuse-lower-precision=keep=keep_me,no_such_node' 2>&1 | FileCheck %s --check-prefix=NAME
 // NAME: error: --keep-f32: the model has no node named 'no_such_node'
 
