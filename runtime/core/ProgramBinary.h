@@ -4,7 +4,9 @@
 // model packages (runtime/Package.h): every field, kernel sources included,
 // but no constant data (a package stores each constant's bytes in an
 // aligned section of its own, so it can be mapped). planJson() is the form
-// for people.
+// for people. A change to this layout (a new Program field) bumps
+// kPackageFormatVersion (runtime/Package.h), so that an older package is
+// refused by name rather than misread.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FUSEC_RUNTIME_CORE_PROGRAMBINARY_H
