@@ -374,8 +374,10 @@ Lowering lowerFile(const std::string &path, const CompileOptions &options,
                        ".mlir, .onnx or .onnxtxt)");
   switch (*format) {
   case ModelFormat::Json:
-    return lowerGraph(readTraced(path, [&] { return readJsonGraph(path); }),
-                      options, captureIR, stopAfter);
+    return lowerGraph(
+        readTraced(path,
+                   [&] { return readJsonGraph(path, options.inputShapes); }),
+        options, captureIR, stopAfter);
   case ModelFormat::Mlir:
     return lowerMlir(options, captureIR, stopAfter, [&](MLIRContext &context) {
       return fuse::parseMlirFile(path, &context);
@@ -395,8 +397,8 @@ Lowering lowerBuffer(const std::string &contents, ModelFormat format,
                      bool captureIR, Stage stopAfter) {
   switch (format) {
   case ModelFormat::Json:
-    return lowerGraph(parseJsonGraph(contents, name), options, captureIR,
-                      stopAfter);
+    return lowerGraph(parseJsonGraph(contents, name, options.inputShapes),
+                      options, captureIR, stopAfter);
   case ModelFormat::Mlir:
     return lowerMlir(options, captureIR, stopAfter, [&](MLIRContext &context) {
       return fuse::parseMlirText(contents, name, &context);

@@ -61,7 +61,8 @@ struct CompileOptions {
   /// false (with `fuse`): attention runs as its matmul, softmax and matmul
   /// kernels rather than one fused attention kernel (its baseline).
   bool attention = true;
-  /// ONNX models: shapes for graph inputs with symbolic dims.
+  /// ONNX and JSON models: shapes for graph inputs with symbolic (ONNX
+  /// dim_param) or named (JSON) dims.
   std::map<std::string, Shape> inputShapes;
   /// Kernel cache directory; "" for KernelCache::defaultDirectory().
   std::string cacheDir;

@@ -61,12 +61,23 @@ struct Graph {
   }
 };
 
+/// The shapes given for inputs with named dims, by input name
+/// (`--input-shape`, CompileOptions::inputShapes).
+using InputShapes = std::map<std::string, Shape>;
+
 /// Reads a JSON model (docs/json-format.md). Throws fusec::Error as
-/// "FILE: node 'NAME': error: REASON" (or naming the constant/input).
-Graph readJsonGraph(const std::string &path);
+/// "FILE: node 'NAME': error: REASON" (or naming the constant/input). An
+/// input's named dims ("shape": ["batch", 128]) take their sizes from
+/// `inputShapes`, or from an input read before that binds the same name.
+Graph readJsonGraph(const std::string &path,
+                    const InputShapes &inputShapes = {});
 /// The same for a JSON model held in memory; `name` stands for the file in
 /// messages.
-Graph parseJsonGraph(const std::string &text, const std::string &name);
+Graph parseJsonGraph(const std::string &text, const std::string &name,
+                     const InputShapes &inputShapes = {});
+/// A JSON model's inputs as declared: named dims are -1 (for binding them
+/// from given tensors before compiling).
+std::vector<GraphInput> readJsonInputs(const std::string &path);
 
 /// Builds graphs in C++:
 ///   GraphBuilder b("seed");

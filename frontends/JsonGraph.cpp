@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
 #include <sstream>
@@ -27,18 +28,32 @@ constexpr int64_t kMaxElements = int64_t(1) << 48;
 
 class JsonReader {
 public:
-  explicit JsonReader(std::string path) : path(std::move(path)) {}
+  explicit JsonReader(std::string path, InputShapes inputShapes = {},
+                      bool keepNamedDims = false)
+      : path(std::move(path)), inputShapes(std::move(inputShapes)),
+        keepNamedDims(keepNamedDims) {}
 
-  Graph readFile() {
+  Graph readFile() { return read(fileText()); }
+
+  std::vector<GraphInput> readInputs(const std::string &text) {
+    json document = parse(text);
+    std::vector<GraphInput> inputs;
+    for (const json &entry : array(document, "inputs", ""))
+      inputs.push_back(readInput(entry));
+    return inputs;
+  }
+
+  std::string fileText() const {
     std::ifstream in(path, std::ios::binary);
     if (!in)
       throw Error(path + ": error: cannot open model file");
     std::stringstream text;
     text << in.rdbuf();
-    return read(text.str());
+    return text.str();
   }
 
-  Graph read(const std::string &text) {
+  /// The document, checked to be a fusec graph.
+  json parse(const std::string &text) const {
     json document;
     try {
       document = json::parse(text);
@@ -50,6 +65,11 @@ public:
       throw fail("", "the model must be a JSON object");
     if (!document.contains("fusec_graph") || document["fusec_graph"] != 1)
       throw fail("", "missing \"fusec_graph\": 1 (the format version)");
+    return document;
+  }
+
+  Graph read(const std::string &text) {
+    json document = parse(text);
 
     Graph graph;
     graph.sourcePath = path;
@@ -98,14 +118,26 @@ private:
     return array(object, field, "");
   }
 
-  Shape shape(const json &object, const std::string &where) const {
+  /// The dims of `object`'s "shape"; with `names`, a dim may be a string
+  /// (a named dim: -1 in the result, its name in `names`).
+  Shape shape(const json &object, const std::string &where,
+              std::vector<std::string> *names = nullptr) const {
     if (!object.contains("shape") || !object["shape"].is_array())
       throw fail(where, "missing \"shape\" (an array of dims)");
     Shape dims;
     int64_t elements = 1;
     for (const json &dim : object["shape"]) {
+      if (names && dim.is_string() && !dim.get<std::string>().empty()) {
+        names->push_back(dim.get<std::string>());
+        dims.push_back(-1);
+        continue;
+      }
+      if (names)
+        names->emplace_back();
       if (!dim.is_number_integer() || dim.get<int64_t>() < 0)
-        throw fail(where, "\"shape\" dims must be non-negative integers, got " +
+        throw fail(where, std::string("\"shape\" dims must be non-negative "
+                                      "integers") +
+                              (names ? " or dim names" : "") + ", got " +
                               dim.dump());
       dims.push_back(dim.get<int64_t>());
       // Element counts stay far from int64 overflow in every index computation
@@ -138,10 +170,64 @@ private:
     return string(entry["name"], "", "name");
   }
 
-  GraphInput readInput(const json &entry) const {
+  GraphInput readInput(const json &entry) {
     std::string inputName = name(entry, "input");
     std::string where = "input '" + inputName + "'";
-    return {inputName, dtype(entry, where), shape(entry, where)};
+    DType inputDType = dtype(entry, where);
+    std::vector<std::string> names;
+    Shape dims = shape(entry, where, &names);
+    if (!keepNamedDims)
+      bindNamedDims(inputName, where, dims, names);
+    return {inputName, inputDType, dims};
+  }
+
+  /// Sizes for an input's named dims: its --input-shape (whose other dims
+  /// must match), else the sizes the same names took in earlier inputs. An
+  /// input without named dims keeps its declared shape (a shape given for
+  /// its name is for inputs that leave dims open).
+  void bindNamedDims(const std::string &inputName, const std::string &where,
+                     Shape &dims, const std::vector<std::string> &names) {
+    if (std::none_of(dims.begin(), dims.end(),
+                     [](int64_t dim) { return dim < 0; }))
+      return;
+    auto given = inputShapes.find(inputName);
+    if (given != inputShapes.end()) {
+      if (given->second.size() != dims.size())
+        throw fail(where, "--input-shape gives " +
+                              std::to_string(given->second.size()) +
+                              " dims, the input has " +
+                              std::to_string(dims.size()));
+      for (size_t d = 0; d < dims.size(); ++d) {
+        if (names[d].empty() && dims[d] != given->second[d])
+          throw fail(where, "dim " + std::to_string(d) + " is " +
+                                std::to_string(dims[d]) +
+                                ", but --input-shape gives " +
+                                std::to_string(given->second[d]));
+        if (!names[d].empty())
+          bind(where, names[d], given->second[d]);
+        dims[d] = given->second[d];
+      }
+      return;
+    }
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (names[d].empty())
+        continue;
+      auto bound = namedDims.find(names[d]);
+      if (bound == namedDims.end())
+        throw fail(where, "dim '" + names[d] +
+                              "' is named; give its size with --input-shape " +
+                              inputName + "=D0,D1,... (or --inputs)");
+      dims[d] = bound->second;
+    }
+  }
+
+  /// `name` is `size` from here on; a name already bound must agree.
+  void bind(const std::string &where, const std::string &name, int64_t size) {
+    auto [it, inserted] = namedDims.emplace(name, size);
+    if (!inserted && it->second != size)
+      throw fail(where, "dim '" + name + "' is " + std::to_string(size) +
+                            " here but " + std::to_string(it->second) +
+                            " in an input before");
   }
 
   GraphConstant readConstant(const json &entry) const {
@@ -287,16 +373,27 @@ private:
   }
 
   std::string path;
+  InputShapes inputShapes;
+  /// readJsonInputs: named dims stay -1.
+  bool keepNamedDims;
+  /// The sizes named dims took, in input order.
+  std::map<std::string, int64_t> namedDims;
 };
 
 } // namespace
 
-Graph readJsonGraph(const std::string &path) {
-  return JsonReader(path).readFile();
+Graph readJsonGraph(const std::string &path, const InputShapes &inputShapes) {
+  return JsonReader(path, inputShapes).readFile();
 }
 
-Graph parseJsonGraph(const std::string &text, const std::string &name) {
-  return JsonReader(name).read(text);
+Graph parseJsonGraph(const std::string &text, const std::string &name,
+                     const InputShapes &inputShapes) {
+  return JsonReader(name, inputShapes).read(text);
+}
+
+std::vector<GraphInput> readJsonInputs(const std::string &path) {
+  JsonReader reader(path, {}, /*keepNamedDims=*/true);
+  return reader.readInputs(reader.fileText());
 }
 
 } // namespace fusec

@@ -112,7 +112,8 @@ cl::opt<bool> noFusedAttentionFlag(
     cl::cat(compileCategory));
 cl::list<std::string> inputShapeFlags(
     "input-shape", cl::value_desc("NAME=D0,D1,..."),
-    cl::desc("ONNX: the shape of an input with symbolic dims (repeatable)"),
+    cl::desc("ONNX and JSON: the shape of an input with symbolic or named\n"
+             "dims (repeatable)"),
     cl::cat(compileCategory));
 
 cl::opt<std::string> emitFlag(
@@ -586,23 +587,36 @@ Tensor readInputFile(const std::string &file,
                                                 : readNpy(file, expected);
 }
 
-/// ONNX models: the symbolic dims of graph input i (those --input-shape
-/// leaves open) are bound from the shape of the tensor in --inputs file i,
-/// so that the given tensors fix the shapes the model is compiled for.
+/// ONNX and JSON models: the symbolic (ONNX) or named (JSON) dims of graph
+/// input i, those --input-shape leaves open, are bound from the shape of
+/// the tensor in --inputs file i, so that the given tensors fix the shapes
+/// the model is compiled for.
 void bindSymbolicDimsFromInputs(CliOptions &options) {
-  if (options.inputFiles.empty() || !isOnnxModelPath(options.model))
+  if (options.inputFiles.empty())
     return;
-  OnnxModelSummary summary = summarizeOnnxModel(options.model);
-  for (size_t i = 0;
-       i < summary.inputNames.size() && i < options.inputFiles.size(); ++i) {
-    const std::string &name = summary.inputNames[i];
-    const std::optional<std::vector<int64_t>> &dims = summary.inputDims[i];
-    if (options.compile.inputShapes.count(name) || !dims ||
-        llvm::none_of(*dims, [](int64_t dim) { return dim < 0; }))
-      continue;
-    options.compile.inputShapes[name] =
-        readInputFile(options.inputFiles[i], summary.inputTypes[i]).shape;
+  // The inputs as declared, a dim below 0 open; an ONNX input without a
+  // shape has no dims here (nothing to bind).
+  std::vector<std::string> names;
+  std::vector<std::optional<DType>> dtypes;
+  std::vector<Shape> declared;
+  if (llvm::StringRef(options.model).ends_with(".json")) {
+    for (const GraphInput &input : readJsonInputs(options.model)) {
+      names.push_back(input.name);
+      dtypes.push_back(input.dtype);
+      declared.push_back(input.shape);
+    }
+  } else if (isOnnxModelPath(options.model)) {
+    OnnxModelSummary summary = summarizeOnnxModel(options.model);
+    names = summary.inputNames;
+    dtypes = summary.inputTypes;
+    for (const std::optional<std::vector<int64_t>> &dims : summary.inputDims)
+      declared.push_back(dims ? Shape(dims->begin(), dims->end()) : Shape());
   }
+  for (size_t i = 0; i < names.size() && i < options.inputFiles.size(); ++i)
+    if (!options.compile.inputShapes.count(names[i]) &&
+        llvm::any_of(declared[i], [](int64_t dim) { return dim < 0; }))
+      options.compile.inputShapes[names[i]] =
+          readInputFile(options.inputFiles[i], dtypes[i]).shape;
 }
 
 std::vector<Tensor> modelInputs(const CliOptions &options,
