@@ -238,24 +238,35 @@ def peers(models, dtype):
         torch.cuda.empty_cache()
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def run_command(doc, choose, peers_of, add_arguments=lambda parser: None):
+    """The scripts' command line, `export DIR` or `peers`: `choose(args)`
+    gives (models, dtype); `peers_of(models, dtype)` times the peers."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
     parser.add_argument("command", choices=["export", "peers"])
     parser.add_argument("folder", nargs="?",
                         help="export: the folder to write the models to")
-    parser.add_argument("--small", action="store_true",
-                        help="small f32 models (a check of the export "
-                             "and fusec's import, on the CPU without a GPU)")
+    add_arguments(parser)
     args = parser.parse_args()
-    models, dtype = (SMALL, torch.float32) if args.small else (
-        REAL, torch.bfloat16)
+    models, dtype = choose(args)
     if args.command == "export":
         if not args.folder:
             parser.error("export needs the output folder")
         export(models, args.folder, dtype,
                "cuda" if torch.cuda.is_available() else "cpu")
     else:
-        peers(models, dtype)
+        peers_of(models, dtype)
+
+
+def main():
+    run_command(
+        __doc__,
+        lambda args: ((SMALL, torch.float32) if args.small else
+                      (REAL, torch.bfloat16)),
+        peers,
+        lambda parser: parser.add_argument(
+            "--small", action="store_true",
+            help="small f32 models (a check of the export and fusec's "
+                 "import, on the CPU without a GPU)"))
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ agrees). One JSON line per model, whose "case" joins with fusec-bench's:
      "compile_autocast_reduce_overhead_us": ..., "autocast_rel_l2": ...,
      "autocast_top1": ...}
 """
-import argparse
 import json
 import os
 import sys
@@ -99,18 +98,8 @@ def peers():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=["export", "peers"])
-    parser.add_argument("folder", nargs="?",
-                        help="export: the folder to write the models to")
-    args = parser.parse_args()
-    if args.command == "export":
-        if not args.folder:
-            parser.error("export needs the output folder")
-        tam.export(MODELS, args.folder, torch.float32,
-                   "cuda" if torch.cuda.is_available() else "cpu")
-    else:
-        peers()
+    tam.run_command(__doc__, lambda args: (MODELS, torch.float32),
+                    lambda models, dtype: peers())
 
 
 if __name__ == "__main__":
