@@ -40,11 +40,11 @@ struct PipelineOptions {
   std::vector<std::string> keepF32Nodes;
 };
 
-/// The default pipeline as one textual string: library calls prepared,
-/// composites decomposed, broadcasts made explicit, canonicalize (which
-/// folds constants), CSE, then fusion-region formation.
-std::string defaultPipeline(const PipelineOptions &options);
-/// Adds the default pipeline to a module-level pass manager.
+/// Adds the default pipeline to a module-level pass manager: with a
+/// precision, the f32 tensors lowered first; then per function attention
+/// formed, library calls prepared, composites decomposed, broadcasts made
+/// explicit, canonicalize (which folds constants), CSE, and fusion-region
+/// formation.
 mlir::LogicalResult buildDefaultPipeline(mlir::OpPassManager &pm,
                                          const PipelineOptions &options);
 

@@ -20,10 +20,6 @@ static std::string functionPipeline(const fuse::PipelineOptions &options) {
          (options.fuse ? "" : "{no-fuse=true}") + ")";
 }
 
-std::string fuse::defaultPipeline(const PipelineOptions &options) {
-  return "builtin.module(" + functionPipeline(options) + ")";
-}
-
 mlir::LogicalResult fuse::buildDefaultPipeline(mlir::OpPassManager &pm,
                                                const PipelineOptions &options) {
   // Added as a pass, not parsed: node names may hold the pipeline syntax's

@@ -92,30 +92,8 @@ Options parseArguments(int argc, char **argv) {
 
 std::vector<Tensor> modelInputs(const Options &options,
                                 const Program &program) {
-  std::vector<Tensor> inputs;
-  if (options.inputFiles.empty()) {
-    std::mt19937_64 rng(options.seed);
-    for (int id : program.inputs)
-      inputs.push_back(randomTensor(program.buffers[id].dtype,
-                                    program.buffers[id].shape, rng));
-    return inputs;
-  }
-  if (options.inputFiles.size() != program.inputs.size())
-    throw Error(options.package + ": error: the model takes " +
-                std::to_string(program.inputs.size()) + " inputs but " +
-                std::to_string(options.inputFiles.size()) +
-                " .npy files were given");
-  for (size_t i = 0; i < program.inputs.size(); ++i) {
-    const BufferDesc &expected = program.buffers[program.inputs[i]];
-    Tensor tensor = readNpy(options.inputFiles[i], expected.dtype);
-    if (tensor.dtype != expected.dtype || tensor.shape != expected.shape)
-      throw Error(options.inputFiles[i] + ": error: input '" + expected.name +
-                  "' expects " + dtypeName(expected.dtype) + "[" +
-                  formatShape(expected.shape) + "] but the file holds " +
-                  tensor.typeString());
-    inputs.push_back(std::move(tensor));
-  }
-  return inputs;
+  return programInputs(program, options.inputFiles, options.seed,
+                       options.package, readNpy);
 }
 
 int run(const Options &options) {

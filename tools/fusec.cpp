@@ -23,7 +23,9 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <sys/stat.h>
@@ -458,33 +460,27 @@ CliOptions parseArguments(int argc, char **argv) {
       throw UsageError{"--seed needs a non-negative integer, got '" + seedFlag +
                        "'"};
   }
-  for (auto [flag, bound] : {std::pair{&rtolFlag, &options.rtol},
-                             std::pair{&atolFlag, &options.atol}}) {
-    if (!flag->getNumOccurrences())
-      continue;
-    const std::string &text = *flag;
+  // The comparison bounds: non-negative numbers (a fraction for top-1).
+  auto bound = [](const cl::opt<std::string> &flag, double most,
+                  const char *range) -> std::optional<double> {
+    if (!flag.getNumOccurrences())
+      return std::nullopt;
+    const std::string &text = flag;
     char *end = nullptr;
     double value = std::strtod(text.c_str(), &end);
-    if (text.empty() || *end || !(value >= 0))
-      throw UsageError{"--" + flag->ArgStr.str() +
-                       " needs a non-negative number, got '" + text + "'"};
-    *bound = value;
-  }
-  for (auto [flag, bound] :
-       {std::pair{&expectRelL2Flag, &options.relL2Bound},
-        std::pair{&expectTop1Flag, &options.topOneBound}}) {
-    if (!flag->getNumOccurrences())
-      continue;
-    const std::string &text = *flag;
-    char *end = nullptr;
-    double value = std::strtod(text.c_str(), &end);
-    if (text.empty() || *end || !(value >= 0) ||
-        (flag == &expectTop1Flag && value > 1))
-      throw UsageError{"--" + flag->ArgStr.str() + " needs a number in " +
-                       (flag == &expectTop1Flag ? "[0, 1]" : "[0, inf)") +
+    if (text.empty() || *end || !(value >= 0 && value <= most))
+      throw UsageError{"--" + flag.ArgStr.str() + " needs " + range +
                        ", got '" + text + "'"};
-    *bound = value;
-  }
+    return value;
+  };
+  const double unbounded = std::numeric_limits<double>::infinity();
+  options.rtol = bound(rtolFlag, unbounded, "a non-negative number")
+                     .value_or(options.rtol);
+  options.atol = bound(atolFlag, unbounded, "a non-negative number")
+                     .value_or(options.atol);
+  options.relL2Bound =
+      bound(expectRelL2Flag, unbounded, "a non-negative number");
+  options.topOneBound = bound(expectTop1Flag, 1, "a number in [0, 1]");
   options.cacheStats = cacheStatsFlag;
   options.cacheClear = cacheClearFlag;
   options.cacheCleanup = cacheCleanupFlag;
@@ -621,34 +617,10 @@ void bindSymbolicDimsFromInputs(CliOptions &options) {
 
 std::vector<Tensor> modelInputs(const CliOptions &options,
                                 const Program &program) {
-  std::vector<Tensor> inputs;
-  if (!options.inputFiles.empty()) {
-    if (options.inputFiles.size() != program.inputs.size())
-      throw Error(options.model + ": error: the model takes " +
-                  std::to_string(program.inputs.size()) + " inputs but " +
-                  std::to_string(options.inputFiles.size()) +
-                  " .npy files were given");
-    for (size_t i = 0; i < program.inputs.size(); ++i) {
-      const BufferDesc &expected = program.buffers[program.inputs[i]];
-      const std::string &file = options.inputFiles[i];
-      Tensor tensor = readInputFile(file, expected.dtype);
-      if (tensor.dtype != expected.dtype)
-        throw Error(file + ": error: input '" + expected.name + "' expects " +
-                    dtypeName(expected.dtype) + " but the file holds " +
-                    dtypeName(tensor.dtype));
-      if (tensor.shape != expected.shape)
-        throw Error(options.inputFiles[i] + ": error: input '" + expected.name +
-                    "' expects shape " + formatShape(expected.shape) +
-                    " but the file holds " + formatShape(tensor.shape));
-      inputs.push_back(std::move(tensor));
-    }
-    return inputs;
-  }
-  std::mt19937_64 rng(options.seed);
-  for (int id : program.inputs)
-    inputs.push_back(randomTensor(program.buffers[id].dtype,
-                                  program.buffers[id].shape, rng));
-  return inputs;
+  return programInputs(program, options.inputFiles, options.seed, options.model,
+                       [](const std::string &file, DType dtype) {
+                         return readInputFile(file, dtype);
+                       });
 }
 
 /// --cache-clear, then --cache-cleanup, then --cache-stats.

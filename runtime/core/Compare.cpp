@@ -1,5 +1,7 @@
 #include "runtime/core/Compare.h"
 
+#include "runtime/core/Error.h"
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -132,6 +134,38 @@ std::string describeOutput(const std::string &name, const Tensor &tensor) {
     os << ", ...";
   os << "]";
   return os.str();
+}
+
+std::vector<Tensor>
+programInputs(const Program &program, const std::vector<std::string> &files,
+              uint64_t seed, const std::string &model,
+              const std::function<Tensor(const std::string &, DType)> &read) {
+  std::vector<Tensor> inputs;
+  if (files.empty()) {
+    std::mt19937_64 rng(seed);
+    for (int id : program.inputs)
+      inputs.push_back(randomTensor(program.buffers[id].dtype,
+                                    program.buffers[id].shape, rng));
+    return inputs;
+  }
+  if (files.size() != program.inputs.size())
+    throw Error(model + ": error: the model takes " +
+                std::to_string(program.inputs.size()) + " inputs but " +
+                std::to_string(files.size()) + " .npy files were given");
+  for (size_t i = 0; i < program.inputs.size(); ++i) {
+    const BufferDesc &expected = program.buffers[program.inputs[i]];
+    Tensor tensor = read(files[i], expected.dtype);
+    if (tensor.dtype != expected.dtype)
+      throw Error(files[i] + ": error: input '" + expected.name + "' expects " +
+                  dtypeName(expected.dtype) + " but the file holds " +
+                  dtypeName(tensor.dtype));
+    if (tensor.shape != expected.shape)
+      throw Error(files[i] + ": error: input '" + expected.name +
+                  "' expects shape " + formatShape(expected.shape) +
+                  " but the file holds " + formatShape(tensor.shape));
+    inputs.push_back(std::move(tensor));
+  }
+  return inputs;
 }
 
 } // namespace fusec

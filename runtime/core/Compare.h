@@ -2,9 +2,13 @@
 #ifndef FUSEC_RUNTIME_CORE_COMPARE_H
 #define FUSEC_RUNTIME_CORE_COMPARE_H
 
+#include "runtime/core/Program.h"
 #include "runtime/core/Tensor.h"
 
+#include <functional>
 #include <random>
+#include <string>
+#include <vector>
 
 namespace fusec {
 
@@ -53,6 +57,15 @@ double checksum(const Tensor &tensor);
 /// The line `fusec --run` (and fusec-run) prints for an output: "output
 /// NAME: f32[2x3] checksum=1.5 values=[0.1, 0.2, ...]" (the first six).
 std::string describeOutput(const std::string &name, const Tensor &tensor);
+
+/// The inputs of a run of `program` (`fusec --run`, `fusec-run`): seeded
+/// random ones without `files`, else each read from its file by `read`
+/// (given the dtype the input expects) and checked against the input's
+/// dtype and shape. Errors name `model` (a wrong count) or the file.
+std::vector<Tensor>
+programInputs(const Program &program, const std::vector<std::string> &files,
+              uint64_t seed, const std::string &model,
+              const std::function<Tensor(const std::string &, DType)> &read);
 
 } // namespace fusec
 
