@@ -272,6 +272,15 @@ def test_out_arrays(seed_model):
     np.testing.assert_allclose(out, seed_reference(x, y), rtol=1e-5)
 
 
+def test_first_call_errors():
+    """A model's first call with a mismatched tensor names the mismatch,
+    not an input slot the call has not bound yet."""
+    x, y = seed_inputs()
+    with pytest.raises(fusec.Error, match="input 'y' is f32\\[2, 3\\] but "
+                       "the tensor given is f64\\[2, 3\\]"):
+        fusec.compile(SEED, target="cpu")(x, y.astype(np.float64))
+
+
 def test_run_errors(seed_model):
     x, y = seed_inputs()
     with pytest.raises(fusec.Error, match="input 'y' is f32\\[2, 3\\] but "
