@@ -141,9 +141,30 @@ const MathFunctionMap &cpuMathFunctions() {
   return functions;
 }
 
-std::string cppKernelSignature(const std::string &name) {
+std::string cppKernelSignature(const std::string &name, bool readsDimSizes) {
   return "extern \"C\" void " + name +
-         "(const void *const *fusec_inputs, void *const *fusec_outputs)";
+         "(const void *const *fusec_inputs, void *const *fusec_outputs" +
+         (readsDimSizes ? ", const int64_t *fusec_dims" : "") + ")";
+}
+
+std::string cudaDimParameters(size_t dimCount) {
+  std::string parameters;
+  for (size_t d = 0; d < dimCount; ++d)
+    parameters += ", const long long fusec_dim" + std::to_string(d);
+  return parameters;
+}
+
+std::string cudaDimArray(size_t dimCount) {
+  std::string values;
+  for (size_t d = 0; d < dimCount; ++d)
+    values += (d ? ", " : "") + std::string("fusec_dim") + std::to_string(d);
+  return "const int64_t fusec_dims[" + std::to_string(dimCount) + "] = {" +
+         values + "};\n";
+}
+
+std::string PointwiseKernel::countExpression() const {
+  return symbolicElements ? symbolicElements->cExpression("fusec_dims")
+                          : std::to_string(numElements());
 }
 
 std::string cppPrelude(bool withHalfTypes) {
@@ -183,8 +204,23 @@ std::string cppPrelude(bool withHalfTypes) {
 }
 
 std::string broadcastOffsetExpression(const std::string &index,
-                                      const Shape &shape,
-                                      const Shape &strides) {
+                                      const Shape &iterationShape,
+                                      const Shape &iterationStrides) {
+  // Adjacent dims whose strides continue each other are read as one dim:
+  // fewer divisions, and a symbolic program's leading dims (at their maxima
+  // in the shape) merge into the outermost coordinate, which never wraps,
+  // so that their sizes do not appear.
+  Shape shape, strides;
+  for (size_t d = 0; d < iterationShape.size(); ++d) {
+    if (!shape.empty() &&
+        strides.back() == iterationStrides[d] * iterationShape[d]) {
+      shape.back() *= iterationShape[d];
+      strides.back() = iterationStrides[d];
+      continue;
+    }
+    shape.push_back(iterationShape[d]);
+    strides.push_back(iterationStrides[d]);
+  }
   std::vector<std::string> terms;
   int64_t inner = 1; // product of the dims after d
   for (size_t d = shape.size(); d-- > 0;) {

@@ -18,6 +18,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <climits>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,6 +59,14 @@ struct PointwiseKernel {
   std::shared_ptr<const ScalarExprBuilder> expressions;
 
   int64_t numElements() const { return fusec::numElements(iterationShape); }
+  /// Symbolic programs: the elements as a size of the program's `dimCount`
+  /// symbols; `iterationShape` is then at their maxima, and only the count
+  /// varies (codegen checks that the symbolic dims lead every shape).
+  std::optional<fusec::SymbolicSize> symbolicElements;
+  size_t dimCount = 0;
+  bool readsDimSizes() const { return symbolicElements.has_value(); }
+  /// The count as C: a literal, or an expression of `fusec_dims`.
+  std::string countExpression() const;
   /// Some value of the region (input, intermediate, output) is f16/bf16.
   bool usesHalfTypes = false;
 
@@ -97,7 +106,14 @@ std::string cppPrelude(bool withHalfTypes);
 /// Every C++ kernel's function: `extern "C" void NAME(const void *const
 /// *fusec_inputs, void *const *fusec_outputs)`, the runtime's one calling
 /// convention (buffers in the order of the kernel's inputs and outputs).
-std::string cppKernelSignature(const std::string &name);
+std::string cppKernelSignature(const std::string &name,
+                               bool readsDimSizes = false);
+/// Symbolic programs: a CUDA kernel's parameters after its buffers, one
+/// int64 per symbol (", const long long fusec_dim0, ..."), and the
+/// statement that gathers them into the `fusec_dims` array the count
+/// expressions read.
+std::string cudaDimParameters(size_t dimCount);
+std::string cudaDimArray(size_t dimCount);
 
 /// Threads per block of grid-stride CUDA kernels (pointwise, layout).
 constexpr unsigned kPointwiseThreadsPerBlock = 256;

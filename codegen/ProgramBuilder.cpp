@@ -11,6 +11,7 @@
 #include "codegen/RegionKind.h"
 #include "codegen/schedule/PointwiseSchedule.h"
 #include "ir/FuseDialect.h"
+#include "ir/SymbolicDims.h"
 #include "ir/TypeUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -103,12 +104,40 @@ static FailureOr<fusec::MatmulCall> matmulCallOf(MatmulOp op,
   return call;
 }
 
+/// Symbolic programs: each dynamic dim's type becomes its size at the
+/// symbols' maxima, so that the kernel analyses see static shapes (the
+/// kernels then take the varying count from their arguments).
+static void setTypesAtMaxima(func::FuncOp function, const SymbolicDims &dims) {
+  auto atMaxima = [&](Value value) {
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    if (!type || type.hasStaticShape())
+      return;
+    fusec::Shape shape =
+        fusec::maximalShape(dims.shapeOf(value), dims.symbols());
+    value.setType(type.clone(shape));
+  };
+  function.walk([&](Operation *op) {
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument arg : block.getArguments())
+          atMaxima(arg);
+    for (Value result : op->getResults())
+      atMaxima(result);
+  });
+  Block &body = function.getBody().front();
+  function.setType(FunctionType::get(
+      function.getContext(), body.getArgumentTypes(),
+      body.getTerminator()->getOperandTypes()));
+}
+
 namespace {
 class ProgramBuilder {
 public:
   ProgramBuilder(fusec::Program &program, const MathFunctionMap *f32Functions,
-                 std::vector<KernelSchedule> *schedules)
-      : program(program), f32Functions(f32Functions), schedules(schedules) {}
+                 std::vector<KernelSchedule> *schedules,
+                 const SymbolicDims *symbolic)
+      : program(program), f32Functions(f32Functions), schedules(schedules),
+        symbolic(symbolic) {}
 
   int addBuffer(Value value, std::string name, BufferRole role) {
     // Names are unique in a plan: later duplicates get a suffix.
@@ -121,6 +150,11 @@ public:
     buffer.dtype = dtypeOf(type);
     buffer.shape = toShape(type);
     buffer.role = role;
+    if (symbolic) {
+      fusec::SymbolicShape shape = symbolic->shapeOf(value);
+      if (!fusec::isStaticShape(shape))
+        buffer.symbolicShape = std::move(shape);
+    }
     program.buffers.push_back(std::move(buffer));
     int id = static_cast<int>(program.buffers.size()) - 1;
     bufferOf[value] = id;
@@ -175,6 +209,15 @@ public:
             matmulCallOf(matmul, program.target);
         if (failed(call))
           return failure();
+        if (symbolic) {
+          // [..., m, k] @ [k, n] (SymbolicDims allows no other): every
+          // dim of the lhs but k stacks into rows.
+          fusec::SymbolicShape lhs = symbolic->shapeOf(matmul.getLhs());
+          lhs.pop_back();
+          fusec::SymbolicSize rows = fusec::symbolicElements(lhs);
+          if (!rows.isStatic())
+            call->symbolicM = rows;
+        }
         call->a = bufferOf.lookup(matmul.getLhs());
         call->b = bufferOf.lookup(matmul.getRhs());
         call->bias = matmul.getBias() ? bufferOf.lookup(matmul.getBias()) : -1;
@@ -241,6 +284,9 @@ private:
                             std::string &params) {
     unsigned index = program.kernels.size();
     bool cuda = program.target == fusec::Target::Cuda;
+    std::optional<fusec::SymbolicShape> leading;
+    if (symbolic && failed(symbolicLeadingDims(fusion, leading)))
+      return failure();
     // Layout, reduction and contraction regions each have a builder that
     // makes the whole kernel description.
     auto adopt = [&](FailureOr<fusec::KernelDesc> kernel) -> LogicalResult {
@@ -251,11 +297,27 @@ private:
       return success();
     };
     switch (fuse::regionKindOf(fusion)) {
+    case fuse::RegionKind::Reduction:
+      return adopt(buildReductionKernel(
+          fusion, index, program.target, f32Functions, &params,
+          leading ? std::optional(symbolicRowsOf(fusion)) : std::nullopt,
+          program.symbols.size()));
+    case fuse::RegionKind::Layout:
+    case fuse::RegionKind::Contraction:
+    case fuse::RegionKind::Attention:
+      if (leading)
+        return fusion.emitError()
+               << "codegen: a layout, contraction or attention kernel with "
+                  "symbolic dims is not supported yet";
+      break;
+    case fuse::RegionKind::Pointwise:
+      break;
+    }
+    switch (fuse::regionKindOf(fusion)) {
+    case fuse::RegionKind::Reduction:
+      llvm_unreachable("built above");
     case fuse::RegionKind::Layout:
       return adopt(buildLayoutKernel(fusion, index, program.target, &params));
-    case fuse::RegionKind::Reduction:
-      return adopt(buildReductionKernel(fusion, index, program.target,
-                                        f32Functions, &params));
     case fuse::RegionKind::Contraction:
       return adopt(
           buildQuantizedMatmulKernel(fusion, index, program.target, &params));
@@ -269,6 +331,11 @@ private:
     FailureOr<PointwiseKernel> kernel = analyzePointwiseRegion(fusion, index);
     if (failed(kernel))
       return failure();
+    if (leading) {
+      kernel->symbolicElements = fusec::symbolicElements(
+          symbolic->shapeOf(fusion.getYield().getValues()[0]));
+      kernel->dimCount = program.symbols.size();
+    }
     desc.name = kernel->name;
     desc.ops = kernel->ops;
     desc.schedule = "pointwise";
@@ -278,13 +345,80 @@ private:
                        : printCppKernel(*kernel, schedule);
     if (cuda)
       desc.launch = launchOf(schedule.params);
+    if (leading) {
+      desc.readsDimSizes = true;
+      if (cuda)
+        desc.dynamicGrid = fusec::KernelDesc::DynamicGrid{
+            *kernel->symbolicElements,
+            int64_t(schedule.params.blockX) * schedule.params.vectorWidth};
+    }
     usesHalfTypes |= kernel->usesHalfTypes;
     return success();
+  }
+
+  /// Symbolic programs: the symbolic dims of a region's values, which must
+  /// lead every value that has them, the same in each (`leading`, unset
+  /// when the region has none). A generated kernel then only varies in its
+  /// count: the offsets of a value's leading dims merge into one outermost
+  /// coordinate, whose size no index computation reads.
+  LogicalResult
+  symbolicLeadingDims(FusionOp fusion,
+                      std::optional<fusec::SymbolicShape> &leading) {
+    SmallVector<Value> values(fusion.getInputs());
+    llvm::append_range(values, fusion.getResults());
+    for (Value value : values) {
+      fusec::SymbolicShape shape = symbolic->shapeOf(value);
+      fusec::SymbolicShape prefix;
+      for (const fusec::SymbolicSize &dim : shape) {
+        if (dim.isStatic())
+          break;
+        prefix.push_back(dim);
+      }
+      bool laterSymbolic =
+          llvm::any_of(llvm::drop_begin(shape, prefix.size()),
+                       [](const fusec::SymbolicSize &d) { return !d.isStatic(); });
+      auto describe = [&] {
+        return "'" + fusec::formatSymbolicShape(shape, program.symbols) + "'";
+      };
+      if (laterSymbolic)
+        return fusion.emitError()
+               << "codegen: a kernel value of shape " << describe()
+               << " has a symbolic dim after a fixed one; only leading "
+                  "symbolic dims are supported yet";
+      if (prefix.empty())
+        continue;
+      if (leading && *leading != prefix)
+        return fusion.emitError()
+               << "codegen: a kernel value of shape " << describe()
+               << " does not lead with the kernel's symbolic dims '"
+               << fusec::formatSymbolicShape(*leading, program.symbols)
+               << "' (a partial broadcast along them is not supported yet)";
+      leading = prefix;
+    }
+    return success();
+  }
+
+  /// The rows of a reduction region: its space's kept points.
+  fusec::SymbolicSize symbolicRowsOf(FusionOp fusion) {
+    fusec::SymbolicSize rows = fusec::SymbolicSize::constant(1);
+    fusion.getBody().walk([&](ReductionOpInterface reduction) {
+      fusec::SymbolicShape space =
+          symbolic->shapeOf(reduction.getReducedOperand());
+      rows = fusec::SymbolicSize::constant(1);
+      for (auto [d, dim] : llvm::enumerate(space))
+        if (!llvm::is_contained(reduction.getReducedAxes(),
+                                static_cast<int64_t>(d)))
+          rows = rows * dim;
+      return WalkResult::interrupt();
+    });
+    return rows;
   }
 
   fusec::Program &program;
   const MathFunctionMap *f32Functions;
   std::vector<KernelSchedule> *schedules;
+  /// Symbolic programs: every value's dims (types are at the maxima).
+  const SymbolicDims *symbolic;
   DenseMap<Value, int> bufferOf;
   DenseMap<Value, std::string> outputNameOf;
   std::set<std::string> usedNames;
@@ -308,7 +442,15 @@ FailureOr<fusec::Program> buildProgram(ModuleOp module, fusec::Target target,
   const MathFunctionMap *f32Functions =
       fastMath && target == fusec::Target::Cuda ? &cudaFastMathFunctions()
                                                 : nullptr;
-  if (failed(ProgramBuilder(program, f32Functions, schedules)
+  FailureOr<SymbolicDims> dims = SymbolicDims::analyze(funcs.front());
+  if (failed(dims))
+    return failure();
+  if (!dims->empty()) {
+    program.symbols = dims->symbols();
+    setTypesAtMaxima(funcs.front(), *dims);
+  }
+  if (failed(ProgramBuilder(program, f32Functions, schedules,
+                            dims->empty() ? nullptr : &*dims)
                  .build(funcs.front())))
     return failure();
   return program;

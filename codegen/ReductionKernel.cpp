@@ -18,10 +18,19 @@ using namespace reduction;
 
 FailureOr<fusec::KernelDesc>
 buildReductionKernel(FusionOp fusion, unsigned index, fusec::Target target,
-                     const MathFunctionMap *f32Functions, std::string *params) {
+                     const MathFunctionMap *f32Functions, std::string *params,
+                     std::optional<fusec::SymbolicSize> symbolicRows,
+                     size_t dimCount) {
   FailureOr<ReductionPlan> plan = ReductionPlan::analyze(fusion);
   if (failed(plan))
     return failure();
+  if (symbolicRows && plan->schedule == ReductionSchedule::Column)
+    return fusion.emitError()
+           << "codegen: a column reduction with symbolic dims is not "
+              "supported yet (only rows of fixed length, the symbolic dims "
+              "leading)";
+  plan->symbolicRows = symbolicRows;
+  plan->dimCount = dimCount;
   fusec::KernelDesc desc;
   desc.ops = regionOpNames(fusion);
   std::vector<std::string> computing;
@@ -46,6 +55,12 @@ buildReductionKernel(FusionOp fusion, unsigned index, fusec::Target target,
   if (target == fusec::Target::Cuda) {
     desc.launch = launchOf(schedule.params);
     desc.scratchBytes = schedule.params.scratchBytes;
+  }
+  if (symbolicRows) {
+    desc.readsDimSizes = true;
+    if (target == fusec::Target::Cuda)
+      desc.dynamicGrid = fusec::KernelDesc::DynamicGrid{
+          *symbolicRows, std::max<int64_t>(1, schedule.params.rowsPerBlock)};
   }
   return desc;
 }

@@ -12,8 +12,10 @@
 #include "codegen/Codegen.h"
 #include "frontends/Importer.h"
 #include "ir/FuseDialect.h"
+#include "ir/SymbolicDims.h"
 #include "passes/Passes.h"
 #include "runtime/Package.h"
+#include "runtime/SymbolicExecutable.h"
 #include "runtime/core/Trace.h"
 #include "runtime/cuda/CudaApi.h"
 
@@ -215,6 +217,11 @@ Lowering lower(const CompileOptions &options, bool captureIR, Stage stopAfter,
   }
   if (!module)
     diagnostics.fail("fusec: the model could not be imported");
+  // Every op's symbolic dims are derived before any pass runs, so that an
+  // op that cannot take them yet is reported at its node.
+  for (auto function : module->getOps<func::FuncOp>())
+    if (failed(fuse::SymbolicDims::analyze(function)))
+      diagnostics.fail("fusec: the model's symbolic dims are not supported");
   Lowering lowering;
   if (captureIR)
     lowering.importedIR = printModule(*module);
@@ -376,7 +383,7 @@ Lowering lowerFile(const std::string &path, const CompileOptions &options,
   case ModelFormat::Json:
     return lowerGraph(
         readTraced(path,
-                   [&] { return readJsonGraph(path, options.inputShapes); }),
+                   [&] { return readJsonGraph(path, options.inputShapes, options.dimRanges); }),
         options, captureIR, stopAfter);
   case ModelFormat::Mlir:
     return lowerMlir(options, captureIR, stopAfter, [&](MLIRContext &context) {
@@ -397,7 +404,8 @@ Lowering lowerBuffer(const std::string &contents, ModelFormat format,
                      bool captureIR, Stage stopAfter) {
   switch (format) {
   case ModelFormat::Json:
-    return lowerGraph(parseJsonGraph(contents, name, options.inputShapes),
+    return lowerGraph(parseJsonGraph(contents, name, options.inputShapes,
+                                     options.dimRanges),
                       options, captureIR, stopAfter);
   case ModelFormat::Mlir:
     return lowerMlir(options, captureIR, stopAfter, [&](MLIRContext &context) {
@@ -465,13 +473,31 @@ CudaOptions cudaOptionsOf(const CompileOptions &options) {
 
 CompiledModel load(Program program, const CompileOptions &options) {
   trace::Scope scope("load", "load", {{"model", program.name}});
-  return CompiledModel(makeExecutable(
-      std::move(program), KernelCache::forDirectory(options.cacheDir),
-      cudaOptionsOf(options)));
+  std::shared_ptr<KernelCache> cache =
+      KernelCache::forDirectory(options.cacheDir);
+  CudaOptions cudaOptions = cudaOptionsOf(options);
+  if (!program.isSymbolic())
+    return CompiledModel(
+        makeExecutable(std::move(program), std::move(cache), cudaOptions));
+  // The kernels serve every size; they compile now, with the instance at the
+  // symbols' minima, and each later instance finds them in the cache.
+  std::vector<int64_t> minima;
+  for (const DimSymbol &symbol : program.symbols)
+    minima.push_back(symbol.min);
+  auto executable = std::make_shared<SymbolicExecutable>(
+      std::move(program), [cache, cudaOptions](Program instance) {
+        return makeExecutable(std::move(instance), cache, cudaOptions);
+      });
+  executable->instanceFor(minima);
+  return CompiledModel(std::move(executable));
 }
 
 void compileToPackage(Program program, const CompileOptions &options,
                       const std::string &path) {
+  if (program.isSymbolic())
+    throw Error("fusec: '" + program.name +
+                "' has symbolic dims: a package holds a model compiled for "
+                "fixed sizes (compile it with --input-shape)");
   if (program.target == Target::Cpu) {
     load(std::move(program), options).save(path);
     return;

@@ -64,6 +64,10 @@ struct CompileOptions {
   /// ONNX and JSON models: shapes for graph inputs with symbolic (ONNX
   /// dim_param) or named (JSON) dims.
   std::map<std::string, Shape> inputShapes;
+  /// Named dims (ONNX dim_params, JSON named dims) that stay symbolic, with
+  /// their ranges: the model compiles once and runs at any sizes in them
+  /// (docs/dynamic-shapes.md). A dim with a size in `inputShapes` is fixed.
+  DimRanges dimRanges;
   /// Kernel cache directory; "" for KernelCache::defaultDirectory().
   std::string cacheDir;
   /// Receives each fusion remark (why an op was not fused), formatted as

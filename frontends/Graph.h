@@ -8,6 +8,7 @@
 #ifndef FUSEC_FRONTENDS_GRAPH_H
 #define FUSEC_FRONTENDS_GRAPH_H
 
+#include "runtime/core/SymbolicShape.h"
 #include "runtime/core/Tensor.h"
 
 #include <map>
@@ -20,7 +21,11 @@ namespace fusec {
 struct GraphInput {
   std::string name;
   DType dtype;
+  /// -1 where `dimNames` names a symbolic dim.
   Shape shape;
+  /// Empty, or per dim: the symbol (Graph::symbols) the dim's size is, or ""
+  /// for a fixed dim.
+  std::vector<std::string> dimNames;
 };
 
 struct GraphConstant {
@@ -54,6 +59,8 @@ struct Graph {
   /// ONNX output that only renames another value (Identity, Dropout at
   /// inference) keeps its own. Empty: the values' names.
   std::vector<std::string> outputNames;
+  /// The dims whose size varies between runs, named by inputs' dimNames.
+  std::vector<DimSymbol> symbols;
 
   /// The name output `index` goes by.
   const std::string &outputName(size_t index) const {
@@ -64,17 +71,22 @@ struct Graph {
 /// The shapes given for inputs with named dims, by input name
 /// (`--input-shape`, CompileOptions::inputShapes).
 using InputShapes = std::map<std::string, Shape>;
+/// Ranges of named dims left symbolic (`--dim NAME=MIN..MAX`), by name.
+using DimRanges = std::map<std::string, DimSymbol>;
 
 /// Reads a JSON model (docs/json-format.md). Throws fusec::Error as
 /// "FILE: node 'NAME': error: REASON" (or naming the constant/input). An
 /// input's named dims ("shape": ["batch", 128]) take their sizes from
-/// `inputShapes`, or from an input read before that binds the same name.
+/// `inputShapes`, or from an input read before that binds the same name;
+/// one left unbound with a range in `dimRanges` stays symbolic.
 Graph readJsonGraph(const std::string &path,
-                    const InputShapes &inputShapes = {});
+                    const InputShapes &inputShapes = {},
+                    const DimRanges &dimRanges = {});
 /// The same for a JSON model held in memory; `name` stands for the file in
 /// messages.
 Graph parseJsonGraph(const std::string &text, const std::string &name,
-                     const InputShapes &inputShapes = {});
+                     const InputShapes &inputShapes = {},
+                     const DimRanges &dimRanges = {});
 /// A JSON model's inputs as declared: named dims are -1 (for binding them
 /// from given tensors before compiling).
 std::vector<GraphInput> readJsonInputs(const std::string &path);
@@ -90,6 +102,12 @@ public:
   explicit GraphBuilder(std::string name = "main");
   /// Each returns the name of the value it defines.
   std::string input(const std::string &name, DType dtype, Shape shape);
+  /// An input with symbolic dims: `dimNames[d]` names dim d's symbol
+  /// (declared with symbol()), "" keeps `shape[d]`.
+  std::string input(const std::string &name, DType dtype, Shape shape,
+                    std::vector<std::string> dimNames);
+  /// Declares a symbolic dim and its range.
+  void symbol(const std::string &name, int64_t min, int64_t max);
   std::string constant(const std::string &name, Tensor value);
   /// A rank-0 constant, broadcast wherever it is used.
   std::string scalar(double value, DType dtype);

@@ -10,8 +10,22 @@ std::string GraphBuilder::freshName(const char *prefix) {
 
 std::string GraphBuilder::input(const std::string &name, DType dtype,
                                 Shape shape) {
-  built.inputs.push_back({name, dtype, std::move(shape)});
+  built.inputs.push_back({name, dtype, std::move(shape), {}});
   return name;
+}
+
+std::string GraphBuilder::input(const std::string &name, DType dtype,
+                                Shape shape,
+                                std::vector<std::string> dimNames) {
+  for (size_t d = 0; d < dimNames.size() && d < shape.size(); ++d)
+    if (!dimNames[d].empty())
+      shape[d] = -1;
+  built.inputs.push_back({name, dtype, std::move(shape), std::move(dimNames)});
+  return name;
+}
+
+void GraphBuilder::symbol(const std::string &name, int64_t min, int64_t max) {
+  built.symbols.push_back({name, min, max});
 }
 
 std::string GraphBuilder::constant(const std::string &name, Tensor value) {

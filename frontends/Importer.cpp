@@ -1,6 +1,7 @@
 //===- Importer.cpp - Graphs and .mlir files into fuse IR ----------------===//
 
 #include "frontends/Importer.h"
+#include "ir/SymbolicDims.h"
 #include "frontends/NodeImport.h"
 
 #include "ir/ElementwiseOps.h"
@@ -53,8 +54,16 @@ public:
       return nullptr;
 
     SmallVector<Type> argTypes;
-    for (const fusec::GraphInput &input : graph.inputs)
-      argTypes.push_back(tensorType(input.dtype, input.shape));
+    std::vector<std::vector<std::string>> argDimNames;
+    for (const fusec::GraphInput &input : graph.inputs) {
+      // A symbolic dim is dynamic in the IR; the function names its symbol.
+      fusec::Shape shape = input.shape;
+      for (size_t d = 0; d < input.dimNames.size() && d < shape.size(); ++d)
+        if (!input.dimNames[d].empty())
+          shape[d] = ShapedType::kDynamic;
+      argTypes.push_back(tensorType(input.dtype, shape));
+      argDimNames.push_back(input.dimNames);
+    }
     builder.setInsertionPointToEnd(module->getBody());
     auto func = func::FuncOp::create(builder, fileLoc, graph.name,
                                      builder.getFunctionType(argTypes, {}));
@@ -64,6 +73,8 @@ public:
       values[input.name] = body->getArgument(index);
       func.setArgAttr(index, kValueNameAttr, builder.getStringAttr(input.name));
     }
+    if (!graph.symbols.empty())
+      setSymbolicDims(func, graph.symbols, argDimNames);
     for (const fusec::GraphConstant &constant : graph.constants)
       values[constant.name] = importConstant(constant);
     for (const GraphNode *node : order)

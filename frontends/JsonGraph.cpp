@@ -29,9 +29,9 @@ constexpr int64_t kMaxElements = int64_t(1) << 48;
 class JsonReader {
 public:
   explicit JsonReader(std::string path, InputShapes inputShapes = {},
-                      bool keepNamedDims = false)
+                      bool keepNamedDims = false, DimRanges dimRanges = {})
       : path(std::move(path)), inputShapes(std::move(inputShapes)),
-        keepNamedDims(keepNamedDims) {}
+        dimRanges(std::move(dimRanges)), keepNamedDims(keepNamedDims) {}
 
   Graph readFile() { return read(fileText()); }
 
@@ -77,6 +77,7 @@ public:
       graph.name = string(document["name"], "", "name");
     for (const json &entry : array(document, "inputs", ""))
       graph.inputs.push_back(readInput(entry));
+    graph.symbols = symbols;
     for (const json &entry : optionalArray(document, "constants"))
       graph.constants.push_back(readConstant(entry));
     for (const json &entry : array(document, "nodes", ""))
@@ -178,7 +179,10 @@ private:
     Shape dims = shape(entry, where, &names);
     if (!keepNamedDims)
       bindNamedDims(inputName, where, dims, names);
-    return {inputName, inputDType, dims};
+    bool symbolic = std::any_of(dims.begin(), dims.end(),
+                                [](int64_t dim) { return dim < 0; });
+    return {inputName, inputDType, dims,
+            symbolic ? names : std::vector<std::string>{}};
   }
 
   /// Sizes for an input's named dims: its --input-shape (whose other dims
@@ -186,7 +190,7 @@ private:
   /// input without named dims keeps its declared shape (a shape given for
   /// its name is for inputs that leave dims open).
   void bindNamedDims(const std::string &inputName, const std::string &where,
-                     Shape &dims, const std::vector<std::string> &names) {
+                     Shape &dims, std::vector<std::string> &names) {
     if (std::none_of(dims.begin(), dims.end(),
                      [](int64_t dim) { return dim < 0; }))
       return;
@@ -213,11 +217,21 @@ private:
       if (names[d].empty())
         continue;
       auto bound = namedDims.find(names[d]);
-      if (bound == namedDims.end())
+      if (bound != namedDims.end()) {
+        dims[d] = bound->second;
+        names[d].clear();
+        continue;
+      }
+      auto range = dimRanges.find(names[d]);
+      if (range == dimRanges.end())
         throw fail(where, "dim '" + names[d] +
                               "' is named; give its size with --input-shape " +
-                              inputName + "=D0,D1,... (or --inputs)");
-      dims[d] = bound->second;
+                              inputName + "=D0,D1,... (or --inputs), or its "
+                              "range with --dim " + names[d] + "=MIN..MAX");
+      // Left symbolic: the model serves the range.
+      if (std::none_of(symbols.begin(), symbols.end(),
+                       [&](const DimSymbol &s) { return s.name == names[d]; }))
+        symbols.push_back(range->second);
     }
   }
 
@@ -374,6 +388,9 @@ private:
 
   std::string path;
   InputShapes inputShapes;
+  DimRanges dimRanges;
+  /// The named dims left symbolic, in order of first use.
+  std::vector<DimSymbol> symbols;
   /// readJsonInputs: named dims stay -1.
   bool keepNamedDims;
   /// The sizes named dims took, in input order.
@@ -382,13 +399,15 @@ private:
 
 } // namespace
 
-Graph readJsonGraph(const std::string &path, const InputShapes &inputShapes) {
-  return JsonReader(path, inputShapes).readFile();
+Graph readJsonGraph(const std::string &path, const InputShapes &inputShapes,
+                    const DimRanges &dimRanges) {
+  return JsonReader(path, inputShapes, false, dimRanges).readFile();
 }
 
 Graph parseJsonGraph(const std::string &text, const std::string &name,
-                     const InputShapes &inputShapes) {
-  return JsonReader(name, inputShapes).read(text);
+                     const InputShapes &inputShapes,
+                     const DimRanges &dimRanges) {
+  return JsonReader(name, inputShapes, false, dimRanges).read(text);
 }
 
 std::vector<GraphInput> readJsonInputs(const std::string &path) {

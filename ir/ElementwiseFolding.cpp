@@ -30,10 +30,10 @@ static LogicalResult broadcastOperandShapes(std::optional<Location> loc,
   shape.clear();
   for (Value operand : operands) {
     auto type = dyn_cast<RankedTensorType>(operand.getType());
-    if (!type || !type.hasStaticShape())
+    if (!type)
       return emitOptionalError(loc, "operand of type ",
                                typeString(operand.getType()),
-                               " is not a statically shaped tensor");
+                               " is not a ranked tensor");
   }
   shape = toShape(cast<RankedTensorType>(operands[0].getType()));
   for (Value operand : operands.drop_front()) {

@@ -263,7 +263,9 @@ LogicalResult ReshapeOp::verify() {
   if (from.getElementType() != to.getElementType())
     return emitOpError() << "changes the dtype from " << typeString(from)
                          << " to " << typeString(to);
-  if (from.getNumElements() != to.getNumElements())
+  // With symbolic dims the element counts are SymbolicDims' to check.
+  if (from.hasStaticShape() && to.hasStaticShape() &&
+      from.getNumElements() != to.getNumElements())
     return emitOpError() << "cannot reshape " << from.getNumElements()
                          << " elements (" << typeString(from) << ") into "
                          << to.getNumElements() << " (" << typeString(to)

@@ -11,7 +11,8 @@ def Fuse_Dialect : Dialect {
   let name = "fuse";
   let summary = "Tensor-level operations of the fusec fusion compiler";
   let description = [{
-    Tensor operations on statically shaped builtin ranked tensors:
+    Tensor operations on builtin ranked tensors (a dim is dynamic only
+    where the function names it a symbol: ir/SymbolicDims.h):
     elementwise ops with NumPy broadcasting, reductions, layout ops and
     composites (softmax, layer_norm, ...) that a pass decomposes, plus
     `fuse.fusion`: a region that becomes one generated kernel.
@@ -23,16 +24,16 @@ def Fuse_Dialect : Dialect {
 
 // The dtypes fusec supports. Signed integers are MLIR's signless ones (read
 // as signed), unsigned ones its ui types.
-def Fuse_FloatTensor : StaticShapeTensorOf<[F64, F32, F16, BF16]>;
-def Fuse_NumericTensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I8, I16, I32, I64, UI8, UI16, UI32, UI64]>;
-def Fuse_IntTensor : StaticShapeTensorOf<[I8, I16, I32, I64, UI8, UI16, UI32, UI64]>;
-def Fuse_BoolTensor : StaticShapeTensorOf<[I1]>;
+def Fuse_FloatTensor : RankedTensorOf<[F64, F32, F16, BF16]>;
+def Fuse_NumericTensor : RankedTensorOf<[F64, F32, F16, BF16, I8, I16, I32, I64, UI8, UI16, UI32, UI64]>;
+def Fuse_IntTensor : RankedTensorOf<[I8, I16, I32, I64, UI8, UI16, UI32, UI64]>;
+def Fuse_BoolTensor : RankedTensorOf<[I1]>;
 // What DequantizeLinear takes.
-def Fuse_QuantizedTensor : StaticShapeTensorOf<[I8, UI8, I16, UI16, I32,
+def Fuse_QuantizedTensor : RankedTensorOf<[I8, UI8, I16, UI16, I32,
     F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, F4E2M1FN, I<4>, UI<4>, I<2>, UI<2>]>;
 // Any takes the narrow storage dtypes too (runtime/core/NarrowTypes.h): the ops
 // that move values, select them, compare them or cast them.
-def Fuse_AnyTensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I8, I16, I32, I64, UI8, UI16, UI32, UI64, I1,
+def Fuse_AnyTensor : RankedTensorOf<[F64, F32, F16, BF16, I8, I16, I32, I64, UI8, UI16, UI32, UI64, I1,
     F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, F4E2M1FN, F8E8M0FNU, I<4>, UI<4>, I<2>, UI<2>]>;
 
 // Result constraints named by the table's (Result, Operands) columns.

@@ -118,6 +118,13 @@ cl::list<std::string> inputShapeFlags(
              "dims (repeatable)"),
     cl::cat(compileCategory));
 
+cl::list<std::string> dimFlags(
+    "dim", cl::value_desc("NAME=MIN..MAX"),
+    cl::desc("ONNX and JSON: keep the named dim NAME symbolic, for any\n"
+             "size from MIN to MAX: one compile serves them all, each\n"
+             "run binds the size from its inputs (repeatable)"),
+    cl::cat(compileCategory));
+
 cl::opt<std::string> emitFlag(
     "emit", cl::value_desc("STAGE"),
     cl::desc("print a stage: ir (imported fuse IR), fused (after\n"
@@ -422,6 +429,27 @@ CliOptions parseArguments(int argc, char **argv) {
                        "'"};
     options.compile.inputShapes[spec.substr(0, equals)] = shape;
   }
+  for (const std::string &spec : dimFlags) {
+    size_t equals = spec.find('='), dots = spec.find("..");
+    auto number = [&](size_t from, size_t to) -> int64_t {
+      std::string text = spec.substr(from, to - from);
+      char *end = nullptr;
+      long long value = std::strtoll(text.c_str(), &end, 10);
+      if (text.empty() || *end || value < 1)
+        throw UsageError{"--dim expects NAME=MIN..MAX with sizes of at "
+                         "least 1, got '" +
+                         spec + "'"};
+      return value;
+    };
+    if (equals == std::string::npos || equals == 0 ||
+        dots == std::string::npos || dots < equals)
+      throw UsageError{"--dim expects NAME=MIN..MAX, got '" + spec + "'"};
+    DimSymbol symbol{spec.substr(0, equals), number(equals + 1, dots),
+                     number(dots + 2, spec.size())};
+    if (symbol.max < symbol.min)
+      throw UsageError{"--dim " + spec + ": MAX is below MIN"};
+    options.compile.dimRanges[symbol.name] = symbol;
+  }
   options.compile.cacheDir = cacheDirFlag;
 
   options.emit = emitFlag;
@@ -588,7 +616,8 @@ Tensor readInputFile(const std::string &file,
 /// the tensor in --inputs file i, so that the given tensors fix the shapes
 /// the model is compiled for.
 void bindSymbolicDimsFromInputs(CliOptions &options) {
-  if (options.inputFiles.empty())
+  // With --dim the dims stay symbolic: each run binds them.
+  if (options.inputFiles.empty() || !options.compile.dimRanges.empty())
     return;
   // The inputs as declared, a dim below 0 open; an ONNX input without a
   // shape has no dims here (nothing to bind).

@@ -31,6 +31,15 @@ static std::string rowOffsetExpression(const Shape &iteration,
       Shape(strides.begin(), strides.end() - 1));
 }
 /// `const T aN = <element>;`: an input's element in its compute type.
+/// A symbolic kernel's OpenMP team starts only for counts that pay for it
+/// (kCpuParallelThreshold), as the schedule decides for a static count.
+static std::string parallelIf(const PointwiseKernel &kernel) {
+  if (!kernel.readsDimSizes())
+    return "";
+  return " if(" + kernel.countExpression() +
+         " >= " + std::to_string(kCpuParallelThreshold) + ")";
+}
+
 static void printInputElement(raw_ostream &os, const KernelInput &input,
                               const std::string &element) {
   os << "const " << computeType(input.dtype) << " " << input.value << " = "
@@ -82,16 +91,17 @@ printCppStagedLoops(raw_indented_ostream &os, const PointwiseKernel &kernel,
         carried.insert(entry.getKey());
     }
 
-  int64_t elements = kernel.numElements();
+  const std::string elements = kernel.countExpression();
   // Streaming stores are weakly ordered: each thread fences its own after
   // its last tile, before the team's barrier.
   std::optional<raw_indented_ostream::DelimitedScope> team;
   if (parallel && streaming) {
-    os << "#pragma omp parallel\n{\n";
+    os << "#pragma omp parallel" << parallelIf(kernel) << "\n{\n";
     team.emplace(os, "", "}\n");
     os << "#pragma omp for schedule(static) nowait\n";
   } else if (parallel) {
-    os << "#pragma omp parallel for schedule(static)\n";
+    os << "#pragma omp parallel for schedule(static)" << parallelIf(kernel)
+       << "\n";
   }
   std::optional<raw_indented_ostream::DelimitedScope> tileLoop;
   os << "for (int64_t tile = 0; tile < " << elements
@@ -99,7 +109,7 @@ printCppStagedLoops(raw_indented_ostream &os, const PointwiseKernel &kernel,
   tileLoop.emplace(os, "", "}\n");
   // Whole tiles loop a constant count (no remainder code in every stage).
   std::string count = std::to_string(stageTile);
-  if (elements % stageTile != 0) {
+  if (kernel.readsDimSizes() || kernel.numElements() % stageTile != 0) {
     count = "count";
     os << "const int64_t count = " << elements << " - tile < " << stageTile
        << " ? " << elements << " - tile : " << stageTile << ";\n";
@@ -190,9 +200,13 @@ static void printCppLoops(raw_indented_ostream &os,
   std::optional<raw_indented_ostream::DelimitedScope> rowLoop;
   if (nested) {
     int64_t columns = kernel.iterationShape.back();
-    int64_t rows = kernel.numElements() / columns;
+    std::string rows =
+        kernel.readsDimSizes()
+            ? kernel.countExpression() + " / " + std::to_string(columns)
+            : std::to_string(kernel.numElements() / columns);
     if (parallel)
-      os << "#pragma omp parallel for schedule(static)\n";
+      os << "#pragma omp parallel for schedule(static)" << parallelIf(kernel)
+         << "\n";
     os << "for (int64_t row = 0; row < " << rows << "; ++row) {\n";
     rowLoop.emplace(os, "", "}\n");
     for (size_t i = 0; i < kernel.inputs.size(); ++i)
@@ -204,9 +218,11 @@ static void printCppLoops(raw_indented_ostream &os,
     os << "#pragma omp simd\n";
     os << "for (int64_t col = 0; col < " << columns << "; ++col) {\n";
   } else {
-    os << (parallel ? "#pragma omp parallel for simd schedule(static)\n"
-                    : "#pragma omp simd\n");
-    os << "for (int64_t i = 0; i < " << kernel.numElements() << "; ++i) {\n";
+    os << (parallel ? "#pragma omp parallel for simd schedule(static)" +
+                          parallelIf(kernel) + "\n"
+                    : std::string("#pragma omp simd\n"));
+    os << "for (int64_t i = 0; i < " << kernel.countExpression()
+       << "; ++i) {\n";
   }
   {
     auto elementLoop = os.scope("", "}\n");
@@ -238,7 +254,7 @@ std::string printCppKernel(const PointwiseKernel &kernel,
   llvm::raw_string_ostream raw(source);
   raw_indented_ostream os(raw);
   printKernelComment(os, kernel, "");
-  os << cppKernelSignature(kernel.name) << " {\n";
+  os << cppKernelSignature(kernel.name, kernel.readsDimSizes()) << " {\n";
   {
     auto body = os.scope();
     if (kernel.numElements() == 0) {

@@ -33,7 +33,7 @@ public:
     bool column = params.column;
     os << header(plan, name, ops,
                  column ? "column tiles in parallel" : "rows in parallel");
-    os << cppKernelSignature(name) << " {\n";
+    os << cppKernelSignature(name, plan.symbolicRows.has_value()) << " {\n";
     os.indent();
     unsigned numInputs = plan.fusion.getInputs().size();
     for (unsigned i = 0; i < numInputs; ++i) {
@@ -77,9 +77,17 @@ private:
     for (size_t k = 0; k < kept.size(); ++k)
       keptNames.push_back("k" + std::to_string(k) + "_row");
 
+    // A symbolic row count starts the OpenMP team only for enough rows.
     if (params.parallel)
-      os << "#pragma omp parallel for schedule(static)\n";
-    os << "for (int64_t row = 0; row < " << numRows << "; ++row) {\n";
+      os << "#pragma omp parallel for schedule(static)"
+         << (plan.symbolicRows
+                 ? " if(" + plan.rowCountExpression(numRows) + " * " +
+                       std::to_string(length) +
+                       " >= " + std::to_string(kCpuParallelThreshold) + ")"
+                 : std::string())
+         << "\n";
+    os << "for (int64_t row = 0; row < " << plan.rowCountExpression(numRows)
+       << "; ++row) {\n";
     os.indent();
     RowScope scope = emitRowLoads(os, rows);
     for (auto [index, entry] : llvm::enumerate(kept))

@@ -69,9 +69,10 @@ static void printCudaLoops(mlir::raw_indented_ostream &os,
                            const PointwiseParams &params,
                            const MathFunctionMap *f32Functions) {
   const int width = params.vectorWidth;
-  const int64_t count = kernel.numElements();
+  const int64_t count = kernel.numElements(); // the maximum, when symbolic
+  const bool symbolic = kernel.readsDimSizes();
   const char *index = params.index64 ? "int64_t" : "int32_t";
-  os << "const " << index << " count = " << count << ";\n";
+  os << "const " << index << " count = " << kernel.countExpression() << ";\n";
   os << "const " << index << " stride = (" << index
      << ")gridDim.x * blockDim.x;\n";
   os << "const " << index << " first = (" << index
@@ -160,10 +161,19 @@ static void printCudaLoops(mlir::raw_indented_ostream &os,
   // the warp after the vectors' (the params' tailFirstThread); none when the
   // vectors cover every element.
   int64_t vectorized = width > 1 ? count / width * width : 0;
-  if (vectorized == count)
+  if (vectorized == count && !symbolic)
     return;
   std::string start = "first";
-  if (vectorized > 0) {
+  if (symbolic && vectorized > 0) {
+    // The tail's first thread from the count at run time, as the schedule
+    // computes it for a static count.
+    os << "const " << index << " vectors = count / " << width << ";\n";
+    os << "const " << index << " tail_thread = (vectors + " << kWarpSize - 1
+       << ") / " << kWarpSize << " * " << kWarpSize << ";\n";
+    os << "const " << index
+       << " tail_first = (first + stride - tail_thread % stride) % stride;\n";
+    start = "vectors * " + std::to_string(width) + " + tail_first";
+  } else if (vectorized > 0) {
     os << "const " << index << " tail_first = (first + stride - "
        << params.tailFirstThread << " % stride) % stride;\n";
     start = std::to_string(vectorized) + " + tail_first";
@@ -200,9 +210,13 @@ std::string printCudaKernel(const PointwiseKernel &kernel,
   for (size_t i = 0; i < kernel.outputs.size(); ++i)
     os << (kernel.inputs.empty() && i == 0 ? "" : ", ")
        << storageType(kernel.outputs[i].dtype) << " *__restrict__ out" << i;
+  if (kernel.readsDimSizes())
+    os << cudaDimParameters(kernel.dimCount);
   os << ") {\n";
   {
     auto body = os.scope("", "}\n");
+    if (kernel.readsDimSizes())
+      os << cudaDimArray(kernel.dimCount);
     if (kernel.numElements() == 0)
       os << "// empty tensors: nothing to compute\n";
     else

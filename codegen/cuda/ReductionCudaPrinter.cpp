@@ -56,7 +56,10 @@ private:
       params.push_back("unsigned char *__restrict__ fusec_scratch");
     for (size_t i = 0; i < params.size(); ++i)
       text += (i ? ", " : "") + params[i];
-    return text + ") {\n";
+    if (!plan.symbolicRows)
+      return text + ") {\n";
+    return text + cudaDimParameters(plan.dimCount) + ") {\n  " +
+           cudaDimArray(plan.dimCount);
   }
 
   LogicalResult emitRows(raw_indented_ostream &os) {
@@ -122,7 +125,7 @@ private:
       os << "const int64_t row = blockIdx.x;\n";
       os << "const int tid = threadIdx.x;\n";
     }
-    os << "if (row >= " << numRows << ") return;\n";
+    os << "if (row >= " << plan.rowCountExpression(numRows) << ") return;\n";
     emitUniformLoads(os);
     RowScope scope = emitRowLoads(os, rows);
     // Cached loads keep the stored elements: a bf16 row takes half the

@@ -104,6 +104,16 @@ public:
   static mlir::FailureOr<ReductionPlan> analyze(FusionOp fusion);
 
   mutable FusionOp fusion; // MLIR op handles are not const-correct
+  /// Symbolic programs: the rows (kept points) as a size of the program's
+  /// `dimCount` symbols; the space is then at their maxima, and only the
+  /// row count varies (codegen checks that the symbolic dims lead).
+  std::optional<fusec::SymbolicSize> symbolicRows;
+  size_t dimCount = 0;
+  /// The row count as C: `numRows`, or an expression of `fusec_dims`.
+  std::string rowCountExpression(int64_t numRows) const {
+    return symbolicRows ? symbolicRows->cExpression("fusec_dims")
+                        : std::to_string(numRows);
+  }
   ReductionSpace space;
   ReductionSchedule schedule;
   std::vector<Load> loads;

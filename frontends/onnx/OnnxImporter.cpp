@@ -656,7 +656,7 @@ Graph OnnxConverter::convert(onnx::ModelProto &model) {
         shape.push_back(dim.dim_value());
       }
     }
-    graph.inputs.push_back({input.name(), *dtype, shape});
+    graph.inputs.push_back({input.name(), *dtype, shape, {}});
   }
   inferShapes(model);
   for (int index = 0; index < proto.node_size(); ++index) {

@@ -44,6 +44,9 @@ namespace fusec {
 class KernelLibrary {
 public:
   using KernelFn = void (*)(const void *const *inputs, void *const *outputs);
+  /// A kernel of a symbolic program also takes the dims' sizes.
+  using SizedKernelFn = void (*)(const void *const *inputs,
+                                 void *const *outputs, const int64_t *sizes);
   KernelLibrary(void *handle, std::string path,
                 std::shared_ptr<const std::string> code)
       : handle(handle), libraryPath(std::move(path)),

@@ -190,6 +190,14 @@ std::string Program::planJson() const {
       entry["flops"] = kernel.flops;
     plan["kernels"].push_back(entry);
   }
+  if (isSymbolic()) {
+    // The kernels read these sizes at run time; the memory plan below and
+    // each buffer's "shape" are at the symbols' maxima.
+    plan["symbols"] = json::array();
+    for (const DimSymbol &symbol : symbols)
+      plan["symbols"].push_back(
+          {{"name", symbol.name}, {"min", symbol.min}, {"max", symbol.max}});
+  }
   MemoryPlan memory = planMemory(*this);
   plan["memory"] = {{"peak_bytes", memory.peakBytes},
                     {"temporary_arena_bytes", memory.arenaBytes},
@@ -203,6 +211,9 @@ std::string Program::planJson() const {
                   {"role", roleName(buffer.role)}};
     if (buffer.role == BufferRole::Alias)
       entry["alias_of"] = buffers[buffer.aliasOf].name;
+    if (!buffer.symbolicShape.empty())
+      entry["symbolic_shape"] =
+          formatSymbolicShape(buffer.symbolicShape, symbols);
     if (memory.offset[id] >= 0)
       entry["arena_offset"] = memory.offset[id];
     plan["buffers"].push_back(entry);
@@ -224,7 +235,8 @@ std::string Program::planJson() const {
            {"outputs", names({call.output})},
            {"dtype", dtypeName(call.dtype)},
            {"output_dtype", dtypeName(call.resultDType())},
-           {"m", call.m},
+           {"m", call.symbolicM ? json(call.symbolicM->format(symbols))
+                                : json(call.m)},
            {"n", call.n},
            {"k", call.k},
            {"batch", call.batch},
@@ -329,6 +341,101 @@ CompileUnits splitIntoCompileUnits(const Program &program, size_t maxUnits) {
     units.functionOf.push_back(kernels[owner[k]].name);
   }
   return units;
+}
+
+} // namespace fusec
+
+namespace fusec {
+
+std::vector<int64_t> bindDimSizes(const Program &program,
+                                  const std::vector<Shape> &inputShapes) {
+  const size_t unbound = 0;
+  std::vector<int64_t> sizes(program.symbols.size(), unbound);
+  std::vector<std::string> boundBy(program.symbols.size());
+  if (inputShapes.size() != program.inputs.size())
+    throw Error("the model takes " + std::to_string(program.inputs.size()) +
+                " inputs, " + std::to_string(inputShapes.size()) +
+                " were given");
+  for (size_t i = 0; i < inputShapes.size(); ++i) {
+    const BufferDesc &input = program.buffers[program.inputs[i]];
+    const Shape &shape = inputShapes[i];
+    std::string where = "input '" + input.name + "'";
+    if (input.symbolicShape.empty())
+      continue; // static: the executable checks it
+    if (shape.size() != input.symbolicShape.size())
+      throw Error(where + " has shape " + formatShape(shape) +
+                  ", the model takes rank " +
+                  std::to_string(input.symbolicShape.size()) + " (" +
+                  formatSymbolicShape(input.symbolicShape, program.symbols) +
+                  ")");
+    for (size_t d = 0; d < shape.size(); ++d) {
+      const SymbolicSize &dim = input.symbolicShape[d];
+      std::string dimWhere = where + " dim " + std::to_string(d);
+      if (dim.isStatic()) {
+        if (shape[d] != dim.factor)
+          throw Error(dimWhere + " is " + std::to_string(shape[d]) +
+                      ", the model takes " + std::to_string(dim.factor) +
+                      " (shape " +
+                      formatSymbolicShape(input.symbolicShape,
+                                          program.symbols) +
+                      ")");
+        continue;
+      }
+      if (dim.factor != 1 || dim.symbols.size() != 1)
+        throw Error(dimWhere + " (" + dim.format(program.symbols) +
+                    ") is not one symbol: its size cannot be bound");
+      int symbol = dim.symbols[0];
+      const DimSymbol &named = program.symbols[symbol];
+      std::string label = dimWhere + " ('" + named.name + "')";
+      if (shape[d] < named.min || shape[d] > named.max)
+        throw Error(label + " is " + std::to_string(shape[d]) +
+                    ", outside its range " + std::to_string(named.min) +
+                    ".." + std::to_string(named.max));
+      if (sizes[symbol] != static_cast<int64_t>(unbound) &&
+          sizes[symbol] != shape[d])
+        throw Error(label + " is " + std::to_string(shape[d]) + ", but " +
+                    boundBy[symbol] + " made '" + named.name + "' " +
+                    std::to_string(sizes[symbol]));
+      sizes[symbol] = shape[d];
+      boundBy[symbol] = dimWhere;
+    }
+  }
+  for (size_t s = 0; s < sizes.size(); ++s)
+    if (sizes[s] == static_cast<int64_t>(unbound))
+      throw Error("no input's shape binds dim '" + program.symbols[s].name +
+                  "'");
+  return sizes;
+}
+
+Program instantiateProgram(const Program &program,
+                           const std::vector<int64_t> &sizes) {
+  Program instance = program;
+  instance.symbols.clear();
+  instance.dimSizes = sizes;
+  for (BufferDesc &buffer : instance.buffers) {
+    if (buffer.symbolicShape.empty())
+      continue;
+    buffer.shape = evaluateShape(buffer.symbolicShape, sizes);
+    buffer.symbolicShape.clear();
+  }
+  for (KernelDesc &kernel : instance.kernels)
+    if (kernel.dynamicGrid) {
+      int64_t items = kernel.dynamicGrid->items.evaluate(sizes);
+      int64_t perBlock = kernel.dynamicGrid->itemsPerBlock;
+      kernel.launch.gridX = std::max<int64_t>(1, (items + perBlock - 1) /
+                                                     perBlock);
+      kernel.dynamicGrid.reset();
+    }
+  for (MatmulCall &call : instance.matmuls)
+    if (call.symbolicM) {
+      int64_t m = call.symbolicM->evaluate(sizes);
+      // Batch strides of an operand laid out [batch, m, k] scale with m.
+      if (call.batchStrideA == call.m * call.k)
+        call.batchStrideA = m * call.k;
+      call.m = m;
+      call.symbolicM.reset();
+    }
+  return instance;
 }
 
 } // namespace fusec

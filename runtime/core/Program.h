@@ -10,6 +10,7 @@
 
 #include "runtime/core/DType.h"
 #include "runtime/core/Shape.h"
+#include "runtime/core/SymbolicShape.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -37,6 +38,10 @@ struct BufferDesc {
   BufferRole role = BufferRole::Temporary;
   int aliasOf = -1;
   std::vector<uint8_t> data;
+  /// In a symbolic program (Program::symbols), the dims of a buffer whose
+  /// size varies; `shape` then holds its sizes at the symbols' maxima.
+  /// Empty: `shape` is exact.
+  SymbolicShape symbolicShape;
 
   int64_t byteSize() const { return numElements(shape) * dtypeBytes(dtype); }
 };
@@ -80,6 +85,17 @@ struct KernelDesc {
   /// Floating-point operations of one launch where the kernel knows them
   /// (attention's products); 0: profiles estimate them from the ops.
   double flops = 0;
+  /// Symbolic programs: the kernel takes the symbols' values
+  /// (Program::dimSizes) after its buffers, as int64 arguments (CUDA) or an
+  /// array (C++).
+  bool readsDimSizes = false;
+  /// GPU, symbolic programs: gridX is ceil(items / itemsPerBlock) at the
+  /// run's sizes (then clamped as `launch` says).
+  struct DynamicGrid {
+    SymbolicSize items;
+    int64_t itemsPerBlock = 1;
+  };
+  std::optional<DynamicGrid> dynamicGrid;
 };
 
 /// The activation a library call applies to its result: the cuBLASLt
@@ -109,6 +125,8 @@ struct MatmulCall {
   int64_t batchStrideA = 0, batchStrideB = 0;
   double alpha = 1.0;
   Epilogue epilogue = Epilogue::None;
+  /// Symbolic programs: m at the run's sizes (`m` holds its maximum).
+  std::optional<SymbolicSize> symbolicM;
 
   /// One readable line: "matmul bf16 [8192x4096] = A[8192x4096] @
   /// B^T[4096x4096] (batch 1), alpha 1, bias, epilogue gelu_tanh".
@@ -152,6 +170,15 @@ struct Program {
   std::vector<int> inputs, outputs;
   /// The graph's name for each output (one buffer may back several).
   std::vector<std::string> outputNames;
+  /// The dims that vary between runs; none for a static program. A
+  /// symbolic program runs instantiated (instantiateProgram) at the sizes
+  /// its inputs bind (bindDimSizes).
+  std::vector<DimSymbol> symbols;
+  /// An instantiated program: each symbol's size, which kernels that read
+  /// dim sizes receive.
+  std::vector<int64_t> dimSizes;
+
+  bool isSymbolic() const { return !symbols.empty(); }
 
   /// The plan as JSON: kernels with their ops, inputs and outputs (by buffer
   /// name), buffers, graph inputs and outputs, and every step in run order
@@ -176,6 +203,17 @@ struct CompileUnits {
   std::vector<std::string> functionOf;
 };
 CompileUnits splitIntoCompileUnits(const Program &program, size_t maxUnits);
+
+/// The sizes of a symbolic program's symbols that inputs of `inputShapes`
+/// bind. Throws fusec::Error naming the input and the dim for a rank or
+/// static dim that does not match, a symbol bound to two sizes, or a size
+/// outside its symbol's range.
+std::vector<int64_t> bindDimSizes(const Program &program,
+                                  const std::vector<Shape> &inputShapes);
+/// The static program a symbolic one is at `sizes`: buffers, matmuls and
+/// grids at those sizes, `dimSizes` set, no symbols left.
+Program instantiateProgram(const Program &program,
+                           const std::vector<int64_t> &sizes);
 
 } // namespace fusec
 

@@ -168,7 +168,13 @@ void HostExecutable::runStep(const Step &step) {
       kernelInputs.push_back(address[id]);
     for (int id : kernel.outputs)
       kernelOutputs.push_back(address[id]);
-    kernelFns[step.index](kernelInputs.data(), kernelOutputs.data());
+    if (kernel.readsDimSizes)
+      // (Through void(*)(), the generic function pointer type.)
+      reinterpret_cast<KernelLibrary::SizedKernelFn>(
+          reinterpret_cast<void (*)()>(kernelFns[step.index]))(
+          kernelInputs.data(), kernelOutputs.data(), prog.dimSizes.data());
+    else
+      kernelFns[step.index](kernelInputs.data(), kernelOutputs.data());
   } else if (step.kind == StepKind::Matmul) {
     const MatmulCall &call = prog.matmuls[step.index];
     matmulCalls[step.index].run(address[call.a], address[call.b],

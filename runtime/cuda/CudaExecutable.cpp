@@ -400,6 +400,10 @@ void CudaExecutable::prepareLaunches(const std::vector<cuda::CUmodule> &modules,
       launch.arguments.push_back(deviceAddress[id]);
     if (kernel.scratch >= 0)
       launch.arguments.push_back(deviceAddress[kernel.scratch]);
+    // The dims' sizes as int64 arguments, 8 bytes like the addresses.
+    if (kernel.readsDimSizes)
+      for (int64_t size : prog.dimSizes)
+        launch.arguments.push_back(static_cast<cuda::CUdeviceptr>(size));
     launches.push_back(std::move(launch));
   }
   // Parameters point into `arguments`, and the config at `overlap`, which

@@ -1,0 +1,344 @@
+//===- SymbolicDims.cpp - Which size each dynamic dim has -----------------===//
+
+#include "ir/SymbolicDims.h"
+
+#include "ir/FuseDialect.h"
+#include "ir/LibraryOps.h"
+#include "ir/TypeUtils.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+using namespace mlir;
+using fusec::SymbolicShape;
+using fusec::SymbolicSize;
+
+namespace fuse {
+
+namespace {
+
+bool hasDynamicDims(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  return type && !type.hasStaticShape();
+}
+
+SymbolicShape staticShape(RankedTensorType type) {
+  SymbolicShape shape;
+  for (int64_t dim : type.getShape())
+    shape.push_back(SymbolicSize::constant(dim));
+  return shape;
+}
+
+} // namespace
+
+SymbolicShape SymbolicDims::shapeOf(Value value) const {
+  auto found = shapes.find(value);
+  if (found != shapes.end())
+    return found->second;
+  return staticShape(cast<RankedTensorType>(value.getType()));
+}
+
+FailureOr<SymbolicDims> SymbolicDims::analyze(func::FuncOp function) {
+  SymbolicDims dims;
+  auto symbolList = function->getAttrOfType<ArrayAttr>(kSymbolsAttrName);
+  auto fail = [&](const Twine &why) {
+    return function.emitError() << "'" << kSymbolsAttrName << "': " << why;
+  };
+  std::map<std::string, int> indexOf;
+  if (symbolList)
+    for (Attribute entry : symbolList) {
+      auto triple = dyn_cast<ArrayAttr>(entry);
+      if (!triple || triple.size() != 3 || !isa<StringAttr>(triple[0]) ||
+          !isa<IntegerAttr>(triple[1]) || !isa<IntegerAttr>(triple[2]))
+        return fail("each symbol is [NAME, MIN, MAX]");
+      fusec::DimSymbol symbol{cast<StringAttr>(triple[0]).str(),
+                              cast<IntegerAttr>(triple[1]).getInt(),
+                              cast<IntegerAttr>(triple[2]).getInt()};
+      if (symbol.min < 1 || symbol.max < symbol.min)
+        return fail("symbol '" + symbol.name + "' has the empty range " +
+                    std::to_string(symbol.min) + ".." +
+                    std::to_string(symbol.max));
+      if (!indexOf.emplace(symbol.name, dims.syms.size()).second)
+        return fail("symbol '" + symbol.name + "' is listed twice");
+      dims.syms.push_back(symbol);
+    }
+  if (function.isExternal())
+    return dims;
+  for (BlockArgument arg : function.getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    auto named = function.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(),
+                                                      kDimsAttrName);
+    if (!type || (type.hasStaticShape() && !named))
+      continue;
+    auto argFail = [&](const Twine &why) {
+      return function.emitError()
+             << "argument #" << arg.getArgNumber() << ": " << why;
+    };
+    if (!named || named.size() != static_cast<size_t>(type.getRank()))
+      return argFail("a dynamic dim needs '" + kDimsAttrName.str() +
+                     "', one symbol name or size per dim");
+    SymbolicShape shape;
+    for (auto [d, entry] : llvm::enumerate(named)) {
+      if (auto name = dyn_cast<StringAttr>(entry)) {
+        auto found = indexOf.find(name.str());
+        if (found == indexOf.end())
+          return argFail("dim " + Twine(d) + " names '" + name.str() +
+                         "', which is not in '" + kSymbolsAttrName + "'");
+        if (!type.isDynamicDim(d))
+          return argFail("dim " + Twine(d) + " names '" + name.str() +
+                         "' but the type gives it a size");
+        shape.push_back(SymbolicSize::symbol(found->second));
+      } else if (auto size = dyn_cast<IntegerAttr>(entry)) {
+        if (type.getDimSize(d) != size.getInt())
+          return argFail("dim " + Twine(d) + " is " + Twine(size.getInt()) +
+                         " in '" + kDimsAttrName + "' but not in the type");
+        shape.push_back(SymbolicSize::constant(size.getInt()));
+      } else {
+        return argFail("'" + kDimsAttrName +
+                       "' holds symbol names and sizes");
+      }
+    }
+    dims.shapes[arg] = shape;
+  }
+  if (failed(dims.deriveBlock(function.getBody().front())))
+    return failure();
+  return dims;
+}
+
+LogicalResult SymbolicDims::deriveBlock(Block &block) {
+  for (Operation &op : block)
+    if (failed(derive(&op)))
+      return failure();
+  return success();
+}
+
+/// The dims of the result of an op whose operands broadcast (NumPy, from
+/// the right) to it: each dynamic result dim is that of the operands' which
+/// are dynamic there, and they must agree.
+static FailureOr<SymbolicShape>
+broadcastResult(Operation *op, RankedTensorType resultType,
+                llvm::ArrayRef<SymbolicShape> operands,
+                const std::vector<fusec::DimSymbol> &symbols) {
+  SymbolicShape result = staticShape(resultType);
+  int64_t rank = resultType.getRank();
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!resultType.isDynamicDim(d))
+      continue;
+    std::optional<SymbolicSize> size;
+    for (const SymbolicShape &operand : operands) {
+      int64_t at = d - (rank - static_cast<int64_t>(operand.size()));
+      if (at < 0 || operand[at].isStatic())
+        continue;
+      if (size && *size != operand[at])
+        return op->emitError()
+               << "dim " << d << " is '" << size->format(symbols)
+               << "' in one operand and '" << operand[at].format(symbols)
+               << "' in another: symbolic dims must match";
+      size = operand[at];
+    }
+    if (!size)
+      return op->emitError() << "dim " << d
+                             << " of the result is dynamic but no operand's "
+                                "is: symbolic dims must come from the inputs";
+    result[d] = *size;
+  }
+  return result;
+}
+
+LogicalResult SymbolicDims::derive(Operation *op) {
+  // Regions first: a fusion's results are its yielded values.
+  if (auto fusion = dyn_cast<FusionOp>(op)) {
+    Block &body = fusion.getBody().front();
+    for (auto [arg, operand] :
+         llvm::zip(body.getArguments(), fusion->getOperands()))
+      if (hasDynamicDims(operand))
+        shapes[arg] = shapeOf(operand);
+    if (failed(deriveBlock(body)))
+      return failure();
+    for (auto [result, yielded] :
+         llvm::zip(fusion->getResults(), fusion.getYield().getValues()))
+      if (hasDynamicDims(result))
+        shapes[result] = shapeOf(yielded);
+    return success();
+  }
+  bool dynamicOperand = llvm::any_of(op->getOperands(), hasDynamicDims);
+  bool dynamicResult = llvm::any_of(op->getResults(), hasDynamicDims);
+  if (!dynamicOperand && !dynamicResult)
+    return success();
+  if (isa<func::ReturnOp, YieldOp>(op))
+    return success();
+  auto unsupported = [&](const Twine &why) {
+    return op->emitError() << "'" << op->getName().getStringRef()
+                           << "' with symbolic dims: " << why;
+  };
+  if (op->getNumResults() != 1)
+    return unsupported("not supported yet");
+  Value result = op->getResult(0);
+  auto resultType = dyn_cast<RankedTensorType>(result.getType());
+  if (!resultType)
+    return unsupported("not supported yet");
+
+  // Dims the op works along (reduced, normalized) must be static.
+  auto requireStatic = [&](Value operand, llvm::ArrayRef<int64_t> axes,
+                           const char *what) -> LogicalResult {
+    SymbolicShape shape = shapeOf(operand);
+    for (int64_t axis : axes)
+      if (axis >= 0 && axis < static_cast<int64_t>(shape.size()) &&
+          !shape[axis].isStatic())
+        return unsupported(Twine(what) + " dim " + Twine(axis) + " ('" +
+                           shape[axis].format(syms) +
+                           "') must have a fixed size for now");
+    return success();
+  };
+
+  if (auto reduction = dyn_cast<ReductionOpInterface>(op)) {
+    Value operand = reduction.getReducedOperand();
+    llvm::ArrayRef<int64_t> axes = reduction.getReducedAxes();
+    if (failed(requireStatic(operand, axes, "the reduced")))
+      return failure();
+    SymbolicShape in = shapeOf(operand), out;
+    bool keep = resultType.getRank() == static_cast<int64_t>(in.size());
+    for (size_t d = 0; d < in.size(); ++d) {
+      bool reduced = llvm::is_contained(axes, static_cast<int64_t>(d));
+      if (!reduced)
+        out.push_back(in[d]);
+      else if (keep)
+        out.push_back(SymbolicSize::constant(1));
+    }
+    shapes[result] = out;
+    return success();
+  }
+
+  if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+    SymbolicShape in = shapeOf(reshape.getOperand());
+    SymbolicSize elements = fusec::symbolicElements(in);
+    SymbolicShape out = staticShape(resultType);
+    std::vector<int64_t> dynamicDims;
+    int64_t staticProduct = 1;
+    for (int64_t d = 0; d < resultType.getRank(); ++d)
+      if (resultType.isDynamicDim(d))
+        dynamicDims.push_back(d);
+      else
+        staticProduct *= resultType.getDimSize(d);
+    if (dynamicDims.empty() && !elements.isStatic())
+      return unsupported("a result of fixed size from '" +
+                         fusec::formatSymbolicShape(in, syms) + "'");
+    // The operand's leading symbolic dims kept as they are, the fixed
+    // dims after them regrouped: [b, s, 768] -> [b, s, 12, 64].
+    size_t leading = 0;
+    while (leading < in.size() && !in[leading].isStatic())
+      ++leading;
+    bool keepsLeading = dynamicDims.size() == leading && leading > 0;
+    for (size_t i = 0; keepsLeading && i < leading; ++i)
+      keepsLeading = dynamicDims[i] == static_cast<int64_t>(i);
+    if (keepsLeading) {
+      int64_t rest = 1;
+      for (size_t d = leading; d < in.size(); ++d)
+        rest *= in[d].factor;
+      keepsLeading = rest == staticProduct;
+    }
+    if (keepsLeading) {
+      for (size_t i = 0; i < leading; ++i)
+        out[i] = in[i];
+    } else if (dynamicDims.size() == 1 && staticProduct > 0 &&
+               elements.factor % staticProduct == 0) {
+      // One dynamic dim takes every symbol: [b, s, 768] -> [b*s, 768].
+      out[dynamicDims[0]] = {elements.factor / staticProduct,
+                             elements.symbols};
+    } else {
+      return unsupported("cannot tell which symbols the result's dims are "
+                         "(from '" +
+                         fusec::formatSymbolicShape(in, syms) + "')");
+    }
+    if (fusec::symbolicElements(out) != elements)
+      return unsupported("the result's elements differ from the operand's ('" +
+                         fusec::formatSymbolicShape(in, syms) + "')");
+    shapes[result] = out;
+    return success();
+  }
+
+  if (auto matmul = dyn_cast<MatmulOp>(op)) {
+    if (hasDynamicDims(matmul.getRhs()))
+      return unsupported("the right operand must have fixed dims for now");
+    if (matmul.getTransposeA())
+      return unsupported("a transposed left operand must have fixed dims");
+    SymbolicShape lhs = shapeOf(matmul.getLhs());
+    auto rhsType = cast<RankedTensorType>(matmul.getRhs().getType());
+    if (lhs.size() < 2 || rhsType.getRank() > 2)
+      return unsupported("only [..., m, k] @ [k, n] for now");
+    SymbolicShape out = lhs;
+    out.back() = SymbolicSize::constant(resultType.getShape().back());
+    if (static_cast<int64_t>(out.size()) != resultType.getRank())
+      return unsupported("only [..., m, k] @ [k, n] for now");
+    shapes[result] = out;
+    return success();
+  }
+
+  // Ops whose operands broadcast to their result.
+  bool broadcasting =
+      isa<ElementwiseOpInterface, SelectOp, CastOp, BroadcastToOp, SoftmaxOp,
+          LogSoftmaxOp, LayerNormOp, RmsNormOp, GeluOp, SiluOp, LeakyReluOp,
+          EluOp, SeluOp, CeluOp, HardSigmoidOp, ShrinkOp, IsInfOp, ClipOp>(op);
+  if (!broadcasting)
+    return unsupported("not supported yet");
+  if (auto axisAttr = op->getAttrOfType<IntegerAttr>("axis")) {
+    // softmax, layer_norm, rms_norm: the dims from `axis` on (a superset
+    // of softmax's one axis).
+    int64_t rank = resultType.getRank();
+    int64_t axis = axisAttr.getInt() < 0 ? axisAttr.getInt() + rank
+                                         : axisAttr.getInt();
+    SmallVector<int64_t> normalized;
+    for (int64_t d = axis; d < rank; ++d)
+      normalized.push_back(d);
+    if (failed(requireStatic(op->getOperand(0), normalized, "the normalized")))
+      return failure();
+  }
+  SmallVector<SymbolicShape> operands;
+  for (Value operand : op->getOperands())
+    if (isa<RankedTensorType>(operand.getType()))
+      operands.push_back(shapeOf(operand));
+  // An explicit broadcast of a fixed value to a symbolic shape (the
+  // broadcast pass makes them) takes its dims from the values its users
+  // combine it with, which come earlier.
+  if (isa<BroadcastToOp>(op))
+    for (Operation *user : result.getUsers())
+      for (Value other : user->getOperands())
+        if (other != result && isa<RankedTensorType>(other.getType()) &&
+            (shapes.count(other) || !hasDynamicDims(other)) &&
+            cast<RankedTensorType>(other.getType()).getRank() ==
+                resultType.getRank())
+          operands.push_back(shapeOf(other));
+  FailureOr<SymbolicShape> shape =
+      broadcastResult(op, resultType, operands, syms);
+  if (failed(shape))
+    return failure();
+  shapes[result] = *shape;
+  return success();
+}
+
+void setSymbolicDims(func::FuncOp function,
+                     const std::vector<fusec::DimSymbol> &symbols,
+                     const std::vector<std::vector<std::string>> &argDimNames) {
+  Builder builder(function.getContext());
+  SmallVector<Attribute> list;
+  for (const fusec::DimSymbol &symbol : symbols)
+    list.push_back(builder.getArrayAttr(
+        {builder.getStringAttr(symbol.name),
+         builder.getI64IntegerAttr(symbol.min),
+         builder.getI64IntegerAttr(symbol.max)}));
+  function->setAttr(kSymbolsAttrName, builder.getArrayAttr(list));
+  for (auto [index, names] : llvm::enumerate(argDimNames)) {
+    if (llvm::all_of(names, [](const std::string &n) { return n.empty(); }))
+      continue;
+    auto type = cast<RankedTensorType>(function.getArgument(index).getType());
+    SmallVector<Attribute> dims;
+    for (auto [d, name] : llvm::enumerate(names))
+      dims.push_back(name.empty()
+                         ? Attribute(builder.getI64IntegerAttr(
+                               type.getDimSize(d)))
+                         : Attribute(builder.getStringAttr(name)));
+    function.setArgAttr(index, kDimsAttrName, builder.getArrayAttr(dims));
+  }
+}
+
+} // namespace fuse

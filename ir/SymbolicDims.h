@@ -1,0 +1,59 @@
+//===- SymbolicDims.h - Which size each dynamic dim has --------*- C++ -*-===//
+//
+// A model compiled for a range of sizes keeps its varying dims dynamic (`?`)
+// in the IR. The function names them: `fuse.symbols` lists the symbols with
+// their ranges, `[["batch", 1, 64]]`, and each argument's `fuse.dims` says
+// which symbol or size each of its dims is, `["batch", 4096]`. The analysis
+// derives every value's dims from the arguments' as SymbolicSizes (a
+// reshape may merge dims into `batch*seq`), so that fusion and codegen know
+// which `?` equal which, and reports the ops that cannot take symbolic dims
+// yet.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSE_IR_SYMBOLICDIMS_H
+#define FUSE_IR_SYMBOLICDIMS_H
+
+#include "runtime/core/SymbolicShape.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Value.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <vector>
+
+namespace fuse {
+
+/// On a function: its symbols, `[[NAME, MIN, MAX], ...]`.
+inline constexpr llvm::StringLiteral kSymbolsAttrName = "fuse.symbols";
+/// On a function argument: each dim's symbol name or size.
+inline constexpr llvm::StringLiteral kDimsAttrName = "fuse.dims";
+
+class SymbolicDims {
+public:
+  /// The function's symbols and the dims of each of its values, or an error
+  /// at the first op whose dims cannot be derived. A function without
+  /// symbols yields an empty analysis.
+  static mlir::FailureOr<SymbolicDims> analyze(mlir::func::FuncOp function);
+
+  const std::vector<fusec::DimSymbol> &symbols() const { return syms; }
+  bool empty() const { return syms.empty(); }
+  /// Every ranked tensor value's dims (static ones from its type).
+  fusec::SymbolicShape shapeOf(mlir::Value value) const;
+
+private:
+  mlir::LogicalResult deriveBlock(mlir::Block &block);
+  mlir::LogicalResult derive(mlir::Operation *op);
+
+  std::vector<fusec::DimSymbol> syms;
+  llvm::DenseMap<mlir::Value, fusec::SymbolicShape> shapes;
+};
+
+/// Writes the symbols and each argument's dims onto `function`.
+void setSymbolicDims(mlir::func::FuncOp function,
+                     const std::vector<fusec::DimSymbol> &symbols,
+                     const std::vector<std::vector<std::string>> &argDimNames);
+
+} // namespace fuse
+
+#endif

@@ -1,0 +1,61 @@
+//===- SymbolicExecutable.h - A symbolic Program, run at any size -*- C++ -*-===//
+//
+// Runs a Program whose dims vary (Program::symbols): each run binds the
+// sizes from its inputs' shapes, checks them against the symbols' ranges,
+// and runs the program instantiated at them. One executable per distinct
+// set of sizes is kept (its buffers, memory plan and CUDA graph), up to a
+// limit, so steady-state runs at sizes seen before allocate nothing; the
+// kernels are compiled once, for every size (they read the sizes as
+// arguments), and later instances load them from the kernel cache.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_RUNTIME_SYMBOLICEXECUTABLE_H
+#define FUSEC_RUNTIME_SYMBOLICEXECUTABLE_H
+
+#include "runtime/Executable.h"
+
+#include <list>
+#include <map>
+
+namespace fusec {
+
+class SymbolicExecutable : public Executable {
+public:
+  /// Instances beyond this many sizes evict the least recently used.
+  static constexpr size_t kMaxInstances = 32;
+  /// `make` builds the executable of an instantiated program.
+  SymbolicExecutable(
+      Program program,
+      std::function<std::shared_ptr<Executable>(Program)> make);
+
+  void run(const std::vector<Tensor> &inputs,
+           std::vector<Tensor> &outputs) override;
+  void enqueueOnDevice(const std::vector<DeviceTensor> &inputs,
+                       const std::vector<DeviceTensor> &outputs,
+                       void *callerStream = nullptr) override;
+  void synchronize() override;
+  void runTimed(const std::vector<Tensor> &inputs,
+                std::vector<Tensor> &outputs,
+                std::vector<double> &stepMicros) override;
+  /// Throws: a package holds a static program (docs/dynamic-shapes.md).
+  ExecutableImage image() const override;
+
+  /// The executable for `sizes` (one per symbol), built on first use.
+  Executable &instanceFor(const std::vector<int64_t> &sizes);
+  /// How many sizes have an executable now.
+  size_t instanceCount() const { return instances.size(); }
+
+private:
+  Executable &instanceForShapes(const std::vector<Shape> &shapes);
+
+  std::function<std::shared_ptr<Executable>(Program)> make;
+  std::map<std::vector<int64_t>, std::shared_ptr<Executable>> instances;
+  /// Sizes by last use, most recent first.
+  std::list<std::vector<int64_t>> recency;
+  /// Instances with queued device work not yet synchronized.
+  std::vector<std::shared_ptr<Executable>> pending;
+};
+
+} // namespace fusec
+
+#endif

@@ -1,0 +1,69 @@
+//===- SymbolicShape.h - Dims whose sizes come at run time -----*- C++ -*-===//
+//
+// A model compiled once for a range of sizes names its varying dims
+// (`batch`, `seq`): its symbols, each with a range. A dim of a tensor is then
+// a SymbolicSize, a constant times a product of symbols (`batch*seq*768`
+// after a reshape merges dims). A Program whose buffers have such dims is
+// symbolic: each run binds the symbols from its inputs' shapes and runs the
+// Program instantiated at those sizes (instantiateProgram), whose kernels
+// read the sizes as arguments.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FUSEC_RUNTIME_CORE_SYMBOLICSHAPE_H
+#define FUSEC_RUNTIME_CORE_SYMBOLICSHAPE_H
+
+#include "runtime/core/Shape.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fusec {
+
+/// A named dim size that varies between runs, within [min, max].
+struct DimSymbol {
+  std::string name;
+  int64_t min = 1, max = 1;
+};
+
+/// `factor` times the product of `symbols` (indices into the program's
+/// symbols, sorted, repeats allowed); a static size has no symbols.
+struct SymbolicSize {
+  int64_t factor = 1;
+  std::vector<int> symbols;
+
+  static SymbolicSize constant(int64_t size) { return {size, {}}; }
+  static SymbolicSize symbol(int index) { return {1, {index}}; }
+  bool isStatic() const { return symbols.empty(); }
+  int64_t evaluate(const std::vector<int64_t> &values) const;
+  /// "768", "batch", "batch*seq*768".
+  std::string format(const std::vector<DimSymbol> &names) const;
+  /// A C expression of int64_t value over an array of the symbols' values
+  /// named `values`: "768", "fusec_dims[0]", "(int64_t)768 * fusec_dims[0]".
+  std::string cExpression(const std::string &values) const;
+  SymbolicSize operator*(const SymbolicSize &other) const;
+  bool operator==(const SymbolicSize &other) const {
+    return factor == other.factor && symbols == other.symbols;
+  }
+  bool operator!=(const SymbolicSize &other) const {
+    return !(*this == other);
+  }
+};
+
+/// One SymbolicSize per dim.
+using SymbolicShape = std::vector<SymbolicSize>;
+
+SymbolicSize symbolicElements(const SymbolicShape &shape);
+Shape evaluateShape(const SymbolicShape &shape,
+                    const std::vector<int64_t> &values);
+/// "batchx4096".
+std::string formatSymbolicShape(const SymbolicShape &shape,
+                                const std::vector<DimSymbol> &names);
+/// The shape with every symbol at its maximum.
+Shape maximalShape(const SymbolicShape &shape,
+                   const std::vector<DimSymbol> &symbols);
+bool isStaticShape(const SymbolicShape &shape);
+
+} // namespace fusec
+
+#endif
