@@ -310,10 +310,13 @@ private:
           return emitError(loc) << "'reshape' attr \"shape\" has more "
                                    "elements than int64 holds";
       }
+      if (inferred >= 0 && !operandType.hasStaticShape()) {
+        // A symbolic operand: the -1 dim is symbolic too (SymbolicDims
+        // derives which product of symbols it is).
+        dims[inferred] = ShapedType::kDynamic;
+        inferred = -1;
+      }
       if (inferred >= 0) {
-        if (!operandType.hasStaticShape())
-          return emitError(loc) << "'reshape' cannot infer the -1 dim of an "
-                                   "operand of unknown dims";
         int64_t total = operandType.getNumElements();
         if (known == 0 || total % known != 0)
           return emitError(loc)
@@ -323,7 +326,7 @@ private:
       }
     }
     for (int64_t dim : dims)
-      if (dim < 0)
+      if (dim < 0 && !ShapedType::isDynamic(dim))
         return emitError(loc) << "'" << node.op
                               << "' attr \"shape\" has a negative dim " << dim;
     return Type(RankedTensorType::get(dims, operandType.getElementType()));

@@ -298,16 +298,24 @@ LogicalResult SymbolicDims::derive(Operation *op) {
     if (isa<RankedTensorType>(operand.getType()))
       operands.push_back(shapeOf(operand));
   // An explicit broadcast of a fixed value to a symbolic shape (the
-  // broadcast pass makes them) takes its dims from the values its users
-  // combine it with, which come earlier.
-  if (isa<BroadcastToOp>(op))
-    for (Operation *user : result.getUsers())
-      for (Value other : user->getOperands())
-        if (other != result && isa<RankedTensorType>(other.getType()) &&
-            (shapes.count(other) || !hasDynamicDims(other)) &&
-            cast<RankedTensorType>(other.getType()).getRank() ==
-                resultType.getRank())
-          operands.push_back(shapeOf(other));
+  // broadcast pass makes them) takes its dims from the values it is
+  // combined with, found through its users (and casts of it), which come
+  // earlier.
+  if (isa<BroadcastToOp>(op)) {
+    SmallVector<Value> reached = {result};
+    for (size_t next = 0; next < reached.size() && next < 16; ++next)
+      for (Operation *user : reached[next].getUsers()) {
+        if (isa<CastOp>(user) && user->getNumResults() == 1)
+          reached.push_back(user->getResult(0));
+        for (Value other : user->getOperands())
+          if (!llvm::is_contained(reached, other) &&
+              isa<RankedTensorType>(other.getType()) &&
+              (shapes.count(other) || !hasDynamicDims(other)) &&
+              cast<RankedTensorType>(other.getType()).getRank() ==
+                  resultType.getRank())
+            operands.push_back(shapeOf(other));
+      }
+  }
   FailureOr<SymbolicShape> shape =
       broadcastResult(op, resultType, operands, syms);
   if (failed(shape))

@@ -161,7 +161,10 @@ static void printCudaLoops(mlir::raw_indented_ostream &os,
   // the warp after the vectors' (the params' tailFirstThread); none when the
   // vectors cover every element.
   int64_t vectorized = width > 1 ? count / width * width : 0;
-  if (vectorized == count && !symbolic)
+  // A symbolic count that is a multiple of the width leaves no tail either.
+  bool noTail = symbolic ? width > 1 && kernel.symbolicElements->factor % width == 0
+                         : vectorized == count;
+  if (noTail)
     return;
   std::string start = "first";
   if (symbolic && vectorized > 0) {

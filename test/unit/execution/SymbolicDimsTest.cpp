@@ -1,0 +1,232 @@
+//===- SymbolicDimsTest.cpp - One compile, many sizes ---------------------===//
+//
+// Graphs whose leading dims are symbols (GraphBuilder::symbol, the JSON
+// format's named dims with --dim): each is compiled once and run at several
+// sizes in its range, each run checked against the same graph compiled
+// unfused for that exact size on the CPU. The kernels must not be compiled
+// again for a new size, sizes outside a range and ops that cannot take
+// symbolic dims yet must be clear errors. Every check is a function of the
+// Target: the CPU case and the [gpu] one run the same code.
+//
+//===----------------------------------------------------------------------===//
+
+#include "test/unit/TestUtil.h"
+
+#include "runtime/SymbolicExecutable.h"
+#include "runtime/cuda/CudaApi.h"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <random>
+#include <set>
+
+using namespace fusec;
+
+namespace {
+
+/// The graph with its symbolic inputs at `sizes` (one per symbol), no
+/// symbols left: the static reference.
+Graph atSizes(Graph graph, const std::vector<int64_t> &sizes) {
+  for (GraphInput &input : graph.inputs) {
+    for (size_t d = 0; d < input.dimNames.size(); ++d) {
+      if (input.dimNames[d].empty())
+        continue;
+      for (size_t s = 0; s < graph.symbols.size(); ++s)
+        if (graph.symbols[s].name == input.dimNames[d])
+          input.shape[d] = sizes[s];
+    }
+    input.dimNames.clear();
+  }
+  graph.symbols.clear();
+  return graph;
+}
+
+/// Inputs for `graph` (static) drawn from `seed`.
+std::vector<Tensor> inputsFor(const Graph &graph, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Tensor> inputs;
+  for (const GraphInput &input : graph.inputs)
+    inputs.push_back(randomTensor(input.dtype, input.shape, rng, -2, 2));
+  return inputs;
+}
+
+size_t cacheEntries(const std::string &directory) {
+  size_t count = 0;
+  for (const auto &entry :
+       std::filesystem::recursive_directory_iterator(directory))
+    count += entry.is_regular_file();
+  return count;
+}
+
+/// Compiles `graph` once, runs it at each of `sizes`, and checks every
+/// output against the unfused static reference; then checks that no run
+/// compiled a kernel, and that one executable per size was kept.
+void checkSizes(const Graph &graph,
+                const std::vector<std::vector<int64_t>> &sizes, DType dtype,
+                Target target) {
+  std::string cacheDir = test::freshTempDir("symbolic-cache");
+  CompileOptions options = test::testOptions(true, target);
+  options.cacheDir = cacheDir;
+  CompiledModel model = compile(graph, options);
+  const Program &program = model.program();
+  REQUIRE(program.isSymbolic());
+  REQUIRE(program.symbols.size() == graph.symbols.size());
+  for (const KernelDesc &kernel : program.kernels)
+    CHECK(kernel.readsDimSizes);
+  size_t compiled = cacheEntries(cacheDir);
+  CHECK(compiled > 0);
+
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    Graph reference = atSizes(graph, sizes[i]);
+    std::vector<Tensor> inputs = inputsFor(reference, 100 + i);
+    std::vector<Tensor> expected =
+        compile(reference, test::testOptions(false, Target::Cpu)).run(inputs);
+    std::vector<Tensor> actual = model.run(inputs);
+    REQUIRE(actual.size() == expected.size());
+    for (size_t o = 0; o < actual.size(); ++o) {
+      INFO("sizes #" << i << ", output " << o << " on "
+                     << targetName(target));
+      REQUIRE(actual[o].shape == expected[o].shape);
+      Comparison comparison =
+          compareTensors(actual[o], expected[o], toleranceFor(dtype));
+      CHECK(comparison.ok());
+      if (!comparison.ok())
+        WARN(test::describeMismatch(actual[o], expected[o], comparison));
+    }
+  }
+  // Later sizes found every kernel in the cache.
+  CHECK(cacheEntries(cacheDir) == compiled);
+  auto &symbolic = dynamic_cast<SymbolicExecutable &>(executableOf(model));
+  std::set<std::vector<int64_t>> distinct(sizes.begin(), sizes.end());
+  // (The minima's instance is made when the model loads.)
+  CHECK(symbolic.instanceCount() >= distinct.size());
+  CHECK(symbolic.instanceCount() <= distinct.size() + 1);
+}
+
+/// x[rows, 256] + b -> gelu, softmax, layer_norm, a row sum, and a matmul
+/// with a fixed right operand: every kernel kind that takes symbolic rows.
+Graph rowsGraph(DType dtype) {
+  std::mt19937_64 rng(3);
+  GraphBuilder b("symbolic_rows");
+  b.symbol("rows", 1, 300);
+  std::string x = b.input("x", dtype, {-1, 256}, {"rows", ""});
+  std::string bias = b.constant("b", randomTensor(dtype, {256}, rng, -1, 1));
+  std::string gamma =
+      b.constant("gamma", randomTensor(dtype, {256}, rng, 0.5, 1.5));
+  std::string beta =
+      b.constant("beta", randomTensor(dtype, {256}, rng, -0.5, 0.5));
+  std::string w =
+      b.constant("w", randomTensor(dtype, {256, 48}, rng, -0.1, 0.1));
+  std::string y = b.op("add", {x, bias});
+  b.output(b.op("gelu", {y}));
+  b.output(b.op("softmax", {y}));
+  std::string normed = b.op("layer_norm", {y, gamma, beta});
+  b.output(normed);
+  b.output(b.op("reduce_sum", {x}, {{"axes", std::vector<int64_t>{-1}}}));
+  b.output(b.op("matmul", {normed, w}));
+  return b.build();
+}
+
+/// t[batch, seq, 64]: a norm over the last dim, a per-row scale read
+/// [batch, seq, 1], and the rows merged for a matmul ([batch*seq, 64]).
+Graph twoSymbolGraph() {
+  std::mt19937_64 rng(5);
+  GraphBuilder b("symbolic_batch_seq");
+  b.symbol("batch", 1, 4);
+  b.symbol("seq", 1, 40);
+  std::string t =
+      b.input("t", DType::F32, {-1, -1, 64}, {"batch", "seq", ""});
+  std::string scale =
+      b.input("scale", DType::F32, {-1, -1, 1}, {"batch", "seq", ""});
+  std::string w =
+      b.constant("w", randomTensor(DType::F32, {64, 16}, rng, -0.2, 0.2));
+  std::string normed = b.op("rms_norm", {t});
+  std::string scaled = b.op("mul", {normed, scale});
+  b.output(scaled);
+  std::string flat = b.op("reshape", {scaled},
+                          {{"shape", std::vector<int64_t>{-1, 64}}});
+  b.output(b.op("tanh", {b.op("matmul", {flat, w})}));
+  return b.build();
+}
+
+void checkSymbolicDims(Target target) {
+  SECTION("rows, f32") {
+    checkSizes(rowsGraph(DType::F32), {{1}, {7}, {300}, {100}, {7}},
+               DType::F32, target);
+  }
+  SECTION("rows, f16") {
+    checkSizes(rowsGraph(DType::F16), {{5}, {256}, {1}}, DType::F16, target);
+  }
+  SECTION("batch and seq") {
+    checkSizes(twoSymbolGraph(), {{1, 1}, {2, 17}, {4, 40}, {3, 9}},
+               DType::F32, target);
+  }
+}
+
+} // namespace
+
+TEST_CASE("a model with symbolic dims compiles once and runs at any size",
+          "[symbolic]") {
+  checkSymbolicDims(Target::Cpu);
+}
+
+TEST_CASE("a model with symbolic dims compiles once and runs at any size on "
+          "the GPU",
+          "[symbolic][gpu]") {
+  FUSEC_SKIP_IF(cuda::unavailableReason());
+  checkSymbolicDims(Target::Cuda);
+}
+
+TEST_CASE("symbolic dims: sizes outside the range and unsupported ops are "
+          "errors",
+          "[symbolic]") {
+  CompiledModel model =
+      compile(rowsGraph(DType::F32), test::testOptions(true, Target::Cpu));
+  std::mt19937_64 rng(1);
+  auto runAt = [&](Shape shape) {
+    model.run({randomTensor(DType::F32, shape, rng)});
+  };
+  CHECK_THROWS_WITH(runAt({301, 256}),
+                    Catch::Contains("input 'x' dim 0 ('rows') is 301, "
+                                    "outside its range 1..300"));
+  CHECK_THROWS_WITH(runAt({0, 256}), Catch::Contains("outside its range"));
+  CHECK_THROWS_WITH(runAt({4, 255}),
+                    Catch::Contains("input 'x' dim 1 is 255, the model "
+                                    "takes 256"));
+  CHECK_THROWS_WITH(runAt({4}), Catch::Contains("the model takes rank 2"));
+
+  // Two inputs that name one symbol must agree.
+  GraphBuilder pair("pair");
+  pair.symbol("n", 1, 8);
+  std::string a = pair.input("a", DType::F32, {-1, 4}, {"n", ""});
+  std::string c = pair.input("c", DType::F32, {-1, 4}, {"n", ""});
+  pair.output(pair.op("add", {a, c}));
+  CompiledModel added =
+      compile(pair.build(), test::testOptions(true, Target::Cpu));
+  CHECK_THROWS_WITH(added.run({randomTensor(DType::F32, {3, 4}, rng),
+                               randomTensor(DType::F32, {5, 4}, rng)}),
+                    Catch::Contains("input 'c' dim 0 ('n') is 5, but input "
+                                    "'a' dim 0 made 'n' 3"));
+
+  // Ops that cannot take symbolic dims yet are named.
+  GraphBuilder transposed("transposed");
+  transposed.symbol("n", 1, 8);
+  std::string x = transposed.input("x", DType::F32, {-1, 4}, {"n", ""});
+  transposed.output(transposed.op(
+      "transpose", {x}, {{"perm", std::vector<int64_t>{1, 0}}}));
+  CHECK_THROWS_WITH(
+      compile(transposed.build(), test::testOptions(true, Target::Cpu)),
+      Catch::Contains("'fuse.transpose' with symbolic dims: not supported "
+                      "yet"));
+
+  // A reduction along a symbolic dim is refused too.
+  GraphBuilder summed("summed");
+  summed.symbol("n", 1, 8);
+  std::string s = summed.input("s", DType::F32, {-1, 4}, {"n", ""});
+  summed.output(
+      summed.op("reduce_sum", {s}, {{"axes", std::vector<int64_t>{0}}}));
+  CHECK_THROWS_WITH(
+      compile(summed.build(), test::testOptions(true, Target::Cpu)),
+      Catch::Contains("the reduced dim 0 ('n') must have a fixed size"));
+}
