@@ -14,6 +14,7 @@
 #include "BenchTiming.h"
 
 #include "compiler/Driver.h"
+#include "runtime/SymbolicExecutable.h"
 #include "runtime/core/Compare.h"
 #include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/CudaApi.h"
@@ -458,6 +459,102 @@ void runCuda(const std::vector<BenchCase> &cases, int reps, bool fastMath) {
               coldMs[1], coldMs[2], lowerUs / 1e3, warmUs / 1e3);
   for (const std::string &dir : dirs)
     std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+/// The graph with every input whose dim 0 is `rows` given a symbolic dim 0,
+/// `rows` from 1 to `rows`.
+Graph withSymbolicRows(Graph graph, int64_t rows) {
+  graph.symbols.push_back({"rows", 1, rows});
+  for (GraphInput &input : graph.inputs)
+    if (input.shape.size() >= 2 && input.shape[0] == rows) {
+      input.dimNames.assign(input.shape.size(), "");
+      input.dimNames[0] = "rows";
+      input.shape[0] = -1;
+    }
+  return graph;
+}
+
+/// Dynamic shapes (--symbolic): each memory-bound case compiled once with
+/// its rows symbolic (1..16384) against its static compile for each size,
+/// in one run: device time per launch, % of the copy ceiling, and whether
+/// the outputs agree. The symbolic model's kernels compile once; each size
+/// runs its own instance (buffers, CUDA graph) of them.
+void runSymbolic(Target target, int reps,
+                 const std::vector<std::string> &only) {
+  const int64_t columns = 4096, maxRows = 16384;
+  std::vector<BenchCase> cases = {
+      {"sin4_f32", [] { return sin4({maxRows, columns}); }},
+      {"bias_gelu_f32", [] { return biasGelu(maxRows, columns); }},
+      {"softmax_f32", [] { return softmaxGraph(maxRows, columns, DType::F32); }},
+      {"softmax_bf16",
+       [] { return softmaxGraph(maxRows, columns, DType::BF16); }},
+      {"layernorm_f32",
+       [] { return layerNormGraph(maxRows, columns, DType::F32); }},
+      {"layernorm_bf16",
+       [] { return layerNormGraph(maxRows, columns, DType::BF16); }}};
+  bool cuda = target == Target::Cuda;
+  double ceiling = cuda ? (cuda::device(), cudaCopyGBps(k64M * 4, reps))
+                        : copyGBps(64ll << 20, reps);
+  for (const BenchCase &bench : cases) {
+    if (!only.empty() &&
+        std::find(only.begin(), only.end(), bench.name) == only.end())
+      continue;
+    Graph graph = bench.build();
+    CompileOptions options;
+    options.target = target;
+    auto compileStart = std::chrono::steady_clock::now();
+    CompiledModel symbolic = compile(withSymbolicRows(graph, maxRows), options);
+    double symbolicCompileMs = std::chrono::duration<double, std::milli>(
+                                   std::chrono::steady_clock::now() -
+                                   compileStart)
+                                   .count();
+    auto &instances = dynamic_cast<SymbolicExecutable &>(executableOf(symbolic));
+    for (int64_t rows : {maxRows, int64_t(4096), int64_t(1000)}) {
+      Graph sized = graph;
+      for (GraphInput &input : sized.inputs)
+        if (input.shape.size() >= 2 && input.shape[0] == maxRows)
+          input.shape[0] = rows;
+      CompiledModel fixed = compile(sized, options);
+      std::vector<Tensor> inputs = randomInputs(fixed.program());
+      Executable &instance = instances.instanceFor({rows});
+      std::vector<Tensor> fixedOut, symbolicOut;
+      double fixedUs = 0, symbolicUs = 0;
+      if (cuda) {
+        auto &fixedGpu = dynamic_cast<CudaExecutable &>(executableOf(fixed));
+        auto &symbolicGpu = dynamic_cast<CudaExecutable &>(instance);
+        fixedGpu.upload(inputs);
+        symbolicGpu.upload(inputs);
+        // Interleaved, so that clocks and neighbours affect both alike.
+        fixedUs = medianGpuMicros(reps, [&] { fixedGpu.launch(); });
+        symbolicUs = medianGpuMicros(reps, [&] { symbolicGpu.launch(); });
+        fixedUs = std::min(fixedUs,
+                           medianGpuMicros(reps, [&] { fixedGpu.launch(); }));
+        symbolicUs = std::min(
+            symbolicUs, medianGpuMicros(reps, [&] { symbolicGpu.launch(); }));
+        fixedGpu.download(fixedOut);
+        symbolicGpu.download(symbolicOut);
+        fixedGpu.synchronize();
+        symbolicGpu.synchronize();
+      } else {
+        fixedUs = medianMicros(reps, [&] { fixed.run(inputs, fixedOut); });
+        symbolicUs =
+            medianMicros(reps, [&] { symbolic.run(inputs, symbolicOut); });
+      }
+      double gbps = movedBytes(fixed.program()) / symbolicUs / 1e3;
+      std::printf(
+          "{\"case\": \"symbolic_%s_%lldx%lld\", \"target\": \"%s\", "
+          "\"static_us\": %.2f, \"symbolic_us\": %.2f, "
+          "\"symbolic_over_static\": %.3f, \"symbolic_pct_of_copy\": %.1f, "
+          "\"copy_GBps\": %.1f, \"rows_range\": \"1..%lld\", "
+          "\"symbolic_compile_ms\": %.0f, \"outputs_agree\": %s}\n",
+          bench.name.c_str(), (long long)rows, (long long)columns,
+          targetName(target), fixedUs, symbolicUs, symbolicUs / fixedUs,
+          100.0 * gbps / ceiling, ceiling, (long long)maxRows,
+          symbolicCompileMs,
+          outputsAgree(symbolicOut, fixedOut) ? "true" : "false");
+      std::fflush(stdout);
+    }
+  }
 }
 
 /// A matmul case: [m, k] @ [k, n], optionally + bias then gelu.
@@ -922,6 +1019,7 @@ int main(int argc, char **argv) {
   bool fastMath = true;
   std::vector<std::string> only, models, packages;
   std::optional<DType> precision;
+  bool symbolic = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg.rfind("--reps=", 0) == 0)
@@ -932,6 +1030,8 @@ int main(int argc, char **argv) {
       packages.push_back(arg.substr(10));
     else if (arg.rfind("--case=", 0) == 0)
       only.push_back(arg.substr(7));
+    else if (arg == "--symbolic")
+      symbolic = true;
     else if (arg == "--target=cpu" || arg == "--target=cuda")
       target = arg.substr(9);
     else if (arg == "--precision=bf16" || arg == "--precision=f16")
@@ -940,7 +1040,7 @@ int main(int argc, char **argv) {
       std::fprintf(stderr,
                    "usage: fusec-bench [--target=cpu|cuda] [--reps=N] "
                    "[--case=NAME]... [--model=FILE]... [--package=FILE]... "
-                   "[--precision=bf16|f16]\n");
+                   "[--precision=bf16|f16] [--symbolic]\n");
       return 2;
     }
   }
@@ -950,6 +1050,16 @@ int main(int argc, char **argv) {
     // answer every compile after a process's first (llama_d256 on an H200
     // host: 815 ms without it, 40 ms from it).
     setenv("CUDA_CACHE_DISABLE", "1", /*overwrite=*/1);
+  if (symbolic) {
+    try {
+      runSymbolic(target == "cuda" ? Target::Cuda : Target::Cpu,
+                  reps ? reps : 20, only);
+    } catch (const Error &error) {
+      std::fprintf(stderr, "%s\n", error.what());
+      return 1;
+    }
+    return 0;
+  }
   if (!packages.empty()) {
     try {
       for (const std::string &model : packages)
