@@ -356,6 +356,7 @@ Lowering lowerMlir(const CompileOptions &options, bool captureIR,
 OnnxOptions onnxOptions(const CompileOptions &options) {
   OnnxOptions onnx;
   onnx.inputShapes = options.inputShapes;
+  onnx.dimRanges = options.dimRanges;
   return onnx;
 }
 

@@ -23,6 +23,9 @@ namespace fusec {
 struct OnnxOptions {
   /// Shapes for graph inputs with symbolic dims ("batch", "seq").
   std::map<std::string, Shape> inputShapes;
+  /// dim_params left symbolic (`--dim`), unless `inputShapes` fixes the
+  /// input: the model then serves every size in the range.
+  DimRanges dimRanges;
   /// Values for graph inputs the model uses where fusec needs constants
   /// (Reshape's shape, Slice's bounds, axes, ...): such an input becomes a
   /// constant. Values of other inputs are ignored; they stay inputs.

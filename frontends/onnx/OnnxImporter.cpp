@@ -640,23 +640,41 @@ Graph OnnxConverter::convert(onnx::ModelProto &model) {
       continue;
     }
     Shape shape;
+    std::vector<std::string> dimNames;
     auto given = options.inputShapes.find(input.name());
     if (given != options.inputShapes.end()) {
       shape = given->second;
     } else {
       for (const onnx::TensorShapeProto::Dimension &dim :
            type.tensor_type().shape().dim()) {
+        auto range = options.dimRanges.find(dim.dim_param());
+        if (!dim.has_dim_value() && range != options.dimRanges.end()) {
+          // Left symbolic: the model serves the range.
+          dimNames.resize(type.tensor_type().shape().dim_size());
+          dimNames[shape.size()] = dim.dim_param();
+          shape.push_back(-1);
+          if (std::none_of(graph.symbols.begin(), graph.symbols.end(),
+                           [&](const DimSymbol &symbol) {
+                             return symbol.name == dim.dim_param();
+                           }))
+            graph.symbols.push_back(range->second);
+          continue;
+        }
         if (!dim.has_dim_value()) {
           errors.push_back(path + ": input '" + input.name() +
                            "': error: dim '" + dim.dim_param() +
                            "' is symbolic; fix the shape with " +
-                           "--input-shape " + input.name() + "=D0,D1,...");
+                           "--input-shape " + input.name() +
+                           "=D0,D1,... or give its range with --dim " +
+                           (dim.dim_param().empty() ? std::string("NAME")
+                                                    : dim.dim_param()) +
+                           "=MIN..MAX");
           break;
         }
         shape.push_back(dim.dim_value());
       }
     }
-    graph.inputs.push_back({input.name(), *dtype, shape, {}});
+    graph.inputs.push_back({input.name(), *dtype, shape, dimNames});
   }
   inferShapes(model);
   for (int index = 0; index < proto.node_size(); ++index) {
