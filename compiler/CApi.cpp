@@ -173,15 +173,25 @@ struct fusec_model {
   fusec_model(CompiledModel compiled, CompileOptions options)
       : compiled(std::move(compiled)), options(std::move(options)) {
     const Program &program = this->compiled.program();
+    // A symbolic dim is -1: each run's tensors give it.
+    auto portShape = [](const BufferDesc &buffer) {
+      Shape shape = buffer.shape;
+      for (size_t d = 0; d < buffer.symbolicShape.size(); ++d)
+        if (!buffer.symbolicShape[d].isStatic())
+          shape[d] = -1;
+      return shape;
+    };
     for (int id : program.inputs)
       inputs.push_back({program.buffers[id].name,
                         static_cast<fusec_dtype>(program.buffers[id].dtype),
-                        program.buffers[id].shape});
+                        portShape(program.buffers[id])});
     for (size_t i = 0; i < program.outputs.size(); ++i) {
       const BufferDesc &buffer = program.buffers[program.outputs[i]];
       outputs.push_back({program.outputNames[i],
-                         static_cast<fusec_dtype>(buffer.dtype), buffer.shape});
+                         static_cast<fusec_dtype>(buffer.dtype),
+                         portShape(buffer)});
     }
+    symbolic = program.isSymbolic();
     for (KernelInfo &info : this->compiled.kernels()) {
       kernels.push_back({std::move(info), {}});
       for (const std::string &op : kernels.back().info.ops)
@@ -189,14 +199,35 @@ struct fusec_model {
     }
     hostInputs.resize(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i)
-      hostInputs[i] =
-          Tensor(static_cast<DType>(inputs[i].dtype), inputs[i].shape);
+      if (!symbolic)
+        hostInputs[i] =
+            Tensor(static_cast<DType>(inputs[i].dtype), inputs[i].shape);
   }
 
   void run(size_t inputCount, const fusec_tensor *given, size_t outputCount,
            const fusec_tensor *wanted, void *stream);
+  /// Symbolic models: the output shapes inputs of `inputShapes` give.
+  std::vector<Shape> outputShapesFor(const std::vector<Shape> &inputShapes) const {
+    const Program &program = compiled.program();
+    std::vector<int64_t> sizes;
+    try {
+      sizes = bindDimSizes(program, inputShapes);
+    } catch (const Error &error) {
+      throw Error("fusec: error: '" + program.name + "': " + error.what());
+    }
+    std::vector<Shape> shapes;
+    for (int id : program.outputs) {
+      const BufferDesc &buffer = program.buffers[id];
+      shapes.push_back(buffer.symbolicShape.empty()
+                           ? buffer.shape
+                           : evaluateShape(buffer.symbolicShape, sizes));
+    }
+    return shapes;
+  }
 
   CompiledModel compiled;
+  /// Some dims are symbolic (-1 in the ports): each run's tensors give them.
+  bool symbolic = false;
   /// What it was compiled with, remarks dropped (the profile's limits).
   CompileOptions options;
   std::vector<Port> inputs, outputs;
@@ -219,11 +250,12 @@ bool matches(const fusec_tensor &tensor, const fusec_model::Port &port,
     return false;
   int64_t contiguousStride = 1;
   for (size_t i = rank; i-- > 0;) {
-    if (tensor.shape[i] != port.shape[i] ||
-        (tensor.strides && port.shape[i] > 1 &&
-         tensor.strides[i] != contiguousStride))
+    // A symbolic dim (-1) takes the tensor's size; the run checks it.
+    int64_t size = port.shape[i] < 0 ? tensor.shape[i] : port.shape[i];
+    if (tensor.shape[i] != size || size < 0 ||
+        (tensor.strides && size > 1 && tensor.strides[i] != contiguousStride))
       return false;
-    contiguousStride *= port.shape[i];
+    contiguousStride *= size;
   }
   return true;
 }
@@ -260,8 +292,10 @@ void fusec_model::run(size_t inputCount, const fusec_tensor *given,
                   (tensor.device == FUSEC_DEVICE_CUDA ? "cuda" : "cpu") +
                   " but the run's first tensor is on " +
                   (device == FUSEC_DEVICE_CUDA ? "cuda" : "cpu"));
-    if (checked.dtype != static_cast<DType>(port.dtype) ||
-        checked.shape != port.shape)
+    bool shapeFits = checked.shape.size() == port.shape.size();
+    for (size_t d = 0; shapeFits && d < port.shape.size(); ++d)
+      shapeFits = port.shape[d] < 0 || checked.shape[d] == port.shape[d];
+    if (checked.dtype != static_cast<DType>(port.dtype) || !shapeFits)
       throw Error("fusec: error: " + described + " is " +
                   dtypeName(static_cast<DType>(port.dtype)) +
                   shapeText(port.shape) + " but the tensor given is " +
@@ -271,14 +305,32 @@ void fusec_model::run(size_t inputCount, const fusec_tensor *given,
     check(given[i], inputs[i], "input");
   for (size_t i = 0; i < outputCount; ++i)
     check(wanted[i], outputs[i], "output");
+  if (symbolic) {
+    // The outputs must have the sizes this run's inputs bind.
+    std::vector<Shape> inputShapes;
+    for (size_t i = 0; i < inputCount; ++i)
+      inputShapes.emplace_back(given[i].shape, given[i].shape + given[i].ndim);
+    std::vector<Shape> expected = outputShapesFor(inputShapes);
+    for (size_t i = 0; i < outputCount; ++i) {
+      Shape shape(wanted[i].shape, wanted[i].shape + wanted[i].ndim);
+      if (shape != expected[i])
+        throw Error("fusec: error: output '" + outputs[i].name + "' is " +
+                    shapeText(expected[i]) +
+                    " for these inputs but the tensor given is " +
+                    shapeText(shape));
+    }
+  }
 
   if (device == FUSEC_DEVICE_CUDA) {
-    auto bind = [](std::vector<DeviceTensor> &bound, const fusec_tensor *from,
-                   const std::vector<Port> &ports) {
+    auto bind = [&](std::vector<DeviceTensor> &bound, const fusec_tensor *from,
+                    const std::vector<Port> &ports) {
       bound.resize(ports.size());
       for (size_t i = 0; i < ports.size(); ++i) {
         bound[i].dtype = static_cast<DType>(ports[i].dtype);
-        bound[i].shape = ports[i].shape;
+        if (symbolic)
+          bound[i].shape.assign(from[i].shape, from[i].shape + from[i].ndim);
+        else
+          bound[i].shape = ports[i].shape;
         bound[i].address = reinterpret_cast<uint64_t>(from[i].data);
       }
     };
@@ -291,10 +343,17 @@ void fusec_model::run(size_t inputCount, const fusec_tensor *given,
     }
     return;
   }
-  for (size_t i = 0; i < inputCount; ++i)
+  for (size_t i = 0; i < inputCount; ++i) {
+    if (symbolic) {
+      // Reallocated only when the size changes.
+      Shape shape(given[i].shape, given[i].shape + given[i].ndim);
+      if (hostInputs[i].shape != shape)
+        hostInputs[i] = Tensor(static_cast<DType>(inputs[i].dtype), shape);
+    }
     if (!hostInputs[i].bytes.empty())
       std::memcpy(hostInputs[i].data(), given[i].data,
                   hostInputs[i].bytes.size());
+  }
   compiled.run(hostInputs, hostOutputs);
   for (size_t i = 0; i < outputCount; ++i)
     if (!hostOutputs[i].bytes.empty())
@@ -430,6 +489,19 @@ fusec_status fusec_options_set_input_shape(fusec_options *options,
         throw InvalidArgument{"fusec: input shape '" + input +
                               "' has a negative dim"};
     required(options, "the options").compile.inputShapes[input] = dims;
+  });
+}
+
+fusec_status fusec_options_set_dim_range(fusec_options *options,
+                                         const char *name, int64_t min,
+                                         int64_t max) {
+  return guarded([&] {
+    std::string dim = nonNull(name, "the dim name");
+    if (min < 1 || max < min)
+      throw InvalidArgument{"fusec: the range of dim '" + dim + "' (" +
+                            std::to_string(min) + ".." + std::to_string(max) +
+                            ") must hold sizes of at least 1"};
+    required(options, "the options").compile.dimRanges[dim] = {dim, min, max};
   });
 }
 
@@ -692,6 +764,37 @@ fusec_status fusec_model_output(const fusec_model *model, size_t index,
                                 const char **name, fusec_dtype *dtype,
                                 int32_t *ndim, const int64_t **shape) {
   return describePort(model, /*input=*/false, index, name, dtype, ndim, shape);
+}
+
+fusec_status fusec_model_output_shape(const fusec_model *model,
+                                      size_t input_count, const int32_t *ndims,
+                                      const int64_t *const *shapes,
+                                      size_t index, int32_t capacity,
+                                      int32_t *ndim, int64_t *shape) {
+  return guarded([&] {
+    const fusec_model &m = required(model, "the model");
+    if (input_count && (!ndims || !shapes))
+      throw InvalidArgument{"fusec: the input shapes are NULL"};
+    std::vector<Shape> inputShapes;
+    for (size_t i = 0; i < input_count; ++i)
+      inputShapes.push_back(shapeOf(ndims[i], shapes[i],
+                                    "input shape " + std::to_string(i)));
+    if (index >= m.outputs.size())
+      throw InvalidArgument{"fusec: the model has " +
+                            std::to_string(m.outputs.size()) +
+                            " outputs, not " + std::to_string(index + 1)};
+    Shape result = m.symbolic ? m.outputShapesFor(inputShapes)[index]
+                              : m.outputs[index].shape;
+    if (static_cast<int64_t>(result.size()) > capacity)
+      throw InvalidArgument{"fusec: output " + std::to_string(index) +
+                            " has " + std::to_string(result.size()) +
+                            " dims, more than the " + std::to_string(capacity) +
+                            " given room for"};
+    required(ndim, "the rank") = static_cast<int32_t>(result.size());
+    if (!result.empty() && !shape)
+      throw InvalidArgument{"fusec: the shape is NULL"};
+    std::copy(result.begin(), result.end(), shape);
+  });
 }
 
 fusec_status fusec_model_run(fusec_model *model, size_t input_count,

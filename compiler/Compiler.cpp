@@ -289,6 +289,9 @@ void CompiledModel::synchronize() { executable->synchronize(); }
 const Program &CompiledModel::program() const { return executable->program(); }
 
 Executable &executableOf(CompiledModel &model) { return *model.executable; }
+std::shared_ptr<Executable> executableShared(const CompiledModel &model) {
+  return model.executable;
+}
 
 void CompiledModel::save(const std::string &path) const {
   savePackage(program(), executable->image(), path);
@@ -324,8 +327,37 @@ Lowering lowerGraph(const Graph &graph, const CompileOptions &options,
       elements *= std::max<int64_t>(dim, 1);
     }
   }
+  // A graph's symbols, as `dimRanges` has them: ranges replaced, and a dim
+  // given one size fixed (as the JSON and ONNX readers do).
+  Graph ranged;
+  const Graph *imported = &graph;
+  if (llvm::any_of(graph.symbols, [&](const DimSymbol &symbol) {
+        return options.dimRanges.count(symbol.name) != 0;
+      })) {
+    ranged = graph;
+    std::vector<DimSymbol> kept;
+    for (const DimSymbol &symbol : graph.symbols) {
+      auto range = options.dimRanges.find(symbol.name);
+      if (range == options.dimRanges.end()) {
+        kept.push_back(symbol);
+        continue;
+      }
+      if (range->second.min != range->second.max) {
+        kept.push_back(range->second);
+        continue;
+      }
+      for (GraphInput &input : ranged.inputs)
+        for (size_t d = 0; d < input.dimNames.size(); ++d)
+          if (input.dimNames[d] == symbol.name) {
+            input.shape[d] = range->second.min;
+            input.dimNames[d].clear();
+          }
+    }
+    ranged.symbols = kept;
+    imported = &ranged;
+  }
   return lower(options, captureIR, stopAfter, [&](MLIRContext &context) {
-    return fuse::importGraph(graph, &context);
+    return fuse::importGraph(*imported, &context);
   });
 }
 
@@ -338,6 +370,38 @@ template <typename Read> Graph readTraced(const std::string &path, Read read) {
 }
 
 } // namespace
+
+void addSpecializations(
+    CompiledModel &model, const CompileOptions &options,
+    const std::function<Program(const CompileOptions &)> &lower) {
+  if (options.specializations.empty())
+    return;
+  const Program &program = model.program();
+  auto *symbolic = dynamic_cast<SymbolicExecutable *>(&executableOf(model));
+  CompileOptions general = options;
+  general.specializations.clear();
+  for (const auto &[name, sizes] : options.specializations) {
+    auto symbol = std::find_if(
+        program.symbols.begin(), program.symbols.end(),
+        [&](const DimSymbol &candidate) { return candidate.name == name; });
+    if (!symbolic || symbol == program.symbols.end())
+      throw Error("fusec: '" + program.name + "': --specialize names '" +
+                  name + "', which is not a symbolic dim of the model");
+    for (int64_t size : sizes) {
+      if (size < symbol->min || size > symbol->max)
+        throw Error("fusec: '" + program.name + "': --specialize " + name +
+                    "=" + std::to_string(size) + " is outside its range " +
+                    std::to_string(symbol->min) + ".." +
+                    std::to_string(symbol->max));
+      CompileOptions fixed = general;
+      fixed.dimRanges[name] = {name, size, size};
+      CompiledModel special = load(lower(fixed), fixed);
+      symbolic->addSpecialization(
+          static_cast<int>(symbol - program.symbols.begin()), size,
+          executableShared(special));
+    }
+  }
+}
 
 namespace {
 
@@ -518,13 +582,31 @@ namespace {
 /// `lower`'s program, loaded. For CUDA the libraries start initializing in
 /// the background beside the lowering, and an error leaves only after they
 /// are done: the caller may exit next (cuda::waitForBackgroundInitialization).
-CompiledModel lowerAndLoad(const CompileOptions &options,
-                           const std::function<Lowering()> &lower) {
+/// The model `lower` makes with `options` (its specializations aside), and
+/// its specializations.
+CompiledModel lowerAndLoadSpecialized(
+    const CompileOptions &options,
+    const std::function<Lowering(const CompileOptions &)> &lower) {
+  CompileOptions general = options;
+  general.specializations.clear();
+  CompiledModel model = load(lower(general).program, general);
+  addSpecializations(model, options, [&](const CompileOptions &fixed) {
+    return lower(fixed).program;
+  });
+  return model;
+}
+
+/// `lower`'s program, loaded. For CUDA the libraries start initializing in
+/// the background beside the lowering, and an error leaves only after they
+/// are done: the caller may exit next (cuda::waitForBackgroundInitialization).
+CompiledModel lowerAndLoad(
+    const CompileOptions &options,
+    const std::function<Lowering(const CompileOptions &)> &lower) {
   if (resolveTarget(options) != Target::Cuda)
-    return load(lower().program, options);
+    return lowerAndLoadSpecialized(options, lower);
   cuda::startInitializingInBackground();
   try {
-    return load(lower().program, options);
+    return lowerAndLoadSpecialized(options, lower);
   } catch (...) {
     cuda::waitForBackgroundInitialization();
     throw;
@@ -534,19 +616,24 @@ CompiledModel lowerAndLoad(const CompileOptions &options,
 } // namespace
 
 CompiledModel compile(const Graph &graph, const CompileOptions &options) {
-  return lowerAndLoad(options, [&] { return lowerGraph(graph, options); });
+  return lowerAndLoad(options, [&](const CompileOptions &variant) {
+    return lowerGraph(graph, variant);
+  });
 }
 
 CompiledModel compileFile(const std::string &path,
                           const CompileOptions &options) {
-  return lowerAndLoad(options, [&] { return lowerFile(path, options); });
+  return lowerAndLoad(options, [&](const CompileOptions &variant) {
+    return lowerFile(path, variant);
+  });
 }
 
 CompiledModel compileBuffer(const std::string &contents, ModelFormat format,
                             const std::string &name,
                             const CompileOptions &options) {
-  return lowerAndLoad(
-      options, [&] { return lowerBuffer(contents, format, name, options); });
+  return lowerAndLoad(options, [&](const CompileOptions &variant) {
+    return lowerBuffer(contents, format, name, variant);
+  });
 }
 
 } // namespace fusec

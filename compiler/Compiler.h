@@ -68,6 +68,9 @@ struct CompileOptions {
   /// their ranges: the model compiles once and runs at any sizes in them
   /// (docs/dynamic-shapes.md). A dim with a size in `inputShapes` is fixed.
   DimRanges dimRanges;
+  /// Sizes of symbolic dims that also get a compile of their own, with the
+  /// dim fixed (`--specialize seq=1,128`): a run at such a size runs it.
+  std::map<std::string, std::vector<int64_t>> specializations;
   /// Kernel cache directory; "" for KernelCache::defaultDirectory().
   std::string cacheDir;
   /// Receives each fusion remark (why an op was not fused), formatted as
@@ -116,6 +119,7 @@ public:
 
 private:
   friend Executable &executableOf(CompiledModel &model);
+  friend std::shared_ptr<Executable> executableShared(const CompiledModel &);
   std::shared_ptr<Executable> executable;
 };
 

@@ -57,8 +57,18 @@ CompiledModel load(Program program, const CompileOptions &options);
 void compileToPackage(Program program, const CompileOptions &options,
                       const std::string &path);
 
+/// Compiles `options.specializations` with `lower` (the model's lowering at
+/// other options), each with its dim fixed, and has `model` run each at its
+/// size. Throws for a name that is not one of the model's symbols and a
+/// size outside its range.
+void addSpecializations(
+    CompiledModel &model, const CompileOptions &options,
+    const std::function<Program(const CompileOptions &)> &lower);
+
 /// The executable behind a model (a CudaExecutable on the GPU).
 Executable &executableOf(CompiledModel &model);
+/// The same, shared (a specialization's executable joins its model's).
+std::shared_ptr<Executable> executableShared(const CompiledModel &model);
 
 } // namespace fusec
 

@@ -71,7 +71,8 @@ struct Graph {
 /// The shapes given for inputs with named dims, by input name
 /// (`--input-shape`, CompileOptions::inputShapes).
 using InputShapes = std::map<std::string, Shape>;
-/// Ranges of named dims left symbolic (`--dim NAME=MIN..MAX`), by name.
+/// Ranges of named dims left symbolic (`--dim NAME=MIN..MAX`), by name; a
+/// range of one size fixes the dim (`--dim NAME=SIZE`).
 using DimRanges = std::map<std::string, DimSymbol>;
 
 /// Reads a JSON model (docs/json-format.md). Throws fusec::Error as

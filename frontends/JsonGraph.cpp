@@ -223,6 +223,12 @@ private:
         continue;
       }
       auto range = dimRanges.find(names[d]);
+      if (range != dimRanges.end() && range->second.min == range->second.max) {
+        // `--dim NAME=SIZE`: fixed by name, for every input naming it.
+        dims[d] = range->second.min;
+        names[d].clear();
+        continue;
+      }
       if (range == dimRanges.end())
         throw fail(where, "dim '" + names[d] +
                               "' is named; give its size with --input-shape " +

@@ -35,13 +35,23 @@ Executable &SymbolicExecutable::instanceFor(const std::vector<int64_t> &sizes) {
   return *instances.emplace(sizes, std::move(instance)).first->second;
 }
 
+void SymbolicExecutable::addSpecialization(
+    int symbol, int64_t size, std::shared_ptr<Executable> executable) {
+  specializations.push_back({symbol, size, std::move(executable)});
+}
+
 Executable &
 SymbolicExecutable::instanceForShapes(const std::vector<Shape> &shapes) {
+  std::vector<int64_t> sizes;
   try {
-    return instanceFor(bindDimSizes(prog, shapes));
+    sizes = bindDimSizes(prog, shapes);
   } catch (const Error &error) {
     throw Error("fusec: '" + prog.name + "': " + error.what());
   }
+  for (const Specialization &special : specializations)
+    if (sizes[special.symbol] == special.size)
+      return *special.executable;
+  return instanceFor(sizes);
 }
 
 static std::vector<Shape> shapesOf(const std::vector<Tensor> &tensors) {
@@ -70,10 +80,15 @@ void SymbolicExecutable::enqueueOnDevice(
     shapes.push_back(tensor.shape);
   Executable &instance = instanceForShapes(shapes);
   instance.enqueueOnDevice(inputs, outputs, callerStream);
-  for (auto &[sizes, held] : instances)
+  auto remember = [&](const std::shared_ptr<Executable> &held) {
     if (held.get() == &instance &&
         std::find(pending.begin(), pending.end(), held) == pending.end())
       pending.push_back(held);
+  };
+  for (auto &[sizes, held] : instances)
+    remember(held);
+  for (const Specialization &special : specializations)
+    remember(special.executable);
 }
 
 void SymbolicExecutable::synchronize() {

@@ -40,6 +40,12 @@ public:
   /// Throws: a package holds a static program (docs/dynamic-shapes.md).
   ExecutableImage image() const override;
 
+  /// Runs whose size of symbol `symbol` is `size` run `executable`, the
+  /// model compiled with that dim fixed (`--specialize`), instead.
+  void addSpecialization(int symbol, int64_t size,
+                         std::shared_ptr<Executable> executable);
+  size_t specializationCount() const { return specializations.size(); }
+
   /// The executable for `sizes` (one per symbol), built on first use.
   Executable &instanceFor(const std::vector<int64_t> &sizes);
   /// How many sizes have an executable now.
@@ -48,6 +54,12 @@ public:
 private:
   Executable &instanceForShapes(const std::vector<Shape> &shapes);
 
+  struct Specialization {
+    int symbol;
+    int64_t size;
+    std::shared_ptr<Executable> executable;
+  };
+  std::vector<Specialization> specializations;
   std::function<std::shared_ptr<Executable>(Program)> make;
   std::map<std::vector<int64_t>, std::shared_ptr<Executable>> instances;
   /// Sizes by last use, most recent first.

@@ -122,7 +122,14 @@ cl::list<std::string> dimFlags(
     "dim", cl::value_desc("NAME=MIN..MAX"),
     cl::desc("ONNX and JSON: keep the named dim NAME symbolic, for any\n"
              "size from MIN to MAX: one compile serves them all, each\n"
-             "run binds the size from its inputs (repeatable)"),
+             "run binds the size from its inputs; NAME=SIZE fixes it in\n"
+             "every input (repeatable)"),
+    cl::cat(compileCategory));
+cl::list<std::string> specializeFlags(
+    "specialize", cl::value_desc("NAME=S1,S2,..."),
+    cl::desc("with --dim NAME=MIN..MAX: also compile the model with NAME\n"
+             "fixed to each size given; a run at that size runs it\n"
+             "(repeatable)"),
     cl::cat(compileCategory));
 
 cl::opt<std::string> emitFlag(
@@ -436,19 +443,46 @@ CliOptions parseArguments(int argc, char **argv) {
       char *end = nullptr;
       long long value = std::strtoll(text.c_str(), &end, 10);
       if (text.empty() || *end || value < 1)
-        throw UsageError{"--dim expects NAME=MIN..MAX with sizes of at "
-                         "least 1, got '" +
+        throw UsageError{"--dim expects NAME=MIN..MAX or NAME=SIZE with "
+                         "sizes of at least 1, got '" +
                          spec + "'"};
       return value;
     };
     if (equals == std::string::npos || equals == 0 ||
-        dots == std::string::npos || dots < equals)
-      throw UsageError{"--dim expects NAME=MIN..MAX, got '" + spec + "'"};
-    DimSymbol symbol{spec.substr(0, equals), number(equals + 1, dots),
-                     number(dots + 2, spec.size())};
+        (dots != std::string::npos && dots < equals))
+      throw UsageError{"--dim expects NAME=MIN..MAX or NAME=SIZE, got '" +
+                       spec + "'"};
+    DimSymbol symbol{spec.substr(0, equals), 0, 0};
+    if (dots == std::string::npos) { // NAME=SIZE: fixed by name
+      symbol.min = symbol.max = number(equals + 1, spec.size());
+    } else {
+      symbol.min = number(equals + 1, dots);
+      symbol.max = number(dots + 2, spec.size());
+    }
     if (symbol.max < symbol.min)
       throw UsageError{"--dim " + spec + ": MAX is below MIN"};
     options.compile.dimRanges[symbol.name] = symbol;
+  }
+  for (const std::string &spec : specializeFlags) {
+    size_t equals = spec.find('=');
+    if (equals == std::string::npos || equals == 0)
+      throw UsageError{"--specialize expects NAME=S1,S2,..., got '" + spec +
+                       "'"};
+    std::istringstream sizes(spec.substr(equals + 1));
+    std::vector<int64_t> &list =
+        options.compile.specializations[spec.substr(0, equals)];
+    for (std::string size; std::getline(sizes, size, ',');) {
+      char *end = nullptr;
+      long long value = std::strtoll(size.c_str(), &end, 10);
+      if (size.empty() || *end || value < 1)
+        throw UsageError{"--specialize expects NAME=S1,S2,... with sizes of "
+                         "at least 1, got '" +
+                         spec + "'"};
+      list.push_back(value);
+    }
+    if (list.empty())
+      throw UsageError{"--specialize expects NAME=S1,S2,..., got '" + spec +
+                       "'"};
   }
   options.compile.cacheDir = cacheDirFlag;
 
@@ -616,8 +650,11 @@ Tensor readInputFile(const std::string &file,
 /// the tensor in --inputs file i, so that the given tensors fix the shapes
 /// the model is compiled for.
 void bindSymbolicDimsFromInputs(CliOptions &options) {
-  // With --dim the dims stay symbolic: each run binds them.
-  if (options.inputFiles.empty() || !options.compile.dimRanges.empty())
+  // With a --dim range the dims stay symbolic: each run binds them.
+  bool symbolic = llvm::any_of(options.compile.dimRanges, [](const auto &entry) {
+    return entry.second.min != entry.second.max;
+  });
+  if (options.inputFiles.empty() || symbolic)
     return;
   // The inputs as declared, a dim below 0 open; an ONNX input without a
   // shape has no dims here (nothing to bind).
@@ -880,7 +917,13 @@ int runCli(const CliOptions &options) {
     return 0;
 
   std::vector<Tensor> inputs = modelInputs(options, program);
-  CompiledModel model = load(program, options.compile);
+  CompileOptions general = options.compile;
+  general.specializations.clear();
+  CompiledModel model = load(program, general);
+  addSpecializations(model, options.compile,
+                     [&](const CompileOptions &fixed) {
+                       return lowerFile(options.model, fixed).program;
+                     });
   std::vector<Tensor> outputs;
   bool expectedOk = runAndReport(options, model, inputs, outputs);
   if (!options.check)

@@ -648,6 +648,11 @@ Graph OnnxConverter::convert(onnx::ModelProto &model) {
       for (const onnx::TensorShapeProto::Dimension &dim :
            type.tensor_type().shape().dim()) {
         auto range = options.dimRanges.find(dim.dim_param());
+        if (!dim.has_dim_value() && range != options.dimRanges.end() &&
+            range->second.min == range->second.max) {
+          shape.push_back(range->second.min); // `--dim NAME=SIZE`: fixed
+          continue;
+        }
         if (!dim.has_dim_value() && range != options.dimRanges.end()) {
           // Left symbolic: the model serves the range.
           dimNames.resize(type.tensor_type().shape().dim_size());

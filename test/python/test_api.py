@@ -353,6 +353,45 @@ def test_precision():
         fusec.compile(g, target="cpu", precision="i8")
 
 
+ROWS_MODEL = """{"fusec_graph": 1, "name": "rows",
+ "inputs": [{"name": "x", "dtype": "f32", "shape": ["rows", 32]},
+            {"name": "b", "dtype": "f32", "shape": [32]}],
+ "nodes": [{"name": "a", "op": "add", "inputs": ["x", "b"], "outputs": ["y"]},
+           {"name": "s", "op": "softmax", "inputs": ["y"], "outputs": ["z"]}],
+ "outputs": ["z"]}"""
+
+
+def test_symbolic_dims():
+    """dims={name: (min, max)}: one compile runs at every size in the range,
+    each run against the model compiled for that size (dims={name: size})."""
+    model = fusec.compile_text(ROWS_MODEL, "json", "rows.json", target="cpu",
+                               dims={"rows": (1, 64)})
+    assert model.inputs[0].shape == (-1, 32)
+    assert model.output_shapes([(5, 32), (32,)]) == [(5, 32)]
+    rng = np.random.default_rng(5)
+    b = rng.uniform(-1, 1, 32).astype(np.float32)
+    for rows in (1, 5, 64, 5):
+        x = rng.uniform(-3, 3, (rows, 32)).astype(np.float32)
+        fixed = fusec.compile_text(ROWS_MODEL, "json", "rows.json",
+                                   target="cpu", fuse=False,
+                                   dims={"rows": rows})
+        assert fixed.inputs[0].shape == (rows, 32)
+        (expected,) = fixed(x, b)
+        (actual,) = model(x, b)
+        assert actual.shape == (rows, 32)
+        np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)
+        out = [np.empty((rows, 32), np.float32)]
+        model(x, b, out=out)
+        np.testing.assert_allclose(out[0], expected, rtol=1e-5, atol=1e-6)
+    with pytest.raises(fusec.Error, match="input 'x' dim 0 \\('rows'\\) is "
+                                          "65, outside its range 1..64"):
+        model(np.zeros((65, 32), np.float32), b)
+    with pytest.raises(fusec.Error, match="output 'z' is \\[3, 32\\] for "
+                                          "these inputs"):
+        model(np.zeros((3, 32), np.float32), b,
+              out=[np.empty((4, 32), np.float32)])
+
+
 def test_cache_controls(tmp_path):
     directory = tmp_path / "kernels"
     assert fusec.cache_dir(str(directory)) == str(directory)

@@ -153,6 +153,13 @@ FUSEC_API fusec_status fusec_options_set_input_shape(fusec_options *options,
                                                      const char *name,
                                                      int32_t ndim,
                                                      const int64_t *shape);
+/* ONNX and JSON: keep the named dim `name` (a dim_param, a JSON named dim)
+   symbolic for every size from `min` to `max`: the model compiles once and
+   each run binds the size from its inputs (docs/dynamic-shapes.md).
+   `min` == `max` fixes the dim in every input naming it. */
+FUSEC_API fusec_status fusec_options_set_dim_range(fusec_options *options,
+                                                   const char *name,
+                                                   int64_t min, int64_t max);
 /* The kernel cache directory; NULL or "" for the default
    ($FUSEC_CACHE_DIR, else $XDG_CACHE_HOME/fusec, else ~/.cache/fusec). */
 FUSEC_API fusec_status fusec_options_set_cache_dir(fusec_options *options,
@@ -281,7 +288,8 @@ FUSEC_API fusec_status fusec_model_input_count(const fusec_model *model,
 FUSEC_API fusec_status fusec_model_output_count(const fusec_model *model,
                                                 size_t *count);
 /* Input or output `index`: its name, dtype and shape (`shape` points at
-   `*ndim` dims owned by the model). Any out-pointer may be NULL. */
+   `*ndim` dims owned by the model; a symbolic dim is -1). Any out-pointer
+   may be NULL. */
 FUSEC_API fusec_status fusec_model_input(const fusec_model *model, size_t index,
                                          const char **name, fusec_dtype *dtype,
                                          int32_t *ndim, const int64_t **shape);
@@ -290,10 +298,22 @@ FUSEC_API fusec_status fusec_model_output(const fusec_model *model,
                                           fusec_dtype *dtype, int32_t *ndim,
                                           const int64_t **shape);
 
+/* A model with symbolic dims: the shape of output `index` for inputs of
+   these shapes (`ndims[i]` dims at `shapes[i]` for input i), bound as a run
+   binds them; writes `*ndim` dims to `shape`, which has room for
+   `capacity`. An input that does not fit the model is an error naming the
+   input and the dim. */
+FUSEC_API fusec_status fusec_model_output_shape(
+    const fusec_model *model, size_t input_count, const int32_t *ndims,
+    const int64_t *const *shapes, size_t index, int32_t capacity,
+    int32_t *ndim, int64_t *shape);
+
 /* ---- Running ----------------------------------------------------------- */
 
 /* Runs the model: one tensor per input and per output, in order, each of
-   the dtype and shape the model has for it (fusec_model_input/_output);
+   the dtype and shape the model has for it (fusec_model_input/_output;
+   with symbolic dims, the sizes the inputs bind and
+   fusec_model_output_shape gives);
    the caller allocates the outputs. All tensors must be on one device:
    - FUSEC_DEVICE_CPU: inputs are read and outputs written in host memory
      (a CUDA model copies through the GPU); returns when they are written.

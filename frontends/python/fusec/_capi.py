@@ -85,6 +85,8 @@ _SIGNATURES = {
     "fusec_options_set_flag": ([_P, _INT, _INT], None),
     "fusec_options_set_input_shape": ([_P, _STR, _I32, _PI64], None),
     "fusec_options_set_cache_dir": ([_P, _STR], None),
+    "fusec_options_set_dim_range": ([_P, _STR, ctypes.c_int64,
+                                     ctypes.c_int64], None),
     "fusec_options_set_remark_callback": ([_P, RemarkCallback, _P], None),
     "fusec_options_set_precision": ([_P, _INT], None),
     "fusec_options_keep_f32": ([_P, _STR], None),
@@ -109,6 +111,8 @@ _SIGNATURES = {
     "fusec_model_output_count": ([_P, _PSIZE], None),
     "fusec_model_input": ([_P, _SIZE, _PSTR, _PINT, _PI32, _PPI64], None),
     "fusec_model_output": ([_P, _SIZE, _PSTR, _PINT, _PI32, _PPI64], None),
+    "fusec_model_output_shape": ([_P, _SIZE, _PI32, ctypes.POINTER(_PI64),
+                                  _SIZE, _I32, _PI32, _PI64], None),
     # The tensor arrays by address: ints convert faster than ctypes arrays.
     "fusec_model_run": ([_P, _SIZE, _P, _SIZE, _P, _P], None),
     "fusec_model_synchronize": ([_P], None),

@@ -70,6 +70,14 @@ class _Options:
                     _capi.check(_capi.lib.fusec_options_set_input_shape(
                         handle, _capi.encode(name), len(shape),
                         _capi.int64_array(shape)))
+            elif key == "dims":
+                # {name: (min, max)} keeps a named dim symbolic; {name: size}
+                # fixes it.
+                for name, bounds in value.items():
+                    low, high = ((bounds, bounds) if isinstance(bounds, int)
+                                 else tuple(bounds))
+                    _capi.check(_capi.lib.fusec_options_set_dim_range(
+                        handle, _capi.encode(name), low, high))
             elif key == "precision":
                 _capi.check(_capi.lib.fusec_options_set_precision(
                     handle, _dtypes.code_of(value or "f32")))
@@ -87,8 +95,9 @@ class _Options:
                     "fusec.compile() got an unknown option %r (options: "
                     "%s)" % (key, ", ".join(sorted(
                         list(_capi.FLAGS) + ["gpu_arch", "cache_dir",
-                                               "input_shapes", "precision",
-                                               "keep_f32", "on_remark"]))))
+                                               "input_shapes", "dims",
+                                               "precision", "keep_f32",
+                                               "on_remark"]))))
 
     def __del__(self, _destroy=_capi.lib.fusec_options_destroy):
         _destroy(self.handle)
@@ -101,7 +110,9 @@ def compile(model, target=None, **options):
     target: "cpu", "cuda" or None (cuda when a GPU is usable, else cpu).
     options: fast_math, tf32, fuse, attention, cuda_graphs, kernel_overlap
     (bools), gpu_arch ("sm_90a"), cache_dir, input_shapes ({input name:
-    shape} for ONNX inputs with symbolic dims), precision ("bf16", "f16",
+    shape} for ONNX inputs with symbolic dims), dims ({dim name: (min, max)}
+    keeps an ONNX dim_param or JSON named dim symbolic: one compile runs at
+    every size in the range; {dim name: size} fixes it), precision ("bf16", "f16",
     torch.bfloat16, ...: the model's f32 tensors run in that dtype) with
     keep_f32 (node names that stay f32), on_remark (called with each
     fusion remark). Raises fusec.Error with fusec's message.
@@ -222,6 +233,9 @@ class Model:
         _capi.check(lib.fusec_model_name(handle, ctypes.byref(name)))
         self.name = _capi.decode(name.value)
         self._kernels = None
+        # Symbolic dims (-1 in a port's shape): every call binds their sizes.
+        self._symbolic = any(dim < 0 for spec in self.inputs + self.outputs
+                             for dim in spec.shape)
 
     # The destroy function bound early: module globals may be gone when a
     # model is collected at interpreter exit.
@@ -247,12 +261,89 @@ class Model:
                                               len(out)))
         first = arrays[0] if arrays else None
         torch = sys.modules.get("torch")
+        if self._symbolic:
+            return self._call_symbolic(torch, arrays, out)
         if torch is not None and isinstance(first, torch.Tensor):
             return self._call_torch(torch, arrays, out)
         if (type(first) is not np.ndarray
                 and hasattr(first, "__dlpack_device__")):
             return self._call_dlpack(arrays, out)
         return self._call_numpy(arrays, out)
+
+    def output_shapes(self, input_shapes):
+        """The outputs' shapes for inputs of `input_shapes` (one per input),
+        the model's symbolic dims bound from them."""
+        count = len(input_shapes)
+        ndims = (ctypes.c_int32 * max(count, 1))(
+            *[len(shape) for shape in input_shapes])
+        arrays = [_capi.int64_array(shape) for shape in input_shapes]
+        pointers = (_capi._PI64 * max(count, 1))(*arrays)
+        shapes = []
+        for index, spec in enumerate(self.outputs):
+            ndim = ctypes.c_int32()
+            shape = (ctypes.c_int64 * max(len(spec.shape), 1))()
+            _capi.check(_capi.lib.fusec_model_output_shape(
+                self._handle, count, ndims, pointers, index, len(spec.shape),
+                ctypes.byref(ndim), shape))
+            shapes.append(tuple(shape[i] for i in range(ndim.value)))
+        return shapes
+
+    def _call_symbolic(self, torch, arrays, out):
+        """A call of a model with symbolic dims: each tensor bound with its
+        own shape, the outputs sized for the inputs' (checked by the C API:
+        sizes outside a range are errors naming the dim)."""
+        is_torch = torch is not None and isinstance(arrays[0], torch.Tensor)
+        if is_torch:
+            arrays = [a if a.is_contiguous() or a.device.type == "cuda"
+                      else a.contiguous() for a in arrays]
+            shapes = [tuple(a.shape) for a in arrays]
+        else:
+            arrays = [np.ascontiguousarray(a) for a in arrays]
+            shapes = [a.shape for a in arrays]
+        results = out
+        if results is None:
+            output_shapes = self.output_shapes(shapes)
+            if is_torch:
+                results = [torch.empty(shape,
+                                       dtype=_dtypes.torch_dtype(spec.dtype),
+                                       device=arrays[0].device)
+                           for shape, spec in zip(output_shapes, self.outputs)]
+            else:
+                results = [np.empty(shape, _dtypes.numpy_dtype(spec.dtype))
+                           for shape, spec in zip(output_shapes, self.outputs)]
+        device = (_capi.DEVICE_CUDA if is_torch and arrays[0].is_cuda
+                  else _capi.DEVICE_CPU)
+        keep = []
+
+        def bind(tensors):
+            bound = (_capi.Tensor * max(len(tensors), 1))()
+            for slot, tensor in zip(bound, tensors):
+                if is_torch:
+                    shape, code = tuple(tensor.shape), _dtypes.code_of(
+                        tensor.dtype)
+                    strides = tensor.stride()
+                    data = tensor.data_ptr()
+                else:
+                    shape, code = tensor.shape, _dtypes.code_of(tensor.dtype)
+                    strides = [s // tensor.itemsize for s in tensor.strides]
+                    data = tensor.ctypes.data
+                shape_array = _capi.int64_array(shape)
+                stride_array = _capi.int64_array(strides)
+                keep.extend([shape_array, stride_array])
+                slot.dtype, slot.ndim, slot.shape = code, len(shape), \
+                    shape_array
+                slot.strides, slot.data, slot.device = stride_array, data, \
+                    device
+            return bound
+
+        inputs, outputs = bind(arrays), bind(results)
+        stream = None
+        if device == _capi.DEVICE_CUDA:
+            stream = torch.cuda.current_stream().cuda_stream
+        _capi.check(self._run(self._address, len(arrays),
+                              ctypes.addressof(inputs), len(results),
+                              ctypes.addressof(outputs), stream))
+        return results
 
     def run(self, inputs):
         """Runs on {input name: array}; returns {output name: array}."""

@@ -230,3 +230,54 @@ TEST_CASE("symbolic dims: sizes outside the range and unsupported ops are "
       compile(summed.build(), test::testOptions(true, Target::Cpu)),
       Catch::Contains("the reduced dim 0 ('n') must have a fixed size"));
 }
+
+TEST_CASE("symbolic dims: a fixed size by name, and specialized sizes",
+          "[symbolic]") {
+  Graph graph = rowsGraph(DType::F32);
+  // `--dim rows=7`: the dim is fixed, the program static.
+  CompileOptions fixedOptions = test::testOptions(true, Target::Cpu);
+  fixedOptions.dimRanges["rows"] = {"rows", 7, 7};
+  Program fixed = lowerGraph(graph, fixedOptions).program;
+  CHECK_FALSE(fixed.isSymbolic());
+  CHECK(fixed.buffers[fixed.inputs[0]].shape == Shape{7, 256});
+  // A range replaces the graph's own.
+  CompileOptions narrowed = test::testOptions(true, Target::Cpu);
+  narrowed.dimRanges["rows"] = {"rows", 2, 9};
+  Program ranged = lowerGraph(graph, narrowed).program;
+  REQUIRE(ranged.symbols.size() == 1);
+  CHECK(ranged.symbols[0].min == 2);
+  CHECK(ranged.symbols[0].max == 9);
+
+  // `--specialize rows=7`: a run at 7 runs the static compile, other sizes
+  // the symbolic one; both match the reference.
+  CompileOptions options = test::testOptions(true, Target::Cpu);
+  options.specializations["rows"] = {7};
+  CompiledModel model = compile(graph, options);
+  auto &symbolic = dynamic_cast<SymbolicExecutable &>(executableOf(model));
+  CHECK(symbolic.specializationCount() == 1);
+  size_t instances = symbolic.instanceCount();
+  for (int64_t rows : {7, 9}) {
+    INFO("rows " << rows);
+    Graph reference = atSizes(graph, {rows});
+    std::vector<Tensor> inputs = inputsFor(reference, rows);
+    std::vector<Tensor> expected =
+        compile(reference, test::testOptions(false, Target::Cpu)).run(inputs);
+    std::vector<Tensor> actual = model.run(inputs);
+    REQUIRE(actual.size() == expected.size());
+    for (size_t o = 0; o < actual.size(); ++o)
+      CHECK(compareTensors(actual[o], expected[o]).ok());
+    // 7 made no instance of the symbolic program; 9 did.
+    CHECK(symbolic.instanceCount() == instances + (rows == 9 ? 1 : 0));
+  }
+
+  CompileOptions unknown = test::testOptions(true, Target::Cpu);
+  unknown.specializations["cols"] = {4};
+  CHECK_THROWS_WITH(compile(graph, unknown),
+                    Catch::Contains("--specialize names 'cols', which is not "
+                                    "a symbolic dim of the model"));
+  CompileOptions outside = test::testOptions(true, Target::Cpu);
+  outside.specializations["rows"] = {301};
+  CHECK_THROWS_WITH(compile(graph, outside),
+                    Catch::Contains("--specialize rows=301 is outside its "
+                                    "range 1..300"));
+}
