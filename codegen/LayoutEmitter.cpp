@@ -249,7 +249,9 @@ FailureOr<std::string> LayoutEmitter::print() {
 }
 
 void LayoutEmitter::printLoop(int64_t count, DType resultType) {
-  printLoopHead(count, resultType);
+  printLoopHead(symbolicElements ? symbolicElements->cExpression("fusec_dims")
+                                 : std::to_string(count),
+                resultType);
   auto loop = os.scope("", loopTail());
   if (auto transpose = dyn_cast<TransposeOp>(op))
     printTranspose(transpose);

@@ -20,23 +20,27 @@
 #include "mlir/Support/IndentedOstream.h"
 
 #include <array>
+#include <optional>
 #include <string>
 
 namespace fuse::layout {
 
 /// The kernel of `op` (transpose, slice, concat, gather, pad,
 /// argmax/argmin) as C++ with OpenMP: `extern "C" void NAME(const void
-/// *const *, void *const *)`.
-mlir::FailureOr<std::string> printCppLayout(FusionOp fusion,
-                                            mlir::Operation *op,
-                                            const LayoutParams &params,
-                                            const std::string &name);
+/// *const *, void *const *)`; with `symbolicElements` (symbolic programs)
+/// it also takes the dims' sizes.
+mlir::FailureOr<std::string> printCppLayout(
+    FusionOp fusion, mlir::Operation *op, const LayoutParams &params,
+    const std::string &name,
+    std::optional<fusec::SymbolicSize> symbolicElements = {},
+    size_t dimCount = 0);
 /// The same as CUDA C: `extern "C" __global__ void NAME(in0.., out0)`, a
 /// grid-stride loop.
-mlir::FailureOr<std::string> printCudaLayout(FusionOp fusion,
-                                             mlir::Operation *op,
-                                             const LayoutParams &params,
-                                             const std::string &name);
+mlir::FailureOr<std::string> printCudaLayout(
+    FusionOp fusion, mlir::Operation *op, const LayoutParams &params,
+    const std::string &name,
+    std::optional<fusec::SymbolicSize> symbolicElements = {},
+    size_t dimCount = 0);
 
 /// Prints a layout kernel: the operands' reads, the comment and the
 /// per-element body; a target's subclass prints the signature and opens
@@ -46,6 +50,15 @@ public:
   virtual ~LayoutEmitter() = default;
 
   mlir::FailureOr<std::string> print();
+
+  /// Symbolic programs: the result's elements as a size of the program's
+  /// `dimCount` symbols (one leading symbolic dim: its coordinate is the
+  /// outermost, which no index computation wraps).
+  void setSymbolicElements(std::optional<fusec::SymbolicSize> elements,
+                           size_t dimCount) {
+    symbolicElements = std::move(elements);
+    this->dimCount = dimCount;
+  }
 
 protected:
   LayoutEmitter(FusionOp fusion, mlir::Operation *op,
@@ -57,10 +70,13 @@ protected:
   virtual void printSignature(fusec::DType resultType) = 0;
   /// What precedes the loop over the result's `count` elements, and the
   /// loop's opening line: index `i`, the body follows.
-  virtual void printLoopHead(int64_t count, fusec::DType resultType) = 0;
+  virtual void printLoopHead(const std::string &count,
+                             fusec::DType resultType) = 0;
   /// What closes the loops printLoopHead opened.
   virtual const char *loopTail() const { return "}\n"; }
 
+  std::optional<fusec::SymbolicSize> symbolicElements;
+  size_t dimCount = 0;
   FusionOp fusion;
   mlir::Operation *op;
   const LayoutParams &params;

@@ -17,7 +17,10 @@ namespace fuse {
 
 FailureOr<fusec::KernelDesc> buildLayoutKernel(FusionOp fusion, unsigned index,
                                                fusec::Target target,
-                                               std::string *params) {
+                                               std::string *params,
+                                               std::optional<fusec::SymbolicSize>
+                                                   symbolicElements,
+                                               size_t dimCount) {
   Operation *layoutOp = nullptr;
   for (Operation &op : fusion.getBody().front().without_terminator()) {
     if (isa<ConstantOp>(op))
@@ -49,13 +52,22 @@ FailureOr<fusec::KernelDesc> buildLayoutKernel(FusionOp fusion, unsigned index,
     *params = schedule.toString();
   FailureOr<std::string> source =
       target == fusec::Target::Cuda
-          ? layout::printCudaLayout(fusion, layoutOp, schedule, desc.name)
-          : layout::printCppLayout(fusion, layoutOp, schedule, desc.name);
+          ? layout::printCudaLayout(fusion, layoutOp, schedule, desc.name,
+                                    symbolicElements, dimCount)
+          : layout::printCppLayout(fusion, layoutOp, schedule, desc.name,
+                                   symbolicElements, dimCount);
   if (failed(source))
     return failure();
   desc.source = std::move(*source);
   if (target == fusec::Target::Cuda)
     desc.launch = launchOf(schedule);
+  if (symbolicElements) {
+    desc.readsDimSizes = true;
+    if (target == fusec::Target::Cuda)
+      desc.dynamicGrid = fusec::KernelDesc::DynamicGrid{
+          *symbolicElements,
+          int64_t(schedule.blockX) * schedule.elementsPerThread};
+  }
   return desc;
 }
 

@@ -5,6 +5,8 @@
 #include "ir/FuseDialect.h"
 #include "runtime/core/Program.h"
 
+#include <optional>
+
 namespace fuse {
 
 /// The kernel of a region holding one layout op (transpose, slice, concat,
@@ -13,9 +15,13 @@ namespace fuse {
 /// `extern "C" __global__ void NAME(in0.., out0..)`) and launch geometry.
 /// Inputs and outputs are filled in by the caller. `params`, when given,
 /// receives the schedule's params (LayoutParams::toString()).
+/// `symbolicElements` (symbolic programs): the result's elements as a size
+/// of the program's `dimCount` symbols.
 mlir::FailureOr<fusec::KernelDesc>
 buildLayoutKernel(FusionOp fusion, unsigned index, fusec::Target target,
-                  std::string *params = nullptr);
+                  std::string *params = nullptr,
+                  std::optional<fusec::SymbolicSize> symbolicElements = {},
+                  size_t dimCount = 0);
 
 } // namespace fuse
 

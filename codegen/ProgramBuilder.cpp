@@ -303,12 +303,25 @@ private:
           leading ? std::optional(symbolicRowsOf(fusion)) : std::nullopt,
           program.symbols.size()));
     case fuse::RegionKind::Layout:
+      if (leading && leading->size() != 1)
+        return fusion.emitError()
+               << "codegen: a layout kernel over more than one symbolic dim "
+                  "('"
+               << fusec::formatSymbolicShape(*leading, program.symbols)
+               << "') is not supported yet";
+      if (leading)
+        return adopt(buildLayoutKernel(
+            fusion, index, program.target, &params,
+            fusec::symbolicElements(
+                symbolic->shapeOf(fusion.getYield().getValues()[0])),
+            program.symbols.size()));
+      break;
     case fuse::RegionKind::Contraction:
     case fuse::RegionKind::Attention:
       if (leading)
         return fusion.emitError()
-               << "codegen: a layout, contraction or attention kernel with "
-                  "symbolic dims is not supported yet";
+               << "codegen: a contraction or attention kernel with symbolic "
+                  "dims is not supported yet";
       break;
     case fuse::RegionKind::Pointwise:
       break;

@@ -257,6 +257,38 @@ LogicalResult SymbolicDims::derive(Operation *op) {
     return success();
   }
 
+  if (auto transpose = dyn_cast<TransposeOp>(op)) {
+    SymbolicShape in = shapeOf(transpose.getOperand()), out;
+    for (int64_t source : transpose.getPerm())
+      out.push_back(in[source]);
+    shapes[result] = out;
+    return success();
+  }
+
+  if (auto concat = dyn_cast<ConcatOp>(op)) {
+    int64_t rank = resultType.getRank();
+    std::optional<int64_t> normalized = normalizeAxis(concat.getAxis(), rank);
+    if (!normalized)
+      return unsupported("axis out of range");
+    int64_t axis = *normalized;
+    SmallVector<SymbolicShape> operands;
+    for (Value input : concat.getInputs()) {
+      operands.push_back(shapeOf(input));
+      if (failed(requireStatic(input, {axis}, "the concatenated")))
+        return failure();
+    }
+    SymbolicShape out = operands.front();
+    out[axis] = SymbolicSize::constant(resultType.getDimSize(axis));
+    for (const SymbolicShape &other : operands)
+      for (int64_t d = 0; d < rank; ++d)
+        if (d != axis && other[d] != out[d])
+          return unsupported("dim " + Twine(d) + " is '" +
+                             out[d].format(syms) + "' in one operand and '" +
+                             other[d].format(syms) + "' in another");
+    shapes[result] = out;
+    return success();
+  }
+
   if (auto matmul = dyn_cast<MatmulOp>(op)) {
     if (hasDynamicDims(matmul.getRhs()))
       return unsupported("the right operand must have fixed dims for now");

@@ -25,10 +25,10 @@ public:
 
 private:
   void printSignature(DType resultType) override {
-    os << cppKernelSignature(name) << " {\n";
+    os << cppKernelSignature(name, symbolicElements.has_value()) << " {\n";
   }
 
-  void printLoopHead(int64_t count, DType resultType) override {
+  void printLoopHead(const std::string &count, DType resultType) override {
     for (BlockArgument arg : fusion.getBody().front().getArguments()) {
       const char *type = storageType(dtypeOf(arg.getType()));
       os << "const " << type << " *__restrict in" << arg.getArgNumber()
@@ -37,18 +37,26 @@ private:
     }
     os << storageType(resultType) << " *__restrict out0 = ("
        << storageType(resultType) << " *)fusec_outputs[0];\n";
+    // A symbolic count starts the OpenMP team only for enough elements.
     if (params.parallel)
-      os << "#pragma omp parallel for schedule(static)\n";
+      os << "#pragma omp parallel for schedule(static)"
+         << (symbolicElements ? " if(" + count + " >= " +
+                                    std::to_string(kCpuParallelThreshold) + ")"
+                              : std::string())
+         << "\n";
     os << "for (int64_t i = 0; i < " << count << "; ++i) {\n";
   }
 };
 
 } // namespace
 
-FailureOr<std::string> printCppLayout(FusionOp fusion, Operation *op,
-                                      const LayoutParams &params,
-                                      const std::string &name) {
-  return CppEmitter(fusion, op, params, name).print();
+FailureOr<std::string>
+printCppLayout(FusionOp fusion, Operation *op, const LayoutParams &params,
+   const std::string &name,
+   std::optional<fusec::SymbolicSize> symbolicElements, size_t dimCount) {
+  CppEmitter emitter(fusion, op, params, name);
+  emitter.setSymbolicElements(std::move(symbolicElements), dimCount);
+  return emitter.print();
 }
 
 } // namespace fuse::layout

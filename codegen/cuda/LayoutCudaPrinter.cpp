@@ -31,10 +31,13 @@ private:
     for (BlockArgument arg : fusion.getBody().front().getArguments())
       os << "const " << storageType(dtypeOf(arg.getType()))
          << " *__restrict__ in" << arg.getArgNumber() << ", ";
-    os << storageType(resultType) << " *__restrict__ out0) {\n";
+    os << storageType(resultType) << " *__restrict__ out0"
+       << (symbolicElements ? cudaDimParameters(dimCount) : "") << ") {\n";
   }
 
-  void printLoopHead(int64_t count, DType resultType) override {
+  void printLoopHead(const std::string &count, DType resultType) override {
+    if (symbolicElements)
+      os << cudaDimArray(dimCount);
     os << "const " << index << " stride = (" << index
        << ")gridDim.x * blockDim.x;\n";
     // The outer loop rolled, as the pointwise kernels' loops
@@ -58,10 +61,13 @@ private:
 
 } // namespace
 
-FailureOr<std::string> printCudaLayout(FusionOp fusion, Operation *op,
-                                       const LayoutParams &params,
-                                       const std::string &name) {
-  return CudaEmitter(fusion, op, params, name).print();
+FailureOr<std::string>
+printCudaLayout(FusionOp fusion, Operation *op, const LayoutParams &params,
+   const std::string &name,
+   std::optional<fusec::SymbolicSize> symbolicElements, size_t dimCount) {
+  CudaEmitter emitter(fusion, op, params, name);
+  emitter.setSymbolicElements(std::move(symbolicElements), dimCount);
+  return emitter.print();
 }
 
 } // namespace fuse::layout

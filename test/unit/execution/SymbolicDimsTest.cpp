@@ -150,6 +150,23 @@ Graph twoSymbolGraph() {
   return b.build();
 }
 
+/// Layout kernels over a leading symbolic dim: the head split of
+/// [batch, 16, 64] into [batch, 4, 16, 16] (a reshape and a transpose that
+/// keeps dim 0), and a concat along the last dim.
+Graph layoutGraph() {
+  GraphBuilder b("symbolic_layout");
+  b.symbol("batch", 1, 8);
+  std::string x = b.input("x", DType::F32, {-1, 16, 64}, {"batch", "", ""});
+  std::string y = b.input("y", DType::F32, {-1, 16, 32}, {"batch", "", ""});
+  std::string heads = b.op("reshape", {x},
+                           {{"shape", std::vector<int64_t>{0, 16, 4, 16}}});
+  b.output(b.op("sin", {b.op("transpose", {heads},
+                                  {{"perm", std::vector<int64_t>{0, 2, 1,
+                                                                 3}}})}));
+  b.output(b.op("concat", {x, y}, {{"axis", int64_t(-1)}}));
+  return b.build();
+}
+
 void checkSymbolicDims(Target target) {
   SECTION("rows, f32") {
     checkSizes(rowsGraph(DType::F32), {{1}, {7}, {300}, {100}, {7}},
@@ -157,6 +174,9 @@ void checkSymbolicDims(Target target) {
   }
   SECTION("rows, f16") {
     checkSizes(rowsGraph(DType::F16), {{5}, {256}, {1}}, DType::F16, target);
+  }
+  SECTION("layout") {
+    checkSizes(layoutGraph(), {{1}, {5}, {8}, {2}}, DType::F32, target);
   }
   SECTION("batch and seq") {
     checkSizes(twoSymbolGraph(), {{1, 1}, {2, 17}, {4, 40}, {3, 9}},
@@ -210,15 +230,25 @@ TEST_CASE("symbolic dims: sizes outside the range and unsupported ops are "
                                     "'a' dim 0 made 'n' 3"));
 
   // Ops that cannot take symbolic dims yet are named.
-  GraphBuilder transposed("transposed");
-  transposed.symbol("n", 1, 8);
-  std::string x = transposed.input("x", DType::F32, {-1, 4}, {"n", ""});
-  transposed.output(transposed.op(
-      "transpose", {x}, {{"perm", std::vector<int64_t>{1, 0}}}));
+  GraphBuilder gathered("gathered");
+  gathered.symbol("n", 1, 8);
+  std::string x = gathered.input("x", DType::F32, {-1, 4}, {"n", ""});
+  std::string at = gathered.constant("at", Tensor(DType::I64, {2}));
+  gathered.output(gathered.op("gather", {x, at}, {{"axis", int64_t(1)}}));
   CHECK_THROWS_WITH(
-      compile(transposed.build(), test::testOptions(true, Target::Cpu)),
-      Catch::Contains("'fuse.transpose' with symbolic dims: not supported "
-                      "yet"));
+      compile(gathered.build(), test::testOptions(true, Target::Cpu)),
+      Catch::Contains("'fuse.gather' with symbolic dims: not supported yet"));
+
+  // A transpose that moves the symbolic dim behind a fixed one.
+  GraphBuilder moved("moved");
+  moved.symbol("n", 1, 8);
+  std::string m = moved.input("m", DType::F32, {-1, 4}, {"n", ""});
+  moved.output(moved.op("sin", {m}));
+  moved.output(moved.op("transpose", {moved.op("cos", {m})},
+                        {{"perm", std::vector<int64_t>{1, 0}}}));
+  CHECK_THROWS_WITH(
+      compile(moved.build(), test::testOptions(true, Target::Cpu)),
+      Catch::Contains("has a symbolic dim after a fixed one"));
 
   // A reduction along a symbolic dim is refused too.
   GraphBuilder summed("summed");
