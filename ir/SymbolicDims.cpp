@@ -102,10 +102,38 @@ FailureOr<SymbolicDims> SymbolicDims::analyze(func::FuncOp function) {
   }
   if (failed(dims.deriveBlock(function.getBody().front())))
     return failure();
+  // Every size is computed at the maxima somewhere (buffers, kernels'
+  // schedules): held to the 2^48 elements of any tensor, without overflow.
+  constexpr int64_t kMaxElements = int64_t(1) << 48;
+  for (const fusec::DimSymbol &symbol : dims.syms)
+    if (symbol.max > kMaxElements)
+      return fail("symbol '" + symbol.name + "' has a maximum above 2^48");
+  for (Block *block : dims.blocks)
+    for (Operation &op : *block)
+      for (Value result : op.getResults()) {
+        auto found = dims.shapes.find(result);
+        if (found == dims.shapes.end())
+          continue;
+        int64_t elements = 1;
+        bool overflow = false;
+        for (const SymbolicSize &dim : found->second) {
+          int64_t size = dim.factor;
+          for (int symbol : dim.symbols)
+            overflow |= __builtin_mul_overflow(size, dims.syms[symbol].max,
+                                               &size);
+          overflow |= __builtin_mul_overflow(elements, size, &elements);
+        }
+        if (overflow || elements > kMaxElements)
+          return op.emitError()
+                 << "has more than 2^48 elements at the symbols' maxima ("
+                 << fusec::formatSymbolicShape(found->second, dims.syms)
+                 << ")";
+      }
   return dims;
 }
 
 LogicalResult SymbolicDims::deriveBlock(Block &block) {
+  blocks.push_back(&block);
   for (Operation &op : block)
     if (failed(derive(&op)))
       return failure();

@@ -47,6 +47,8 @@ private:
 
   std::vector<fusec::DimSymbol> syms;
   llvm::DenseMap<mlir::Value, fusec::SymbolicShape> shapes;
+  /// The blocks derived (the function's, the fusion regions').
+  std::vector<mlir::Block *> blocks;
 };
 
 /// Writes the symbols and each argument's dims onto `function`.
