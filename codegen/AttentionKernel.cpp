@@ -139,7 +139,11 @@ void printAttentionArguments(std::ostream &os, const AttentionShape &shape,
      << (signature.bias >= 0 ? input(signature.bias) : std::string("0"))
      << ";\n";
   os << "  args.output = " << output << ";\n";
-  os << "  args.batch = " << shape.batch << ";\n";
+  os << "  args.batch = "
+     << (signature.symbolicBatch
+             ? signature.symbolicBatch->cExpression("fusec_dims")
+             : std::to_string(shape.batch))
+     << ";\n";
   os << "  args.heads = " << shape.heads << ";\n";
   os << "  args.kv_heads = " << shape.kvHeads << ";\n";
   os << "  args.query_len = " << shape.queryLen << ";\n";
@@ -194,10 +198,15 @@ std::string printAttentionTraits(std::ostream &os, const std::string &name,
 FailureOr<fusec::KernelDesc> buildAttentionKernel(FusionOp fusion,
                                                   unsigned index,
                                                   fusec::Target target,
-                                                  std::string *paramsText) {
+                                                  std::string *paramsText,
+                                                  std::optional<fusec::SymbolicSize>
+                                                      symbolicBatch,
+                                                  size_t dimCount) {
   FailureOr<AttentionRegion> region = analyzeAttentionRegion(fusion);
   if (failed(region))
     return failure();
+  region->signature.symbolicBatch = symbolicBatch;
+  region->signature.dimCount = dimCount;
   AttentionParams params = scheduleAttention(region->shape, target);
   if (paramsText)
     *paramsText = params.toString();
@@ -211,10 +220,24 @@ FailureOr<fusec::KernelDesc> buildAttentionKernel(FusionOp fusion,
                                            region->signature);
     desc.launch = launchOf(params);
     desc.scratchBytes = params.scratchBytes;
+    if (symbolicBatch) {
+      // The grids' batch factor per run (the scratch holds the maximum).
+      int64_t heads = params.kernel == "split-keys" ? region->shape.kvHeads
+                                                    : region->shape.heads;
+      if (params.kernel == "warp-per-row")
+        desc.dynamicGrid = fusec::KernelDesc::DynamicGrid{
+            *symbolicBatch *
+                fusec::SymbolicSize::constant(heads * region->shape.queryLen),
+            params.blockX / 32};
+      else
+        desc.dynamicGridY = fusec::KernelDesc::DynamicGrid{
+            *symbolicBatch * fusec::SymbolicSize::constant(heads), 1};
+    }
   } else {
     desc.source = printCppAttentionKernel(desc.name, region->shape, params,
                                           region->signature);
   }
+  desc.readsDimSizes = symbolicBatch.has_value();
   return desc;
 }
 

@@ -10,6 +10,7 @@
 
 #include <ostream>
 #include <string>
+#include <optional>
 #include <vector>
 
 namespace fuse {
@@ -21,6 +22,10 @@ struct AttentionSignature {
   std::vector<fusec::DType> inputs;
   int query = 0, key = 1, value = 2;
   int bias = -1; ///< -1: no bias
+  /// Symbolic programs: the batch as a size of the program's `dimCount`
+  /// symbols, which the kernel takes after its buffers.
+  std::optional<fusec::SymbolicSize> symbolicBatch;
+  size_t dimCount = 0;
 };
 
 /// A region holding one fuse.attention, read as what the kernel needs.
@@ -36,7 +41,9 @@ mlir::FailureOr<AttentionRegion> analyzeAttentionRegion(FusionOp fusion);
 /// schedule's params (AttentionParams::toString()).
 mlir::FailureOr<fusec::KernelDesc>
 buildAttentionKernel(FusionOp fusion, unsigned index, fusec::Target target,
-                     std::string *params = nullptr);
+                     std::string *params = nullptr,
+                     std::optional<fusec::SymbolicSize> symbolicBatch = {},
+                     size_t dimCount = 0);
 
 /// `  args.FIELD = VALUE;` lines filling device/AttentionCpu.h's and
 /// device/FlashAttention.cuh's fusec_attention_args (the same fields) with

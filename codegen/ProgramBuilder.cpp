@@ -209,9 +209,16 @@ public:
             matmulCallOf(matmul, program.target);
         if (failed(call))
           return failure();
-        if (symbolic) {
-          // [..., m, k] @ [k, n] (SymbolicDims allows no other): every
-          // dim of the lhs but k stacks into rows.
+        if (symbolic &&
+            !fusec::isStaticShape(symbolic->shapeOf(matmul.getRhs()))) {
+          // A batched product over symbolic batch dims (SymbolicDims:
+          // both operands have them; m, k and n are fixed).
+          fusec::SymbolicShape batch = symbolic->shapeOf(matmul);
+          batch.resize(batch.size() - 2);
+          call->symbolicBatch = fusec::symbolicElements(batch);
+        } else if (symbolic) {
+          // [..., m, k] @ [k, n]: every dim of the lhs but k stacks into
+          // rows.
           fusec::SymbolicShape lhs = symbolic->shapeOf(matmul.getLhs());
           lhs.pop_back();
           fusec::SymbolicSize rows = fusec::symbolicElements(lhs);
@@ -316,12 +323,26 @@ private:
                 symbolic->shapeOf(fusion.getYield().getValues()[0])),
             program.symbols.size()));
       break;
-    case fuse::RegionKind::Contraction:
     case fuse::RegionKind::Attention:
+      // A symbolic batch: the attention's dim 0, leading every operand.
+      if (leading && leading->size() != 1)
+        return fusion.emitError()
+               << "codegen: an attention kernel over more than its batch "
+                  "symbolic ('"
+               << fusec::formatSymbolicShape(*leading, program.symbols)
+               << "') is not supported yet";
+      if (leading) {
+        usesAttention = true;
+        return adopt(buildAttentionKernel(fusion, index, program.target,
+                                          &params, leading->front(),
+                                          program.symbols.size()));
+      }
+      break;
+    case fuse::RegionKind::Contraction:
       if (leading)
         return fusion.emitError()
-               << "codegen: a contraction or attention kernel with symbolic "
-                  "dims is not supported yet";
+               << "codegen: a contraction kernel with symbolic dims is not "
+                  "supported yet";
       break;
     case fuse::RegionKind::Pointwise:
       break;

@@ -317,9 +317,50 @@ LogicalResult SymbolicDims::derive(Operation *op) {
     return success();
   }
 
+  if (auto attention = dyn_cast<AttentionOp>(op)) {
+    // Symbolic only in the batch (dim 0) of every operand, the same one.
+    SymbolicShape query = shapeOf(attention.getQuery());
+    for (Value operand : op->getOperands()) {
+      SymbolicShape shape = shapeOf(operand);
+      for (size_t d = 0; d < shape.size(); ++d)
+        if (!shape[d].isStatic() && (d != 0 || shape[d] != query[0]))
+          return unsupported("only the batch (dim 0, the query's) may be "
+                             "symbolic, not '" +
+                             fusec::formatSymbolicShape(shape, syms) + "'");
+    }
+    SymbolicShape out = staticShape(resultType);
+    out[0] = query[0];
+    shapes[result] = out;
+    return success();
+  }
+
+  if (auto matmul = dyn_cast<MatmulOp>(op);
+      matmul && hasDynamicDims(matmul.getRhs())) {
+    // A batched product whose symbolic dims are batch dims both operands
+    // have: [..., m, k] @ [..., k, n].
+    SymbolicShape lhs = shapeOf(matmul.getLhs()),
+                  rhs = shapeOf(matmul.getRhs());
+    if (lhs.size() != rhs.size() || lhs.size() < 3)
+      return unsupported("a symbolic right operand needs the left operand's "
+                         "rank and batch dims");
+    for (size_t d = 0; d < lhs.size(); ++d) {
+      bool batchDim = d + 2 < lhs.size();
+      if ((!batchDim && (!lhs[d].isStatic() || !rhs[d].isStatic())) ||
+          (batchDim && lhs[d] != rhs[d] &&
+           (!lhs[d].isStatic() || !rhs[d].isStatic())))
+        return unsupported("symbolic dims must be batch dims both operands "
+                           "have, not '" +
+                           fusec::formatSymbolicShape(lhs, syms) + "' @ '" +
+                           fusec::formatSymbolicShape(rhs, syms) + "'");
+    }
+    SymbolicShape out = staticShape(resultType);
+    for (size_t d = 0; d + 2 < lhs.size(); ++d)
+      out[d] = lhs[d];
+    shapes[result] = out;
+    return success();
+  }
+
   if (auto matmul = dyn_cast<MatmulOp>(op)) {
-    if (hasDynamicDims(matmul.getRhs()))
-      return unsupported("the right operand must have fixed dims for now");
     if (matmul.getTransposeA())
       return unsupported("a transposed left operand must have fixed dims");
     SymbolicShape lhs = shapeOf(matmul.getLhs());

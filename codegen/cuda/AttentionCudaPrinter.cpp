@@ -29,7 +29,10 @@ std::string printCudaAttentionKernel(const std::string &name,
        << i << ", ";
   os << storageType(shape.dtype) << " *__restrict__ out0"
      << (params.scratchBytes ? ", unsigned char *__restrict__ scratch" : "")
+     << (signature.symbolicBatch ? cudaDimParameters(signature.dimCount) : "")
      << ") {\n";
+  if (signature.symbolicBatch)
+    os << "  " << cudaDimArray(signature.dimCount);
   printAttentionArguments(
       os, shape, signature,
       [](int input) { return "in" + std::to_string(input); }, "out0");

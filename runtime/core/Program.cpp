@@ -239,7 +239,9 @@ std::string Program::planJson() const {
                                 : json(call.m)},
            {"n", call.n},
            {"k", call.k},
-           {"batch", call.batch},
+           {"batch", call.symbolicBatch
+                         ? json(call.symbolicBatch->format(symbols))
+                         : json(call.batch)},
            {"batch_stride_a", call.batchStrideA},
            {"batch_stride_b", call.batchStrideB},
            {"transpose_a", call.transposeA},
@@ -418,14 +420,19 @@ Program instantiateProgram(const Program &program,
     buffer.shape = evaluateShape(buffer.symbolicShape, sizes);
     buffer.symbolicShape.clear();
   }
-  for (KernelDesc &kernel : instance.kernels)
-    if (kernel.dynamicGrid) {
-      int64_t items = kernel.dynamicGrid->items.evaluate(sizes);
-      int64_t perBlock = kernel.dynamicGrid->itemsPerBlock;
-      kernel.launch.gridX = std::max<int64_t>(1, (items + perBlock - 1) /
-                                                     perBlock);
-      kernel.dynamicGrid.reset();
-    }
+  auto blocks = [&](const KernelDesc::DynamicGrid &grid) {
+    int64_t items = grid.items.evaluate(sizes);
+    return std::max<int64_t>(1, (items + grid.itemsPerBlock - 1) /
+                                    grid.itemsPerBlock);
+  };
+  for (KernelDesc &kernel : instance.kernels) {
+    if (kernel.dynamicGrid)
+      kernel.launch.gridX = blocks(*kernel.dynamicGrid);
+    if (kernel.dynamicGridY)
+      kernel.launch.gridY = static_cast<unsigned>(blocks(*kernel.dynamicGridY));
+    kernel.dynamicGrid.reset();
+    kernel.dynamicGridY.reset();
+  }
   for (MatmulCall &call : instance.matmuls)
     if (call.symbolicM) {
       int64_t m = call.symbolicM->evaluate(sizes);
@@ -434,6 +441,11 @@ Program instantiateProgram(const Program &program,
         call.batchStrideA = m * call.k;
       call.m = m;
       call.symbolicM.reset();
+    }
+  for (MatmulCall &call : instance.matmuls)
+    if (call.symbolicBatch) {
+      call.batch = call.symbolicBatch->evaluate(sizes);
+      call.symbolicBatch.reset();
     }
   return instance;
 }

@@ -96,6 +96,8 @@ struct KernelDesc {
     int64_t itemsPerBlock = 1;
   };
   std::optional<DynamicGrid> dynamicGrid;
+  /// The same for gridY.
+  std::optional<DynamicGrid> dynamicGridY;
 };
 
 /// The activation a library call applies to its result: the cuBLASLt
@@ -127,6 +129,8 @@ struct MatmulCall {
   Epilogue epilogue = Epilogue::None;
   /// Symbolic programs: m at the run's sizes (`m` holds its maximum).
   std::optional<SymbolicSize> symbolicM;
+  /// Symbolic programs: the batch count at the run's sizes.
+  std::optional<SymbolicSize> symbolicBatch;
 
   /// One readable line: "matmul bf16 [8192x4096] = A[8192x4096] @
   /// B^T[4096x4096] (batch 1), alpha 1, bias, epilogue gelu_tanh".

@@ -64,9 +64,10 @@ size_t cacheEntries(const std::string &directory) {
 /// compiled a kernel, and that one executable per size was kept.
 void checkSizes(const Graph &graph,
                 const std::vector<std::vector<int64_t>> &sizes, DType dtype,
-                Target target) {
+                Target target, bool fusedAttention = true) {
   std::string cacheDir = test::freshTempDir("symbolic-cache");
   CompileOptions options = test::testOptions(true, target);
+  options.attention = fusedAttention;
   options.cacheDir = cacheDir;
   CompiledModel model = compile(graph, options);
   const Program &program = model.program();
@@ -167,6 +168,33 @@ Graph layoutGraph() {
   return b.build();
 }
 
+/// Self-attention over a symbolic batch: [batch, 16, 256] split into 4
+/// heads of 64 (reshape, transposes), softmax(q k^T / 8) v, the heads
+/// merged back. Fused, one attention kernel; unfused, batched matmuls whose
+/// batch is symbolic.
+Graph attentionGraph(DType dtype) {
+  std::mt19937_64 rng(9);
+  GraphBuilder b("symbolic_attention");
+  b.symbol("batch", 1, 6);
+  std::string x = b.input("x", dtype, {-1, 16, 256}, {"batch", "", ""});
+  auto heads = [&](const std::string &value, std::vector<int64_t> perm) {
+    std::string split = b.op("reshape", {value},
+                             {{"shape", std::vector<int64_t>{0, 16, 4, 64}}});
+    return b.op("transpose", {split}, {{"perm", perm}});
+  };
+  std::string q = heads(x, {0, 2, 1, 3});
+  std::string kt = heads(b.op("sin", {x}), {0, 2, 3, 1});
+  std::string v = heads(b.op("cos", {x}), {0, 2, 1, 3});
+  std::string scores =
+      b.op("mul", {b.op("matmul", {q, kt}), b.scalar(0.125, dtype)});
+  std::string o = b.op("matmul", {b.op("softmax", {scores}), v});
+  std::string merged = b.op("transpose", {o},
+                            {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  b.output(b.op("reshape", {merged},
+                {{"shape", std::vector<int64_t>{0, 16, 256}}}));
+  return b.build();
+}
+
 void checkSymbolicDims(Target target) {
   SECTION("rows, f32") {
     checkSizes(rowsGraph(DType::F32), {{1}, {7}, {300}, {100}, {7}},
@@ -177,6 +205,23 @@ void checkSymbolicDims(Target target) {
   }
   SECTION("layout") {
     checkSizes(layoutGraph(), {{1}, {5}, {8}, {2}}, DType::F32, target);
+  }
+  SECTION("attention, fused") {
+    for (DType dtype : {DType::F32, DType::F16}) {
+      INFO(dtypeName(dtype));
+      checkSizes(attentionGraph(dtype), {{1}, {4}, {6}}, dtype, target);
+    }
+    // f16 forms the attention kernel on both targets.
+    Program program =
+        lowerGraph(attentionGraph(DType::F16), test::testOptions(true, target))
+            .program;
+    CHECK(std::any_of(
+        program.kernels.begin(), program.kernels.end(),
+        [](const KernelDesc &kernel) { return kernel.schedule == "attention"; }));
+  }
+  SECTION("attention, matmul softmax matmul") {
+    checkSizes(attentionGraph(DType::F32), {{2}, {6}, {1}}, DType::F32,
+               target, /*fusedAttention=*/false);
   }
   SECTION("batch and seq") {
     checkSizes(twoSymbolGraph(), {{1, 1}, {2, 17}, {4, 40}, {3, 9}},
