@@ -479,10 +479,53 @@ Graph withSymbolicRows(Graph graph, int64_t rows) {
 /// in one run: device time per launch, % of the copy ceiling, and whether
 /// the outputs agree. The symbolic model's kernels compile once; each size
 /// runs its own instance (buffers, CUDA graph) of them.
+/// A BERT-base-sized encoder block, bf16, on [batch, 128, 768]: q, k and v
+/// projections, 12 heads of 64 (reshapes and transposes), attention, the
+/// output projection, a residual and a layer norm, then the MLP (gelu).
+Graph encoderBlock(int64_t batch) {
+  std::mt19937_64 rng(11);
+  const DType dtype = DType::BF16;
+  GraphBuilder b("encoder_block");
+  std::string x = b.input("x", dtype, {batch, 128, 768});
+  auto weight = [&](int64_t rows, int64_t columns) {
+    return b.constant("w" + std::to_string(b.graph().constants.size()),
+                      randomTensor(dtype, {rows, columns}, rng, -0.03, 0.03));
+  };
+  auto heads = [&](const std::string &value, std::vector<int64_t> perm) {
+    std::string split = b.op("reshape", {value},
+                             {{"shape", std::vector<int64_t>{0, 128, 12, 64}}});
+    return b.op("transpose", {split}, {{"perm", perm}});
+  };
+  std::string q = heads(b.op("matmul", {x, weight(768, 768)}), {0, 2, 1, 3});
+  std::string k = heads(b.op("matmul", {x, weight(768, 768)}), {0, 2, 3, 1});
+  std::string v = heads(b.op("matmul", {x, weight(768, 768)}), {0, 2, 1, 3});
+  std::string scores =
+      b.op("mul", {b.op("matmul", {q, k}), b.scalar(0.125, dtype)});
+  std::string o = b.op("matmul", {b.op("softmax", {scores}), v});
+  std::string merged = b.op(
+      "reshape",
+      {b.op("transpose", {o}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}})},
+      {{"shape", std::vector<int64_t>{0, 128, 768}}});
+  std::string h = b.op("layer_norm",
+                       {b.op("add", {x, b.op("matmul", {merged,
+                                                         weight(768, 768)})})});
+  std::string up = b.op("gelu", {b.op("matmul", {h, weight(768, 3072)})});
+  b.output(b.op("layer_norm",
+                {b.op("add", {h, b.op("matmul", {up, weight(3072, 768)})})}));
+  return b.build();
+}
+
 void runSymbolic(Target target, int reps,
                  const std::vector<std::string> &only) {
-  const int64_t columns = 4096, maxRows = 16384;
-  std::vector<BenchCase> cases = {
+  constexpr int64_t columns = 4096, maxRows = 16384;
+  struct SymbolicCase {
+    BenchCase bench;
+    int64_t maxRows;
+    std::vector<int64_t> sizes;
+  };
+  std::vector<int64_t> rowSizes = {maxRows, 4096, 1000};
+  std::vector<SymbolicCase> cases;
+  for (BenchCase &bench : std::vector<BenchCase>{
       {"sin4_f32", [] { return sin4({maxRows, columns}); }},
       {"bias_gelu_f32", [] { return biasGelu(maxRows, columns); }},
       {"softmax_f32", [] { return softmaxGraph(maxRows, columns, DType::F32); }},
@@ -491,11 +534,17 @@ void runSymbolic(Target target, int reps,
       {"layernorm_f32",
        [] { return layerNormGraph(maxRows, columns, DType::F32); }},
       {"layernorm_bf16",
-       [] { return layerNormGraph(maxRows, columns, DType::BF16); }}};
+       [] { return layerNormGraph(maxRows, columns, DType::BF16); }}})
+    cases.push_back({std::move(bench), maxRows, rowSizes});
+  cases.push_back({{"encoder_block_bf16", [] { return encoderBlock(16); }},
+                   16,
+                   {16, 4, 1}});
   bool cuda = target == Target::Cuda;
   double ceiling = cuda ? (cuda::device(), cudaCopyGBps(k64M * 4, reps))
                         : copyGBps(64ll << 20, reps);
-  for (const BenchCase &bench : cases) {
+  for (const SymbolicCase &symbolicCase : cases) {
+    const BenchCase &bench = symbolicCase.bench;
+    const int64_t maxRows = symbolicCase.maxRows;
     if (!only.empty() &&
         std::find(only.begin(), only.end(), bench.name) == only.end())
       continue;
@@ -509,7 +558,7 @@ void runSymbolic(Target target, int reps,
                                    compileStart)
                                    .count();
     auto &instances = dynamic_cast<SymbolicExecutable &>(executableOf(symbolic));
-    for (int64_t rows : {maxRows, int64_t(4096), int64_t(1000)}) {
+    for (int64_t rows : symbolicCase.sizes) {
       Graph sized = graph;
       for (GraphInput &input : sized.inputs)
         if (input.shape.size() >= 2 && input.shape[0] == maxRows)
@@ -542,12 +591,14 @@ void runSymbolic(Target target, int reps,
       }
       double gbps = movedBytes(fixed.program()) / symbolicUs / 1e3;
       std::printf(
-          "{\"case\": \"symbolic_%s_%lldx%lld\", \"target\": \"%s\", "
+          "{\"case\": \"symbolic_%s_%s\", \"target\": \"%s\", "
           "\"static_us\": %.2f, \"symbolic_us\": %.2f, "
           "\"symbolic_over_static\": %.3f, \"symbolic_pct_of_copy\": %.1f, "
           "\"copy_GBps\": %.1f, \"rows_range\": \"1..%lld\", "
           "\"symbolic_compile_ms\": %.0f, \"outputs_agree\": %s}\n",
-          bench.name.c_str(), (long long)rows, (long long)columns,
+          bench.name.c_str(),
+          formatShape(fixed.program().buffers[fixed.program().inputs[0]].shape)
+              .c_str(),
           targetName(target), fixedUs, symbolicUs, symbolicUs / fixedUs,
           100.0 * gbps / ceiling, ceiling, (long long)maxRows,
           symbolicCompileMs,
