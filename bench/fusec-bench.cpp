@@ -506,9 +506,9 @@ Graph encoderBlock(int64_t batch) {
       "reshape",
       {b.op("transpose", {o}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}})},
       {{"shape", std::vector<int64_t>{0, 128, 768}}});
-  std::string h = b.op("layer_norm",
-                       {b.op("add", {x, b.op("matmul", {merged,
-                                                         weight(768, 768)})})});
+  std::string h =
+      b.op("layer_norm",
+           {b.op("add", {x, b.op("matmul", {merged, weight(768, 768)})})});
   std::string up = b.op("gelu", {b.op("matmul", {h, weight(768, 3072)})});
   b.output(b.op("layer_norm",
                 {b.op("add", {h, b.op("matmul", {up, weight(3072, 768)})})}));
@@ -526,15 +526,19 @@ void runSymbolic(Target target, int reps,
   std::vector<int64_t> rowSizes = {maxRows, 4096, 1000};
   std::vector<SymbolicCase> cases;
   for (BenchCase &bench : std::vector<BenchCase>{
-      {"sin4_f32", [] { return sin4({maxRows, columns}); }},
-      {"bias_gelu_f32", [] { return biasGelu(maxRows, columns); }},
-      {"softmax_f32", [] { return softmaxGraph(maxRows, columns, DType::F32); }},
-      {"softmax_bf16",
-       [] { return softmaxGraph(maxRows, columns, DType::BF16); }},
-      {"layernorm_f32",
-       [] { return layerNormGraph(maxRows, columns, DType::F32); }},
-      {"layernorm_bf16",
-       [] { return layerNormGraph(maxRows, columns, DType::BF16); }}})
+           {"sin4_f32",
+            [] {
+              return sin4({maxRows, columns});
+            }},
+           {"bias_gelu_f32", [] { return biasGelu(maxRows, columns); }},
+           {"softmax_f32",
+            [] { return softmaxGraph(maxRows, columns, DType::F32); }},
+           {"softmax_bf16",
+            [] { return softmaxGraph(maxRows, columns, DType::BF16); }},
+           {"layernorm_f32",
+            [] { return layerNormGraph(maxRows, columns, DType::F32); }},
+           {"layernorm_bf16",
+            [] { return layerNormGraph(maxRows, columns, DType::BF16); }}})
     cases.push_back({std::move(bench), maxRows, rowSizes});
   cases.push_back({{"encoder_block_bf16", [] { return encoderBlock(16); }},
                    16,
@@ -553,11 +557,12 @@ void runSymbolic(Target target, int reps,
     options.target = target;
     auto compileStart = std::chrono::steady_clock::now();
     CompiledModel symbolic = compile(withSymbolicRows(graph, maxRows), options);
-    double symbolicCompileMs = std::chrono::duration<double, std::milli>(
-                                   std::chrono::steady_clock::now() -
-                                   compileStart)
-                                   .count();
-    auto &instances = dynamic_cast<SymbolicExecutable &>(executableOf(symbolic));
+    double symbolicCompileMs =
+        std::chrono::duration<double, std::milli>(
+            std::chrono::steady_clock::now() - compileStart)
+            .count();
+    auto &instances =
+        dynamic_cast<SymbolicExecutable &>(executableOf(symbolic));
     for (int64_t rows : symbolicCase.sizes) {
       Graph sized = graph;
       for (GraphInput &input : sized.inputs)

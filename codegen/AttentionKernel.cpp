@@ -195,13 +195,11 @@ std::string printAttentionTraits(std::ostream &os, const std::string &name,
   return traits;
 }
 
-FailureOr<fusec::KernelDesc> buildAttentionKernel(FusionOp fusion,
-                                                  unsigned index,
-                                                  fusec::Target target,
-                                                  std::string *paramsText,
-                                                  std::optional<fusec::SymbolicSize>
-                                                      symbolicBatch,
-                                                  size_t dimCount) {
+FailureOr<fusec::KernelDesc>
+buildAttentionKernel(FusionOp fusion, unsigned index, fusec::Target target,
+                     std::string *paramsText,
+                     std::optional<fusec::SymbolicSize> symbolicBatch,
+                     size_t dimCount) {
   FailureOr<AttentionRegion> region = analyzeAttentionRegion(fusion);
   if (failed(region))
     return failure();

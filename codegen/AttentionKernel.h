@@ -8,9 +8,9 @@
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 
+#include <optional>
 #include <ostream>
 #include <string>
-#include <optional>
 #include <vector>
 
 namespace fuse {

@@ -29,18 +29,18 @@ namespace fuse::layout {
 /// argmax/argmin) as C++ with OpenMP: `extern "C" void NAME(const void
 /// *const *, void *const *)`; with `symbolicElements` (symbolic programs)
 /// it also takes the dims' sizes.
-mlir::FailureOr<std::string> printCppLayout(
-    FusionOp fusion, mlir::Operation *op, const LayoutParams &params,
-    const std::string &name,
-    std::optional<fusec::SymbolicSize> symbolicElements = {},
-    size_t dimCount = 0);
+mlir::FailureOr<std::string>
+printCppLayout(FusionOp fusion, mlir::Operation *op, const LayoutParams &params,
+               const std::string &name,
+               std::optional<fusec::SymbolicSize> symbolicElements = {},
+               size_t dimCount = 0);
 /// The same as CUDA C: `extern "C" __global__ void NAME(in0.., out0)`, a
 /// grid-stride loop.
-mlir::FailureOr<std::string> printCudaLayout(
-    FusionOp fusion, mlir::Operation *op, const LayoutParams &params,
-    const std::string &name,
-    std::optional<fusec::SymbolicSize> symbolicElements = {},
-    size_t dimCount = 0);
+mlir::FailureOr<std::string>
+printCudaLayout(FusionOp fusion, mlir::Operation *op,
+                const LayoutParams &params, const std::string &name,
+                std::optional<fusec::SymbolicSize> symbolicElements = {},
+                size_t dimCount = 0);
 
 /// Prints a layout kernel: the operands' reads, the comment and the
 /// per-element body; a target's subclass prints the signature and opens

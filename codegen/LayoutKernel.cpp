@@ -15,12 +15,9 @@ using namespace mlir;
 
 namespace fuse {
 
-FailureOr<fusec::KernelDesc> buildLayoutKernel(FusionOp fusion, unsigned index,
-                                               fusec::Target target,
-                                               std::string *params,
-                                               std::optional<fusec::SymbolicSize>
-                                                   symbolicElements,
-                                               size_t dimCount) {
+FailureOr<fusec::KernelDesc> buildLayoutKernel(
+    FusionOp fusion, unsigned index, fusec::Target target, std::string *params,
+    std::optional<fusec::SymbolicSize> symbolicElements, size_t dimCount) {
   Operation *layoutOp = nullptr;
   for (Operation &op : fusion.getBody().front().without_terminator()) {
     if (isa<ConstantOp>(op))

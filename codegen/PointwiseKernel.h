@@ -18,8 +18,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <climits>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 

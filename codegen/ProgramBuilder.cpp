@@ -125,9 +125,9 @@ static void setTypesAtMaxima(func::FuncOp function, const SymbolicDims &dims) {
       atMaxima(result);
   });
   Block &body = function.getBody().front();
-  function.setType(FunctionType::get(
-      function.getContext(), body.getArgumentTypes(),
-      body.getTerminator()->getOperandTypes()));
+  function.setType(FunctionType::get(function.getContext(),
+                                     body.getArgumentTypes(),
+                                     body.getTerminator()->getOperandTypes()));
 }
 
 namespace {
@@ -317,11 +317,11 @@ private:
                << fusec::formatSymbolicShape(*leading, program.symbols)
                << "') is not supported yet";
       if (leading)
-        return adopt(buildLayoutKernel(
-            fusion, index, program.target, &params,
-            fusec::symbolicElements(
-                symbolic->shapeOf(fusion.getYield().getValues()[0])),
-            program.symbols.size()));
+        return adopt(
+            buildLayoutKernel(fusion, index, program.target, &params,
+                              fusec::symbolicElements(symbolic->shapeOf(
+                                  fusion.getYield().getValues()[0])),
+                              program.symbols.size()));
       break;
     case fuse::RegionKind::Attention:
       // A symbolic batch: the attention's dim 0, leading every operand.
@@ -408,9 +408,9 @@ private:
           break;
         prefix.push_back(dim);
       }
-      bool laterSymbolic =
-          llvm::any_of(llvm::drop_begin(shape, prefix.size()),
-                       [](const fusec::SymbolicSize &d) { return !d.isStatic(); });
+      bool laterSymbolic = llvm::any_of(
+          llvm::drop_begin(shape, prefix.size()),
+          [](const fusec::SymbolicSize &d) { return !d.isStatic(); });
       auto describe = [&] {
         return "'" + fusec::formatSymbolicShape(shape, program.symbols) + "'";
       };

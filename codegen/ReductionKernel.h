@@ -17,12 +17,10 @@ namespace fuse {
 /// given, receives the schedule's params (ReductionParams::toString()).
 /// `symbolicRows` (symbolic programs): the kernel's row count as a size
 /// of the program's `dimCount` symbols.
-mlir::FailureOr<fusec::KernelDesc>
-buildReductionKernel(FusionOp fusion, unsigned index, fusec::Target target,
-                     const MathFunctionMap *f32Functions,
-                     std::string *params = nullptr,
-                     std::optional<fusec::SymbolicSize> symbolicRows = {},
-                     size_t dimCount = 0);
+mlir::FailureOr<fusec::KernelDesc> buildReductionKernel(
+    FusionOp fusion, unsigned index, fusec::Target target,
+    const MathFunctionMap *f32Functions, std::string *params = nullptr,
+    std::optional<fusec::SymbolicSize> symbolicRows = {}, size_t dimCount = 0);
 
 } // namespace fuse
 

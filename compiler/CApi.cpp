@@ -207,7 +207,8 @@ struct fusec_model {
   void run(size_t inputCount, const fusec_tensor *given, size_t outputCount,
            const fusec_tensor *wanted, void *stream);
   /// Symbolic models: the output shapes inputs of `inputShapes` give.
-  std::vector<Shape> outputShapesFor(const std::vector<Shape> &inputShapes) const {
+  std::vector<Shape>
+  outputShapesFor(const std::vector<Shape> &inputShapes) const {
     const Program &program = compiled.program();
     std::vector<int64_t> sizes;
     try {
@@ -777,8 +778,8 @@ fusec_status fusec_model_output_shape(const fusec_model *model,
       throw InvalidArgument{"fusec: the input shapes are NULL"};
     std::vector<Shape> inputShapes;
     for (size_t i = 0; i < input_count; ++i)
-      inputShapes.push_back(shapeOf(ndims[i], shapes[i],
-                                    "input shape " + std::to_string(i)));
+      inputShapes.push_back(
+          shapeOf(ndims[i], shapes[i], "input shape " + std::to_string(i)));
     if (index >= m.outputs.size())
       throw InvalidArgument{"fusec: the model has " +
                             std::to_string(m.outputs.size()) +
@@ -786,8 +787,8 @@ fusec_status fusec_model_output_shape(const fusec_model *model,
     Shape result = m.symbolic ? m.outputShapesFor(inputShapes)[index]
                               : m.outputs[index].shape;
     if (static_cast<int64_t>(result.size()) > capacity)
-      throw InvalidArgument{"fusec: output " + std::to_string(index) +
-                            " has " + std::to_string(result.size()) +
+      throw InvalidArgument{"fusec: output " + std::to_string(index) + " has " +
+                            std::to_string(result.size()) +
                             " dims, more than the " + std::to_string(capacity) +
                             " given room for"};
     required(ndim, "the rank") = static_cast<int32_t>(result.size());

@@ -385,8 +385,8 @@ void addSpecializations(
         program.symbols.begin(), program.symbols.end(),
         [&](const DimSymbol &candidate) { return candidate.name == name; });
     if (!symbolic || symbol == program.symbols.end())
-      throw Error("fusec: '" + program.name + "': --specialize names '" +
-                  name + "', which is not a symbolic dim of the model");
+      throw Error("fusec: '" + program.name + "': --specialize names '" + name +
+                  "', which is not a symbolic dim of the model");
     for (int64_t size : sizes) {
       if (size < symbol->min || size > symbol->max)
         throw Error("fusec: '" + program.name + "': --specialize " + name +
@@ -446,10 +446,13 @@ Lowering lowerFile(const std::string &path, const CompileOptions &options,
                        ".mlir, .onnx or .onnxtxt)");
   switch (*format) {
   case ModelFormat::Json:
-    return lowerGraph(
-        readTraced(path,
-                   [&] { return readJsonGraph(path, options.inputShapes, options.dimRanges); }),
-        options, captureIR, stopAfter);
+    return lowerGraph(readTraced(path,
+                                 [&] {
+                                   return readJsonGraph(path,
+                                                        options.inputShapes,
+                                                        options.dimRanges);
+                                 }),
+                      options, captureIR, stopAfter);
   case ModelFormat::Mlir:
     return lowerMlir(options, captureIR, stopAfter, [&](MLIRContext &context) {
       return fuse::parseMlirFile(path, &context);
@@ -469,9 +472,9 @@ Lowering lowerBuffer(const std::string &contents, ModelFormat format,
                      bool captureIR, Stage stopAfter) {
   switch (format) {
   case ModelFormat::Json:
-    return lowerGraph(parseJsonGraph(contents, name, options.inputShapes,
-                                     options.dimRanges),
-                      options, captureIR, stopAfter);
+    return lowerGraph(
+        parseJsonGraph(contents, name, options.inputShapes, options.dimRanges),
+        options, captureIR, stopAfter);
   case ModelFormat::Mlir:
     return lowerMlir(options, captureIR, stopAfter, [&](MLIRContext &context) {
       return fuse::parseMlirText(contents, name, &context);
@@ -599,9 +602,9 @@ CompiledModel lowerAndLoadSpecialized(
 /// `lower`'s program, loaded. For CUDA the libraries start initializing in
 /// the background beside the lowering, and an error leaves only after they
 /// are done: the caller may exit next (cuda::waitForBackgroundInitialization).
-CompiledModel lowerAndLoad(
-    const CompileOptions &options,
-    const std::function<Lowering(const CompileOptions &)> &lower) {
+CompiledModel
+lowerAndLoad(const CompileOptions &options,
+             const std::function<Lowering(const CompileOptions &)> &lower) {
   if (resolveTarget(options) != Target::Cuda)
     return lowerAndLoadSpecialized(options, lower);
   cuda::startInitializingInBackground();

@@ -1,8 +1,8 @@
 //===- Importer.cpp - Graphs and .mlir files into fuse IR ----------------===//
 
 #include "frontends/Importer.h"
-#include "ir/SymbolicDims.h"
 #include "frontends/NodeImport.h"
+#include "ir/SymbolicDims.h"
 
 #include "ir/ElementwiseOps.h"
 #include "ir/FuseDialect.h"

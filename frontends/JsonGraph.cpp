@@ -232,8 +232,10 @@ private:
       if (range == dimRanges.end())
         throw fail(where, "dim '" + names[d] +
                               "' is named; give its size with --input-shape " +
-                              inputName + "=D0,D1,... (or --inputs), or its "
-                              "range with --dim " + names[d] + "=MIN..MAX");
+                              inputName +
+                              "=D0,D1,... (or --inputs), or its "
+                              "range with --dim " +
+                              names[d] + "=MIN..MAX");
       // Left symbolic: the model serves the range.
       if (std::none_of(symbols.begin(), symbols.end(),
                        [&](const DimSymbol &s) { return s.name == names[d]; }))

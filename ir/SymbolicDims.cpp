@@ -66,8 +66,8 @@ FailureOr<SymbolicDims> SymbolicDims::analyze(func::FuncOp function) {
     return dims;
   for (BlockArgument arg : function.getArguments()) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
-    auto named = function.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(),
-                                                      kDimsAttrName);
+    auto named =
+        function.getArgAttrOfType<ArrayAttr>(arg.getArgNumber(), kDimsAttrName);
     if (!type || (type.hasStaticShape() && !named))
       continue;
     auto argFail = [&](const Twine &why) {
@@ -94,8 +94,7 @@ FailureOr<SymbolicDims> SymbolicDims::analyze(func::FuncOp function) {
                          " in '" + kDimsAttrName + "' but not in the type");
         shape.push_back(SymbolicSize::constant(size.getInt()));
       } else {
-        return argFail("'" + kDimsAttrName +
-                       "' holds symbol names and sizes");
+        return argFail("'" + kDimsAttrName + "' holds symbol names and sizes");
       }
     }
     dims.shapes[arg] = shape;
@@ -119,15 +118,14 @@ FailureOr<SymbolicDims> SymbolicDims::analyze(func::FuncOp function) {
         for (const SymbolicSize &dim : found->second) {
           int64_t size = dim.factor;
           for (int symbol : dim.symbols)
-            overflow |= __builtin_mul_overflow(size, dims.syms[symbol].max,
-                                               &size);
+            overflow |=
+                __builtin_mul_overflow(size, dims.syms[symbol].max, &size);
           overflow |= __builtin_mul_overflow(elements, size, &elements);
         }
         if (overflow || elements > kMaxElements)
           return op.emitError()
                  << "has more than 2^48 elements at the symbols' maxima ("
-                 << fusec::formatSymbolicShape(found->second, dims.syms)
-                 << ")";
+                 << fusec::formatSymbolicShape(found->second, dims.syms) << ")";
       }
   return dims;
 }
@@ -271,8 +269,7 @@ LogicalResult SymbolicDims::derive(Operation *op) {
     } else if (dynamicDims.size() == 1 && staticProduct > 0 &&
                elements.factor % staticProduct == 0) {
       // One dynamic dim takes every symbol: [b, s, 768] -> [b*s, 768].
-      out[dynamicDims[0]] = {elements.factor / staticProduct,
-                             elements.symbols};
+      out[dynamicDims[0]] = {elements.factor / staticProduct, elements.symbols};
     } else {
       return unsupported("cannot tell which symbols the result's dims are "
                          "(from '" +
@@ -310,9 +307,9 @@ LogicalResult SymbolicDims::derive(Operation *op) {
     for (const SymbolicShape &other : operands)
       for (int64_t d = 0; d < rank; ++d)
         if (d != axis && other[d] != out[d])
-          return unsupported("dim " + Twine(d) + " is '" +
-                             out[d].format(syms) + "' in one operand and '" +
-                             other[d].format(syms) + "' in another");
+          return unsupported("dim " + Twine(d) + " is '" + out[d].format(syms) +
+                             "' in one operand and '" + other[d].format(syms) +
+                             "' in another");
     shapes[result] = out;
     return success();
   }
@@ -386,8 +383,8 @@ LogicalResult SymbolicDims::derive(Operation *op) {
     // softmax, layer_norm, rms_norm: the dims from `axis` on (a superset
     // of softmax's one axis).
     int64_t rank = resultType.getRank();
-    int64_t axis = axisAttr.getInt() < 0 ? axisAttr.getInt() + rank
-                                         : axisAttr.getInt();
+    int64_t axis =
+        axisAttr.getInt() < 0 ? axisAttr.getInt() + rank : axisAttr.getInt();
     SmallVector<int64_t> normalized;
     for (int64_t d = axis; d < rank; ++d)
       normalized.push_back(d);
@@ -431,10 +428,10 @@ void setSymbolicDims(func::FuncOp function,
   Builder builder(function.getContext());
   SmallVector<Attribute> list;
   for (const fusec::DimSymbol &symbol : symbols)
-    list.push_back(builder.getArrayAttr(
-        {builder.getStringAttr(symbol.name),
-         builder.getI64IntegerAttr(symbol.min),
-         builder.getI64IntegerAttr(symbol.max)}));
+    list.push_back(
+        builder.getArrayAttr({builder.getStringAttr(symbol.name),
+                              builder.getI64IntegerAttr(symbol.min),
+                              builder.getI64IntegerAttr(symbol.max)}));
   function->setAttr(kSymbolsAttrName, builder.getArrayAttr(list));
   for (auto [index, names] : llvm::enumerate(argDimNames)) {
     if (llvm::all_of(names, [](const std::string &n) { return n.empty(); }))
@@ -442,10 +439,9 @@ void setSymbolicDims(func::FuncOp function,
     auto type = cast<RankedTensorType>(function.getArgument(index).getType());
     SmallVector<Attribute> dims;
     for (auto [d, name] : llvm::enumerate(names))
-      dims.push_back(name.empty()
-                         ? Attribute(builder.getI64IntegerAttr(
-                               type.getDimSize(d)))
-                         : Attribute(builder.getStringAttr(name)));
+      dims.push_back(name.empty() ? Attribute(builder.getI64IntegerAttr(
+                                        type.getDimSize(d)))
+                                  : Attribute(builder.getStringAttr(name)));
     function.setArgAttr(index, kDimsAttrName, builder.getArrayAttr(dims));
   }
 }

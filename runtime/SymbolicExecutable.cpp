@@ -29,8 +29,7 @@ Executable &SymbolicExecutable::instanceFor(const std::vector<int64_t> &sizes) {
     recency.pop_back();
   }
   trace::Scope scope("instantiate " + prog.name, "run");
-  std::shared_ptr<Executable> instance =
-      make(instantiateProgram(prog, sizes));
+  std::shared_ptr<Executable> instance = make(instantiateProgram(prog, sizes));
   recency.push_front(sizes);
   return *instances.emplace(sizes, std::move(instance)).first->second;
 }

@@ -1,4 +1,5 @@
-//===- SymbolicExecutable.h - A symbolic Program, run at any size -*- C++ -*-===//
+//===- SymbolicExecutable.h - A symbolic Program, run at any size -*- C++
+//-*-===//
 //
 // Runs a Program whose dims vary (Program::symbols): each run binds the
 // sizes from its inputs' shapes, checks them against the symbols' ranges,
@@ -24,9 +25,8 @@ public:
   /// Instances beyond this many sizes evict the least recently used.
   static constexpr size_t kMaxInstances = 32;
   /// `make` builds the executable of an instantiated program.
-  SymbolicExecutable(
-      Program program,
-      std::function<std::shared_ptr<Executable>(Program)> make);
+  SymbolicExecutable(Program program,
+                     std::function<std::shared_ptr<Executable>(Program)> make);
 
   void run(const std::vector<Tensor> &inputs,
            std::vector<Tensor> &outputs) override;
@@ -34,8 +34,7 @@ public:
                        const std::vector<DeviceTensor> &outputs,
                        void *callerStream = nullptr) override;
   void synchronize() override;
-  void runTimed(const std::vector<Tensor> &inputs,
-                std::vector<Tensor> &outputs,
+  void runTimed(const std::vector<Tensor> &inputs, std::vector<Tensor> &outputs,
                 std::vector<double> &stepMicros) override;
   /// Throws: a package holds a static program (docs/dynamic-shapes.md).
   ExecutableImage image() const override;

@@ -651,9 +651,10 @@ Tensor readInputFile(const std::string &file,
 /// the model is compiled for.
 void bindSymbolicDimsFromInputs(CliOptions &options) {
   // With a --dim range the dims stay symbolic: each run binds them.
-  bool symbolic = llvm::any_of(options.compile.dimRanges, [](const auto &entry) {
-    return entry.second.min != entry.second.max;
-  });
+  bool symbolic =
+      llvm::any_of(options.compile.dimRanges, [](const auto &entry) {
+        return entry.second.min != entry.second.max;
+      });
   if (options.inputFiles.empty() || symbolic)
     return;
   // The inputs as declared, a dim below 0 open; an ONNX input without a
@@ -920,10 +921,9 @@ int runCli(const CliOptions &options) {
   CompileOptions general = options.compile;
   general.specializations.clear();
   CompiledModel model = load(program, general);
-  addSpecializations(model, options.compile,
-                     [&](const CompileOptions &fixed) {
-                       return lowerFile(options.model, fixed).program;
-                     });
+  addSpecializations(model, options.compile, [&](const CompileOptions &fixed) {
+    return lowerFile(options.model, fixed).program;
+  });
   std::vector<Tensor> outputs;
   bool expectedOk = runAndReport(options, model, inputs, outputs);
   if (!options.check)

@@ -52,8 +52,9 @@ private:
 
 FailureOr<std::string>
 printCppLayout(FusionOp fusion, Operation *op, const LayoutParams &params,
-   const std::string &name,
-   std::optional<fusec::SymbolicSize> symbolicElements, size_t dimCount) {
+               const std::string &name,
+               std::optional<fusec::SymbolicSize> symbolicElements,
+               size_t dimCount) {
   CppEmitter emitter(fusion, op, params, name);
   emitter.setSymbolicElements(std::move(symbolicElements), dimCount);
   return emitter.print();

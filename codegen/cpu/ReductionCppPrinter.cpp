@@ -80,11 +80,10 @@ private:
     // A symbolic row count starts the OpenMP team only for enough rows.
     if (params.parallel)
       os << "#pragma omp parallel for schedule(static)"
-         << (plan.symbolicRows
-                 ? " if(" + plan.rowCountExpression(numRows) + " * " +
-                       std::to_string(length) +
-                       " >= " + std::to_string(kCpuParallelThreshold) + ")"
-                 : std::string())
+         << (plan.symbolicRows ? " if(" + plan.rowCountExpression(numRows) +
+                                     " * " + std::to_string(length) + " >= " +
+                                     std::to_string(kCpuParallelThreshold) + ")"
+                               : std::string())
          << "\n";
     os << "for (int64_t row = 0; row < " << plan.rowCountExpression(numRows)
        << "; ++row) {\n";

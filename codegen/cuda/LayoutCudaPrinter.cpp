@@ -63,8 +63,9 @@ private:
 
 FailureOr<std::string>
 printCudaLayout(FusionOp fusion, Operation *op, const LayoutParams &params,
-   const std::string &name,
-   std::optional<fusec::SymbolicSize> symbolicElements, size_t dimCount) {
+                const std::string &name,
+                std::optional<fusec::SymbolicSize> symbolicElements,
+                size_t dimCount) {
   CudaEmitter emitter(fusion, op, params, name);
   emitter.setSymbolicElements(std::move(symbolicElements), dimCount);
   return emitter.print();

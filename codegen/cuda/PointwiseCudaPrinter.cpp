@@ -162,8 +162,9 @@ static void printCudaLoops(mlir::raw_indented_ostream &os,
   // vectors cover every element.
   int64_t vectorized = width > 1 ? count / width * width : 0;
   // A symbolic count that is a multiple of the width leaves no tail either.
-  bool noTail = symbolic ? width > 1 && kernel.symbolicElements->factor % width == 0
-                         : vectorized == count;
+  bool noTail = symbolic
+                    ? width > 1 && kernel.symbolicElements->factor % width == 0
+                    : vectorized == count;
   if (noTail)
     return;
   std::string start = "first";

@@ -375,12 +375,10 @@ std::vector<int64_t> bindDimSizes(const Program &program,
       std::string dimWhere = where + " dim " + std::to_string(d);
       if (dim.isStatic()) {
         if (shape[d] != dim.factor)
-          throw Error(dimWhere + " is " + std::to_string(shape[d]) +
-                      ", the model takes " + std::to_string(dim.factor) +
-                      " (shape " +
-                      formatSymbolicShape(input.symbolicShape,
-                                          program.symbols) +
-                      ")");
+          throw Error(
+              dimWhere + " is " + std::to_string(shape[d]) +
+              ", the model takes " + std::to_string(dim.factor) + " (shape " +
+              formatSymbolicShape(input.symbolicShape, program.symbols) + ")");
         continue;
       }
       if (dim.factor != 1 || dim.symbols.size() != 1)
@@ -391,8 +389,8 @@ std::vector<int64_t> bindDimSizes(const Program &program,
       std::string label = dimWhere + " ('" + named.name + "')";
       if (shape[d] < named.min || shape[d] > named.max)
         throw Error(label + " is " + std::to_string(shape[d]) +
-                    ", outside its range " + std::to_string(named.min) +
-                    ".." + std::to_string(named.max));
+                    ", outside its range " + std::to_string(named.min) + ".." +
+                    std::to_string(named.max));
       if (sizes[symbol] != static_cast<int64_t>(unbound) &&
           sizes[symbol] != shape[d])
         throw Error(label + " is " + std::to_string(shape[d]) + ", but " +

@@ -45,9 +45,7 @@ struct SymbolicSize {
   bool operator==(const SymbolicSize &other) const {
     return factor == other.factor && symbols == other.symbols;
   }
-  bool operator!=(const SymbolicSize &other) const {
-    return !(*this == other);
-  }
+  bool operator!=(const SymbolicSize &other) const { return !(*this == other); }
 };
 
 /// One SymbolicSize per dim.

@@ -457,8 +457,8 @@ std::string fusionGraphDot(const std::string &path,
 
   OwningOpRef<ModuleOp> module;
   if (StringRef(path).ends_with(".json")) {
-    module =
-        fuse::importGraph(readJsonGraph(path, options.inputShapes, options.dimRanges), &context);
+    module = fuse::importGraph(
+        readJsonGraph(path, options.inputShapes, options.dimRanges), &context);
   } else if (StringRef(path).ends_with(".mlir")) {
     module = fuse::parseMlirFile(path, &context);
   } else if (isOnnxModelPath(path)) {

@@ -303,10 +303,12 @@ FUSEC_API fusec_status fusec_model_output(const fusec_model *model,
    binds them; writes `*ndim` dims to `shape`, which has room for
    `capacity`. An input that does not fit the model is an error naming the
    input and the dim. */
-FUSEC_API fusec_status fusec_model_output_shape(
-    const fusec_model *model, size_t input_count, const int32_t *ndims,
-    const int64_t *const *shapes, size_t index, int32_t capacity,
-    int32_t *ndim, int64_t *shape);
+FUSEC_API fusec_status fusec_model_output_shape(const fusec_model *model,
+                                                size_t input_count,
+                                                const int32_t *ndims,
+                                                const int64_t *const *shapes,
+                                                size_t index, int32_t capacity,
+                                                int32_t *ndim, int64_t *shape);
 
 /* ---- Running ----------------------------------------------------------- */
 

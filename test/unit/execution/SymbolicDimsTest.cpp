@@ -86,8 +86,7 @@ void checkSizes(const Graph &graph,
     std::vector<Tensor> actual = model.run(inputs);
     REQUIRE(actual.size() == expected.size());
     for (size_t o = 0; o < actual.size(); ++o) {
-      INFO("sizes #" << i << ", output " << o << " on "
-                     << targetName(target));
+      INFO("sizes #" << i << ", output " << o << " on " << targetName(target));
       REQUIRE(actual[o].shape == expected[o].shape);
       Comparison comparison =
           compareTensors(actual[o], expected[o], toleranceFor(dtype));
@@ -136,8 +135,7 @@ Graph twoSymbolGraph() {
   GraphBuilder b("symbolic_batch_seq");
   b.symbol("batch", 1, 4);
   b.symbol("seq", 1, 40);
-  std::string t =
-      b.input("t", DType::F32, {-1, -1, 64}, {"batch", "seq", ""});
+  std::string t = b.input("t", DType::F32, {-1, -1, 64}, {"batch", "seq", ""});
   std::string scale =
       b.input("scale", DType::F32, {-1, -1, 1}, {"batch", "seq", ""});
   std::string w =
@@ -145,8 +143,8 @@ Graph twoSymbolGraph() {
   std::string normed = b.op("rms_norm", {t});
   std::string scaled = b.op("mul", {normed, scale});
   b.output(scaled);
-  std::string flat = b.op("reshape", {scaled},
-                          {{"shape", std::vector<int64_t>{-1, 64}}});
+  std::string flat =
+      b.op("reshape", {scaled}, {{"shape", std::vector<int64_t>{-1, 64}}});
   b.output(b.op("tanh", {b.op("matmul", {flat, w})}));
   return b.build();
 }
@@ -159,11 +157,10 @@ Graph layoutGraph() {
   b.symbol("batch", 1, 8);
   std::string x = b.input("x", DType::F32, {-1, 16, 64}, {"batch", "", ""});
   std::string y = b.input("y", DType::F32, {-1, 16, 32}, {"batch", "", ""});
-  std::string heads = b.op("reshape", {x},
-                           {{"shape", std::vector<int64_t>{0, 16, 4, 16}}});
+  std::string heads =
+      b.op("reshape", {x}, {{"shape", std::vector<int64_t>{0, 16, 4, 16}}});
   b.output(b.op("sin", {b.op("transpose", {heads},
-                                  {{"perm", std::vector<int64_t>{0, 2, 1,
-                                                                 3}}})}));
+                             {{"perm", std::vector<int64_t>{0, 2, 1, 3}}})}));
   b.output(b.op("concat", {x, y}, {{"axis", int64_t(-1)}}));
   return b.build();
 }
@@ -188,17 +185,17 @@ Graph attentionGraph(DType dtype) {
   std::string scores =
       b.op("mul", {b.op("matmul", {q, kt}), b.scalar(0.125, dtype)});
   std::string o = b.op("matmul", {b.op("softmax", {scores}), v});
-  std::string merged = b.op("transpose", {o},
-                            {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
-  b.output(b.op("reshape", {merged},
-                {{"shape", std::vector<int64_t>{0, 16, 256}}}));
+  std::string merged =
+      b.op("transpose", {o}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  b.output(
+      b.op("reshape", {merged}, {{"shape", std::vector<int64_t>{0, 16, 256}}}));
   return b.build();
 }
 
 void checkSymbolicDims(Target target) {
   SECTION("rows, f32") {
-    checkSizes(rowsGraph(DType::F32), {{1}, {7}, {300}, {100}, {7}},
-               DType::F32, target);
+    checkSizes(rowsGraph(DType::F32), {{1}, {7}, {300}, {100}, {7}}, DType::F32,
+               target);
   }
   SECTION("rows, f16") {
     checkSizes(rowsGraph(DType::F16), {{5}, {256}, {1}}, DType::F16, target);
@@ -215,17 +212,18 @@ void checkSymbolicDims(Target target) {
     Program program =
         lowerGraph(attentionGraph(DType::F16), test::testOptions(true, target))
             .program;
-    CHECK(std::any_of(
-        program.kernels.begin(), program.kernels.end(),
-        [](const KernelDesc &kernel) { return kernel.schedule == "attention"; }));
+    CHECK(std::any_of(program.kernels.begin(), program.kernels.end(),
+                      [](const KernelDesc &kernel) {
+                        return kernel.schedule == "attention";
+                      }));
   }
   SECTION("attention, matmul softmax matmul") {
-    checkSizes(attentionGraph(DType::F32), {{2}, {6}, {1}}, DType::F32,
-               target, /*fusedAttention=*/false);
+    checkSizes(attentionGraph(DType::F32), {{2}, {6}, {1}}, DType::F32, target,
+               /*fusedAttention=*/false);
   }
   SECTION("batch and seq") {
-    checkSizes(twoSymbolGraph(), {{1, 1}, {2, 17}, {4, 40}, {3, 9}},
-               DType::F32, target);
+    checkSizes(twoSymbolGraph(), {{1, 1}, {2, 17}, {4, 40}, {3, 9}}, DType::F32,
+               target);
   }
 }
 
