@@ -120,6 +120,18 @@ private:
   llvm::SmallVector<OperandRead> operandReads;
 };
 
+/// A target's printer (`Emitter`, a LayoutEmitter) run on `op`.
+template <typename Emitter>
+mlir::FailureOr<std::string>
+printLayoutWith(FusionOp fusion, mlir::Operation *op,
+                const LayoutParams &params, const std::string &name,
+                std::optional<fusec::SymbolicSize> symbolicElements,
+                size_t dimCount) {
+  Emitter emitter(fusion, op, params, name);
+  emitter.setSymbolicElements(std::move(symbolicElements), dimCount);
+  return emitter.print();
+}
+
 } // namespace fuse::layout
 
 #endif

@@ -55,9 +55,8 @@ printCppLayout(FusionOp fusion, Operation *op, const LayoutParams &params,
                const std::string &name,
                std::optional<fusec::SymbolicSize> symbolicElements,
                size_t dimCount) {
-  CppEmitter emitter(fusion, op, params, name);
-  emitter.setSymbolicElements(std::move(symbolicElements), dimCount);
-  return emitter.print();
+  return printLayoutWith<CppEmitter>(fusion, op, params, name,
+                                     std::move(symbolicElements), dimCount);
 }
 
 } // namespace fuse::layout

@@ -66,9 +66,8 @@ printCudaLayout(FusionOp fusion, Operation *op, const LayoutParams &params,
                 const std::string &name,
                 std::optional<fusec::SymbolicSize> symbolicElements,
                 size_t dimCount) {
-  CudaEmitter emitter(fusion, op, params, name);
-  emitter.setSymbolicElements(std::move(symbolicElements), dimCount);
-  return emitter.print();
+  return printLayoutWith<CudaEmitter>(fusion, op, params, name,
+                                      std::move(symbolicElements), dimCount);
 }
 
 } // namespace fuse::layout
