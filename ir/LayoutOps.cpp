@@ -384,7 +384,8 @@ FailureOr<RankedTensorType> argReductionType(RankedTensorType operand,
     return failure();
   RankedTensorType result = reducedTensorType(operand, {*dim}, keepdims);
   result = result.clone(IntegerType::get(operand.getContext(), 64));
-  if (operand.getDimSize(*dim) == 0 && result.getNumElements() != 0)
+  if (operand.getDimSize(*dim) == 0 && result.hasStaticShape() &&
+      result.getNumElements() != 0)
     return emitError() << "reduces dim " << *dim << " of size 0 (shape "
                        << shapeString(operand.getShape())
                        << "): an empty sequence has no index";

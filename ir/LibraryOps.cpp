@@ -54,10 +54,18 @@ std::string inferMatmulShape(const fusec::Shape &lhs, const fusec::Shape &rhs,
 }
 
 bool isOneProduct(const MatmulShape &shape, bool transposeA) {
-  int64_t batch = fusec::numElements(shape.batch);
-  return batch == 1 ||
-         (!transposeA && fusec::numElements(shape.rhsBatch) == 1 &&
-          fusec::numElements(shape.lhsBatch) == batch);
+  // By dims, not element counts: a symbolic batch dim is dynamic.
+  auto allOnes = [](const fusec::Shape &dims) {
+    return llvm::all_of(dims, [](int64_t dim) { return dim == 1; });
+  };
+  // With an all-ones rhs batch, the batch is the lhs's with leading ones.
+  auto withoutLeadingOnes = [](const fusec::Shape &dims) {
+    auto first = llvm::find_if(dims, [](int64_t dim) { return dim != 1; });
+    return fusec::Shape(first, dims.end());
+  };
+  return allOnes(shape.batch) || (!transposeA && allOnes(shape.rhsBatch) &&
+                                  withoutLeadingOnes(shape.lhsBatch) ==
+                                      withoutLeadingOnes(shape.batch));
 }
 
 bool isMatmulEpilogue(const std::string &name) {

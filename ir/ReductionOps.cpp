@@ -86,7 +86,7 @@ OpFoldResult ReduceSumOp::fold(FoldAdaptor) {
   auto resultType = cast<RankedTensorType>(getType());
   bool empty = llvm::any_of(
       getAxes(), [&](int64_t axis) { return type.getDimSize(axis) == 0; });
-  if (empty && resultType.getNumElements() > 0) {
+  if (empty && resultType.hasStaticShape() && resultType.getNumElements() > 0) {
     Type element = resultType.getElementType();
     Attribute zero = isa<FloatType>(element)
                          ? Attribute(FloatAttr::get(element, 0.0))

@@ -49,7 +49,10 @@ std::optional<double> splatFloat(Value value) {
 }
 
 /// A scalar-like operand: one element, whatever its rank.
-bool isScalar(Value value) { return tensorType(value).getNumElements() == 1; }
+bool isScalar(Value value) {
+  return tensorType(value).hasStaticShape() &&
+         tensorType(value).getNumElements() == 1;
+}
 
 bool hasPerm(TransposeOp op, ArrayRef<int64_t> perm) {
   return op && op.getPerm() == perm;
@@ -257,6 +260,7 @@ constantRule(Value mask, int64_t queries, int64_t keys,
   ArrayRef<int64_t> shape = tensorType(mask).getShape();
   int64_t rank = shape.size();
   if (rank < 2 || shape[rank - 2] != queries || shape[rank - 1] != keys ||
+      !tensorType(mask).hasStaticShape() ||
       tensorType(mask).getNumElements() != queries * keys)
     return std::nullopt;
   // Read once, with the typed iterators where there are (a causal mask is

@@ -41,8 +41,35 @@ ArrayRef<int64_t> shapeOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getShape();
 }
 
-int64_t numElementsOf(Value value) {
-  return cast<ShapedType>(value.getType()).getNumElements();
+/// Whether two values have the same number of elements, a dynamic
+/// (symbolic) dim counting as equal to another's: SymbolicDims holds them
+/// to the same symbol where they meet.
+bool sameElementCount(Value a, Value b) {
+  auto count = [](Value value) {
+    ArrayRef<int64_t> shape = cast<ShapedType>(value.getType()).getShape();
+    int64_t dynamic = 0, elements = 1;
+    for (int64_t dim : shape) {
+      if (ShapedType::isDynamic(dim))
+        ++dynamic;
+      else
+        elements *= dim;
+    }
+    return std::make_pair(dynamic, elements);
+  };
+  return count(a) == count(b);
+}
+
+/// "8 to 32 elements", or with symbolic dims the two types.
+std::string elementsText(Value from, Value to) {
+  auto fromType = cast<ShapedType>(from.getType());
+  auto toType = cast<ShapedType>(to.getType());
+  if (fromType.hasStaticShape() && toType.hasStaticShape())
+    return std::to_string(fromType.getNumElements()) + " to " +
+           std::to_string(toType.getNumElements()) + " elements";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << fromType << " to " << toType;
+  return text;
 }
 
 std::optional<FusionKind> kindOf(Operation *op) {
@@ -466,12 +493,11 @@ struct FormFusionRegions
       return std::string("layout ops run as kernels of their own");
     bool isBroadcast = kindOf(op) == FusionKind::Broadcast;
     if (producer.kind == GroupKind::Pointwise &&
-        numElementsOf(operand) != numElementsOf(op->getResult(0)) &&
+        !sameElementCount(operand, op->getResult(0)) &&
         !isa<ReductionOpInterface>(op))
       return "its result is broadcast from " +
-             std::to_string(numElementsOf(operand)) + " to " +
-             std::to_string(numElementsOf(op->getResult(0))) +
-             " elements, and recomputing it per element would duplicate work";
+             elementsText(operand, op->getResult(0)) +
+             ", and recomputing it per element would duplicate work";
 
     if (producer.kind == GroupKind::Pointwise &&
         consumer.kind == GroupKind::Pointwise) {

@@ -176,8 +176,8 @@ SmallVector<Operation *> writtenOutTanhGelu(Value x) {
 /// `value` as a vector of `n` elements, if it is one with leading unit dims.
 Value asBiasVector(OpBuilder &builder, Value value, int64_t n) {
   auto type = cast<RankedTensorType>(value.getType());
-  if (type.getRank() == 0 || type.getShape().back() != n ||
-      fusec::numElements(toShape(type)) != n)
+  if (type.getRank() == 0 || !type.hasStaticShape() ||
+      type.getShape().back() != n || fusec::numElements(toShape(type)) != n)
     return Value();
   if (type.getRank() == 1)
     return value;
@@ -323,6 +323,10 @@ struct PrepareLibraryCalls
                     8;
     int64_t alignment = bytes > 0 && bytes <= 16 ? 16 / bytes : 1;
     MatmulShape shape = op.getMatmulShape();
+    // A symbolic call is not padded (its slice would be symbolic).
+    if (!op.getLhs().getType().hasStaticShape() ||
+        !op.getRhs().getType().hasStaticShape())
+      return "";
     int64_t rows = shape.m * fusec::numElements(shape.batch);
     if (alignment <= 1 || shape.n % alignment == 0 ||
         shape.n < kMinPaddedColumns || rows < kMinPaddedRows)
@@ -446,7 +450,8 @@ struct PrepareLibraryCalls
     for (bool isLhs : {true, false}) {
       OpOperand &operand = isLhs ? op.getLhsMutable() : op.getRhsMutable();
       const fusec::Shape &batch = isLhs ? shape.lhsBatch : shape.rhsBatch;
-      if (fusec::numElements(batch) == 1 || batch == shape.batch)
+      if (batch == shape.batch ||
+          llvm::all_of(batch, [](int64_t dim) { return dim == 1; }))
         continue;
       auto type = cast<RankedTensorType>(operand.get().getType());
       fusec::Shape full = shape.batch;

@@ -2,8 +2,8 @@
 //
 // A model file goes through what `fusec FILE --emit=source` does: loading,
 // import, verification, the default pipeline (decomposition, canonicalize,
-// CSE, fusion) and code generation for both targets. Nothing is compiled
-// or run.
+// CSE, fusion) and code generation for both targets, with the dims named
+// "batch" and "seq" symbolic. Nothing is compiled or run.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FUSEC_TEST_FUZZ_FUZZMODEL_H
@@ -20,6 +20,10 @@ inline void lowerModel(const uint8_t *data, size_t size,
   std::string path = writeInput(data, size, fileName);
   CompileOptions options;
   options.cacheDir = workDirectory() + "/cache"; // never written: no compile
+  // Dims named "batch" or "seq" (ONNX dim_params, JSON named dims) stay
+  // symbolic, so that mutated models reach the symbolic-dims paths too.
+  options.dimRanges["batch"] = {"batch", 1, 8};
+  options.dimRanges["seq"] = {"seq", 1, 64};
   for (Target target : {Target::Cpu, Target::Cuda}) {
     options.target = target;
     try {
