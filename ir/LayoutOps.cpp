@@ -154,6 +154,9 @@ resolveSlice(ArrayRef<int64_t> shape, ArrayRef<int64_t> starts,
   for (size_t i = 0; i < starts.size(); ++i) {
     int64_t d = dims[i], dim = shape[d];
     int64_t step = steps ? (*steps)[i] : 1;
+    if (ShapedType::isDynamic(dim))
+      return emitError() << "slices dim " << d
+                         << ", a symbolic dim (not supported yet)";
     if (step == 0)
       return emitError() << "step " << i << " (for axis " << d
                          << ") is 0; steps must be non-zero";
@@ -326,6 +329,14 @@ FailureOr<SmallVector<int64_t>> paddedShape(ArrayRef<int64_t> shape,
     if (std::abs(pad.begins[d]) > kMaxPad || std::abs(pad.ends[d]) > kMaxPad)
       return emitError() << "pads of dim " << d << " (" << pad.begins[d] << ", "
                          << pad.ends[d] << ") exceed 2^48";
+    if (ShapedType::isDynamic(shape[d])) {
+      // A symbolic dim stays as it is; padding it is not supported yet.
+      if (pad.begins[d] != 0 || pad.ends[d] != 0)
+        return emitError() << "pads dim " << d
+                           << ", a symbolic dim (not supported yet)";
+      result.push_back(shape[d]);
+      continue;
+    }
     int64_t size = shape[d] + pad.begins[d] + pad.ends[d];
     if (size < 0)
       return emitError() << "pads of dim " << d << " (begin " << pad.begins[d]

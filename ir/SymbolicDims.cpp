@@ -290,6 +290,18 @@ LogicalResult SymbolicDims::derive(Operation *op) {
     return success();
   }
 
+  if (isa<SliceOp, PadOp>(op)) {
+    // Their verifiers refuse slicing or padding a symbolic dim: the others
+    // keep the operand's.
+    SymbolicShape in = shapeOf(op->getOperand(0)), out;
+    out = staticShape(resultType);
+    for (size_t d = 0; d < in.size(); ++d)
+      if (resultType.isDynamicDim(d))
+        out[d] = in[d];
+    shapes[result] = out;
+    return success();
+  }
+
   if (auto concat = dyn_cast<ConcatOp>(op)) {
     int64_t rank = resultType.getRank();
     std::optional<int64_t> normalized = normalizeAxis(concat.getAxis(), rank);

@@ -151,7 +151,7 @@ Graph twoSymbolGraph() {
 
 /// Layout kernels over a leading symbolic dim: the head split of
 /// [batch, 16, 64] into [batch, 4, 16, 16] (a reshape and a transpose that
-/// keeps dim 0), and a concat along the last dim.
+/// keeps dim 0), a concat, a slice and a pad along fixed dims.
 Graph layoutGraph() {
   GraphBuilder b("symbolic_layout");
   b.symbol("batch", 1, 8);
@@ -162,6 +162,14 @@ Graph layoutGraph() {
   b.output(b.op("sin", {b.op("transpose", {heads},
                              {{"perm", std::vector<int64_t>{0, 2, 1, 3}}})}));
   b.output(b.op("concat", {x, y}, {{"axis", int64_t(-1)}}));
+  // A slice and a pad along fixed dims.
+  b.output(b.op("slice", {x},
+                {{"starts", std::vector<int64_t>{3}},
+                 {"ends", std::vector<int64_t>{40}},
+                 {"axes", std::vector<int64_t>{2}}}));
+  b.output(b.op("pad", {y},
+                {{"pads", std::vector<int64_t>{0, 1, 0, 0, 2, 3}},
+                 {"constant_value", 0.5}}));
   return b.build();
 }
 
@@ -292,6 +300,18 @@ TEST_CASE("symbolic dims: sizes outside the range and unsupported ops are "
   CHECK_THROWS_WITH(
       compile(moved.build(), test::testOptions(true, Target::Cpu)),
       Catch::Contains("has a symbolic dim after a fixed one"));
+
+  // Slicing or padding the symbolic dim itself is refused.
+  GraphBuilder sliced("sliced");
+  sliced.symbol("n", 1, 8);
+  std::string t = sliced.input("t", DType::F32, {-1, 4}, {"n", ""});
+  sliced.output(sliced.op("slice", {t},
+                          {{"starts", std::vector<int64_t>{1}},
+                           {"ends", std::vector<int64_t>{3}},
+                           {"axes", std::vector<int64_t>{0}}}));
+  CHECK_THROWS_WITH(
+      compile(sliced.build(), test::testOptions(true, Target::Cpu)),
+      Catch::Contains("slices dim 0, a symbolic dim (not supported yet)"));
 
   // A reduction along a symbolic dim is refused too.
   GraphBuilder summed("summed");
