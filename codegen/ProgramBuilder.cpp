@@ -303,73 +303,53 @@ private:
       usesHalfTypes |= regionUsesHalfTypes(fusion);
       return success();
     };
+    // With symbolic dims: the kernel's count of elements, rows or batches.
+    size_t dimCount = program.symbols.size();
+    auto elementsOfResult = [&]() -> std::optional<fusec::SymbolicSize> {
+      if (!leading)
+        return std::nullopt;
+      return fusec::symbolicElements(
+          symbolic->shapeOf(fusion.getYield().getValues()[0]));
+    };
+    auto unsupported = [&](const char *kernel) {
+      return fusion.emitError()
+             << "codegen: " << kernel << " over the symbolic dims '"
+             << fusec::formatSymbolicShape(*leading, program.symbols)
+             << "' is not supported yet";
+    };
     switch (fuse::regionKindOf(fusion)) {
     case fuse::RegionKind::Reduction:
       return adopt(buildReductionKernel(
           fusion, index, program.target, f32Functions, &params,
           leading ? std::optional(symbolicRowsOf(fusion)) : std::nullopt,
-          program.symbols.size()));
+          dimCount));
     case fuse::RegionKind::Layout:
+      // One leading symbolic dim: its coordinate is the outermost.
       if (leading && leading->size() != 1)
-        return fusion.emitError()
-               << "codegen: a layout kernel over more than one symbolic dim "
-                  "('"
-               << fusec::formatSymbolicShape(*leading, program.symbols)
-               << "') is not supported yet";
-      if (leading)
-        return adopt(
-            buildLayoutKernel(fusion, index, program.target, &params,
-                              fusec::symbolicElements(symbolic->shapeOf(
-                                  fusion.getYield().getValues()[0])),
-                              program.symbols.size()));
-      break;
+        return unsupported("a layout kernel");
+      return adopt(buildLayoutKernel(fusion, index, program.target, &params,
+                                     elementsOfResult(), dimCount));
     case fuse::RegionKind::Attention:
       // A symbolic batch: the attention's dim 0, leading every operand.
       if (leading && leading->size() != 1)
-        return fusion.emitError()
-               << "codegen: an attention kernel over more than its batch "
-                  "symbolic ('"
-               << fusec::formatSymbolicShape(*leading, program.symbols)
-               << "') is not supported yet";
-      if (leading) {
-        usesAttention = true;
-        return adopt(buildAttentionKernel(fusion, index, program.target,
-                                          &params, leading->front(),
-                                          program.symbols.size()));
-      }
-      break;
+        return unsupported("an attention kernel");
+      usesAttention = true;
+      return adopt(buildAttentionKernel(
+          fusion, index, program.target, &params,
+          leading ? std::optional(leading->front()) : std::nullopt, dimCount));
     case fuse::RegionKind::Contraction:
       if (leading)
-        return fusion.emitError()
-               << "codegen: a contraction kernel with symbolic dims is not "
-                  "supported yet";
-      break;
-    case fuse::RegionKind::Pointwise:
-      break;
-    }
-    switch (fuse::regionKindOf(fusion)) {
-    case fuse::RegionKind::Reduction:
-      llvm_unreachable("built above");
-    case fuse::RegionKind::Layout:
-      return adopt(buildLayoutKernel(fusion, index, program.target, &params));
-    case fuse::RegionKind::Contraction:
+        return unsupported("a contraction kernel");
       return adopt(
           buildQuantizedMatmulKernel(fusion, index, program.target, &params));
-    case fuse::RegionKind::Attention:
-      usesAttention = true;
-      return adopt(
-          buildAttentionKernel(fusion, index, program.target, &params));
     case fuse::RegionKind::Pointwise:
       break;
     }
     FailureOr<PointwiseKernel> kernel = analyzePointwiseRegion(fusion, index);
     if (failed(kernel))
       return failure();
-    if (leading) {
-      kernel->symbolicElements = fusec::symbolicElements(
-          symbolic->shapeOf(fusion.getYield().getValues()[0]));
-      kernel->dimCount = program.symbols.size();
-    }
+    kernel->symbolicElements = elementsOfResult();
+    kernel->dimCount = dimCount;
     desc.name = kernel->name;
     desc.ops = kernel->ops;
     desc.schedule = "pointwise";

@@ -327,37 +327,8 @@ Lowering lowerGraph(const Graph &graph, const CompileOptions &options,
       elements *= std::max<int64_t>(dim, 1);
     }
   }
-  // A graph's symbols, as `dimRanges` has them: ranges replaced, and a dim
-  // given one size fixed (as the JSON and ONNX readers do).
-  Graph ranged;
-  const Graph *imported = &graph;
-  if (llvm::any_of(graph.symbols, [&](const DimSymbol &symbol) {
-        return options.dimRanges.count(symbol.name) != 0;
-      })) {
-    ranged = graph;
-    std::vector<DimSymbol> kept;
-    for (const DimSymbol &symbol : graph.symbols) {
-      auto range = options.dimRanges.find(symbol.name);
-      if (range == options.dimRanges.end()) {
-        kept.push_back(symbol);
-        continue;
-      }
-      if (range->second.min != range->second.max) {
-        kept.push_back(range->second);
-        continue;
-      }
-      for (GraphInput &input : ranged.inputs)
-        for (size_t d = 0; d < input.dimNames.size(); ++d)
-          if (input.dimNames[d] == symbol.name) {
-            input.shape[d] = range->second.min;
-            input.dimNames[d].clear();
-          }
-    }
-    ranged.symbols = kept;
-    imported = &ranged;
-  }
   return lower(options, captureIR, stopAfter, [&](MLIRContext &context) {
-    return fuse::importGraph(*imported, &context);
+    return fuse::importGraph(graph, &context, options.dimRanges);
   });
 }
 
@@ -582,9 +553,6 @@ void compileToPackage(Program program, const CompileOptions &options,
 
 namespace {
 
-/// `lower`'s program, loaded. For CUDA the libraries start initializing in
-/// the background beside the lowering, and an error leaves only after they
-/// are done: the caller may exit next (cuda::waitForBackgroundInitialization).
 /// The model `lower` makes with `options` (its specializations aside), and
 /// its specializations.
 CompiledModel lowerAndLoadSpecialized(

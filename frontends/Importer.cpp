@@ -38,8 +38,10 @@ namespace {
 
 class GraphImporter {
 public:
-  GraphImporter(const Graph &graph, MLIRContext *context)
-      : graph(graph), context(context), builder(context) {
+  GraphImporter(const Graph &graph, MLIRContext *context,
+                fusec::DimRanges dimRanges = {})
+      : graph(graph), context(context), builder(context),
+        dimRanges(std::move(dimRanges)) {
     std::string file = graph.sourcePath.empty() ? "<graph " + graph.name + ">"
                                                 : graph.sourcePath;
     fileLoc = FileLineColLoc::get(context, file, 0, 0);
@@ -53,16 +55,36 @@ public:
     if (failed(topologicalOrder(order)))
       return nullptr;
 
+    // The graph's symbols as `dimRanges` has them: a range replaced, a dim
+    // given one size fixed.
+    std::vector<fusec::DimSymbol> symbols;
+    for (const fusec::DimSymbol &symbol : graph.symbols) {
+      auto range = dimRanges.find(symbol.name);
+      if (range == dimRanges.end())
+        symbols.push_back(symbol);
+      else if (range->second.min != range->second.max)
+        symbols.push_back(range->second);
+    }
     SmallVector<Type> argTypes;
     std::vector<std::vector<std::string>> argDimNames;
     for (const fusec::GraphInput &input : graph.inputs) {
       // A symbolic dim is dynamic in the IR; the function names its symbol.
       fusec::Shape shape = input.shape;
-      for (size_t d = 0; d < input.dimNames.size() && d < shape.size(); ++d)
-        if (!input.dimNames[d].empty())
+      std::vector<std::string> names = input.dimNames;
+      for (size_t d = 0; d < names.size() && d < shape.size(); ++d) {
+        if (names[d].empty())
+          continue;
+        auto range = dimRanges.find(names[d]);
+        if (range != dimRanges.end() &&
+            range->second.min == range->second.max) {
+          shape[d] = range->second.min;
+          names[d].clear();
+        } else {
           shape[d] = ShapedType::kDynamic;
+        }
+      }
       argTypes.push_back(tensorType(input.dtype, shape));
-      argDimNames.push_back(input.dimNames);
+      argDimNames.push_back(std::move(names));
     }
     builder.setInsertionPointToEnd(module->getBody());
     auto func = func::FuncOp::create(builder, fileLoc, graph.name,
@@ -73,8 +95,8 @@ public:
       values[input.name] = body->getArgument(index);
       func.setArgAttr(index, kValueNameAttr, builder.getStringAttr(input.name));
     }
-    if (!graph.symbols.empty())
-      setSymbolicDims(func, graph.symbols, argDimNames);
+    if (!symbols.empty())
+      setSymbolicDims(func, symbols, argDimNames);
     for (const fusec::GraphConstant &constant : graph.constants)
       values[constant.name] = importConstant(constant);
     for (const GraphNode *node : order)
@@ -434,12 +456,15 @@ private:
   std::map<std::string, std::string> definedBy;
   std::map<std::string, size_t> producer;
   std::map<std::string, Value> values;
+  /// Ranges that replace the graph's (`--dim`), a size that fixes a dim.
+  fusec::DimRanges dimRanges;
 };
 
 } // namespace
 
-OwningOpRef<ModuleOp> importGraph(const Graph &graph, MLIRContext *context) {
-  return GraphImporter(graph, context).run();
+OwningOpRef<ModuleOp> importGraph(const Graph &graph, MLIRContext *context,
+                                  const fusec::DimRanges &dimRanges) {
+  return GraphImporter(graph, context, dimRanges).run();
 }
 
 struct GraphValueTypes::State {

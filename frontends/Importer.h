@@ -22,9 +22,12 @@ std::unique_ptr<mlir::MLIRContext> newFuseContext();
 /// Imports a graph into a module holding one function of fuse ops. Every op
 /// is located at NameLoc(node name, file): errors (unknown op, arity,
 /// shapes, dtypes, undefined or doubly defined names, cycles) are emitted as
-/// MLIR diagnostics there. Returns null after an error.
-mlir::OwningOpRef<mlir::ModuleOp> importGraph(const fusec::Graph &graph,
-                                              mlir::MLIRContext *context);
+/// MLIR diagnostics there. Returns null after an error. `dimRanges`
+/// replaces the ranges of the graph's symbols it names, and fixes those it
+/// gives one size (`--dim NAME=SIZE`).
+mlir::OwningOpRef<mlir::ModuleOp>
+importGraph(const fusec::Graph &graph, mlir::MLIRContext *context,
+            const fusec::DimRanges &dimRanges = {});
 
 /// The types of the values of a graph under construction, for a frontend
 /// whose own inference leaves some unknown (ONNX's does for ops newer than

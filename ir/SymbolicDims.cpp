@@ -17,6 +17,9 @@ namespace fuse {
 
 namespace {
 
+/// The most elements of any tensor (the JSON reader's and the compiler's).
+constexpr int64_t kMaxElements = int64_t(1) << 48;
+
 bool hasDynamicDims(Value value) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
   return type && !type.hasStaticShape();
@@ -58,6 +61,8 @@ FailureOr<SymbolicDims> SymbolicDims::analyze(func::FuncOp function) {
         return fail("symbol '" + symbol.name + "' has the empty range " +
                     std::to_string(symbol.min) + ".." +
                     std::to_string(symbol.max));
+      if (symbol.max > kMaxElements)
+        return fail("symbol '" + symbol.name + "' has a maximum above 2^48");
       if (!indexOf.emplace(symbol.name, dims.syms.size()).second)
         return fail("symbol '" + symbol.name + "' is listed twice");
       dims.syms.push_back(symbol);
@@ -101,37 +106,30 @@ FailureOr<SymbolicDims> SymbolicDims::analyze(func::FuncOp function) {
   }
   if (failed(dims.deriveBlock(function.getBody().front())))
     return failure();
-  // Every size is computed at the maxima somewhere (buffers, kernels'
-  // schedules): held to the 2^48 elements of any tensor, without overflow.
-  constexpr int64_t kMaxElements = int64_t(1) << 48;
-  for (const fusec::DimSymbol &symbol : dims.syms)
-    if (symbol.max > kMaxElements)
-      return fail("symbol '" + symbol.name + "' has a maximum above 2^48");
-  for (Block *block : dims.blocks)
-    for (Operation &op : *block)
-      for (Value result : op.getResults()) {
-        auto found = dims.shapes.find(result);
-        if (found == dims.shapes.end())
-          continue;
-        int64_t elements = 1;
-        bool overflow = false;
-        for (const SymbolicSize &dim : found->second) {
-          int64_t size = dim.factor;
-          for (int symbol : dim.symbols)
-            overflow |=
-                __builtin_mul_overflow(size, dims.syms[symbol].max, &size);
-          overflow |= __builtin_mul_overflow(elements, size, &elements);
-        }
-        if (overflow || elements > kMaxElements)
-          return op.emitError()
-                 << "has more than 2^48 elements at the symbols' maxima ("
-                 << fusec::formatSymbolicShape(found->second, dims.syms) << ")";
-      }
   return dims;
 }
 
+LogicalResult SymbolicDims::record(Operation *op, Value result,
+                                   SymbolicShape shape) {
+  // Every size is computed at the maxima somewhere (buffers, kernels'
+  // schedules): held to the 2^48 elements of any tensor, without overflow.
+  int64_t elements = 1;
+  bool overflow = false;
+  for (const SymbolicSize &dim : shape) {
+    int64_t size = dim.factor;
+    for (int symbol : dim.symbols)
+      overflow |= __builtin_mul_overflow(size, syms[symbol].max, &size);
+    overflow |= __builtin_mul_overflow(elements, size, &elements);
+  }
+  if (overflow || elements > kMaxElements)
+    return op->emitError()
+           << "has more than 2^48 elements at the symbols' maxima ("
+           << fusec::formatSymbolicShape(shape, syms) << ")";
+  shapes[result] = std::move(shape);
+  return success();
+}
+
 LogicalResult SymbolicDims::deriveBlock(Block &block) {
-  blocks.push_back(&block);
   for (Operation &op : block)
     if (failed(derive(&op)))
       return failure();
@@ -183,8 +181,9 @@ LogicalResult SymbolicDims::derive(Operation *op) {
       return failure();
     for (auto [result, yielded] :
          llvm::zip(fusion->getResults(), fusion.getYield().getValues()))
-      if (hasDynamicDims(result))
-        shapes[result] = shapeOf(yielded);
+      if (hasDynamicDims(result) &&
+          failed(record(op, result, shapeOf(yielded))))
+        return failure();
     return success();
   }
   bool dynamicOperand = llvm::any_of(op->getOperands(), hasDynamicDims);
@@ -231,8 +230,7 @@ LogicalResult SymbolicDims::derive(Operation *op) {
       else if (keep)
         out.push_back(SymbolicSize::constant(1));
     }
-    shapes[result] = out;
-    return success();
+    return record(op, result, std::move(out));
   }
 
   if (auto reshape = dyn_cast<ReshapeOp>(op)) {
@@ -278,16 +276,14 @@ LogicalResult SymbolicDims::derive(Operation *op) {
     if (fusec::symbolicElements(out) != elements)
       return unsupported("the result's elements differ from the operand's ('" +
                          fusec::formatSymbolicShape(in, syms) + "')");
-    shapes[result] = out;
-    return success();
+    return record(op, result, std::move(out));
   }
 
   if (auto transpose = dyn_cast<TransposeOp>(op)) {
     SymbolicShape in = shapeOf(transpose.getOperand()), out;
     for (int64_t source : transpose.getPerm())
       out.push_back(in[source]);
-    shapes[result] = out;
-    return success();
+    return record(op, result, std::move(out));
   }
 
   if (isa<SliceOp, PadOp>(op)) {
@@ -298,8 +294,7 @@ LogicalResult SymbolicDims::derive(Operation *op) {
     for (size_t d = 0; d < in.size(); ++d)
       if (resultType.isDynamicDim(d))
         out[d] = in[d];
-    shapes[result] = out;
-    return success();
+    return record(op, result, std::move(out));
   }
 
   if (auto concat = dyn_cast<ConcatOp>(op)) {
@@ -322,8 +317,7 @@ LogicalResult SymbolicDims::derive(Operation *op) {
           return unsupported("dim " + Twine(d) + " is '" + out[d].format(syms) +
                              "' in one operand and '" + other[d].format(syms) +
                              "' in another");
-    shapes[result] = out;
-    return success();
+    return record(op, result, std::move(out));
   }
 
   if (auto attention = dyn_cast<AttentionOp>(op)) {
@@ -339,8 +333,7 @@ LogicalResult SymbolicDims::derive(Operation *op) {
     }
     SymbolicShape out = staticShape(resultType);
     out[0] = query[0];
-    shapes[result] = out;
-    return success();
+    return record(op, result, std::move(out));
   }
 
   if (auto matmul = dyn_cast<MatmulOp>(op);
@@ -365,8 +358,7 @@ LogicalResult SymbolicDims::derive(Operation *op) {
     SymbolicShape out = staticShape(resultType);
     for (size_t d = 0; d + 2 < lhs.size(); ++d)
       out[d] = lhs[d];
-    shapes[result] = out;
-    return success();
+    return record(op, result, std::move(out));
   }
 
   if (auto matmul = dyn_cast<MatmulOp>(op)) {
@@ -380,8 +372,7 @@ LogicalResult SymbolicDims::derive(Operation *op) {
     out.back() = SymbolicSize::constant(resultType.getShape().back());
     if (static_cast<int64_t>(out.size()) != resultType.getRank())
       return unsupported("only [..., m, k] @ [k, n] for now");
-    shapes[result] = out;
-    return success();
+    return record(op, result, std::move(out));
   }
 
   // Ops whose operands broadcast to their result.
@@ -430,8 +421,7 @@ LogicalResult SymbolicDims::derive(Operation *op) {
       broadcastResult(op, resultType, operands, syms);
   if (failed(shape))
     return failure();
-  shapes[result] = *shape;
-  return success();
+  return record(op, result, std::move(*shape));
 }
 
 void setSymbolicDims(func::FuncOp function,

@@ -44,11 +44,13 @@ public:
 private:
   mlir::LogicalResult deriveBlock(mlir::Block &block);
   mlir::LogicalResult derive(mlir::Operation *op);
+  /// Sets `result`'s dims, or reports at `op` that they hold more than 2^48
+  /// elements at the symbols' maxima.
+  mlir::LogicalResult record(mlir::Operation *op, mlir::Value result,
+                             fusec::SymbolicShape shape);
 
   std::vector<fusec::DimSymbol> syms;
   llvm::DenseMap<mlir::Value, fusec::SymbolicShape> shapes;
-  /// The blocks derived (the function's, the fusion regions').
-  std::vector<mlir::Block *> blocks;
 };
 
 /// Writes the symbols and each argument's dims onto `function`.

@@ -13,25 +13,30 @@ SymbolicExecutable::SymbolicExecutable(
     Program program, std::function<std::shared_ptr<Executable>(Program)> make)
     : Executable(std::move(program)), make(std::move(make)) {}
 
-Executable &SymbolicExecutable::instanceFor(const std::vector<int64_t> &sizes) {
+const std::shared_ptr<Executable> &
+SymbolicExecutable::sharedInstanceFor(const std::vector<int64_t> &sizes) {
   auto found = instances.find(sizes);
-  if (found != instances.end()) {
-    if (recency.front() != sizes) {
-      recency.remove(sizes);
-      recency.push_front(sizes);
+  if (found == instances.end()) {
+    if (instances.size() >= kMaxInstances) {
+      // The least recently used goes; queued work of it must finish first.
+      synchronize();
+      instances.erase(std::min_element(
+          instances.begin(), instances.end(), [](const auto &a, const auto &b) {
+            return a.second.lastUse < b.second.lastUse;
+          }));
     }
-    return *found->second;
+    trace::Scope scope("instantiate " + prog.name, "run");
+    found =
+        instances
+            .emplace(sizes, Instance{make(instantiateProgram(prog, sizes)), 0})
+            .first;
   }
-  if (instances.size() >= kMaxInstances) {
-    // Queued work of the evicted instance must finish before its buffers go.
-    synchronize();
-    instances.erase(recency.back());
-    recency.pop_back();
-  }
-  trace::Scope scope("instantiate " + prog.name, "run");
-  std::shared_ptr<Executable> instance = make(instantiateProgram(prog, sizes));
-  recency.push_front(sizes);
-  return *instances.emplace(sizes, std::move(instance)).first->second;
+  found->second.lastUse = ++uses;
+  return found->second.executable;
+}
+
+Executable &SymbolicExecutable::instanceFor(const std::vector<int64_t> &sizes) {
+  return *sharedInstanceFor(sizes);
 }
 
 void SymbolicExecutable::addSpecialization(
@@ -39,8 +44,8 @@ void SymbolicExecutable::addSpecialization(
   specializations.push_back({symbol, size, std::move(executable)});
 }
 
-Executable &
-SymbolicExecutable::instanceForShapes(const std::vector<Shape> &shapes) {
+const std::shared_ptr<Executable> &
+SymbolicExecutable::executableForShapes(const std::vector<Shape> &shapes) {
   std::vector<int64_t> sizes;
   try {
     sizes = bindDimSizes(prog, shapes);
@@ -49,45 +54,37 @@ SymbolicExecutable::instanceForShapes(const std::vector<Shape> &shapes) {
   }
   for (const Specialization &special : specializations)
     if (sizes[special.symbol] == special.size)
-      return *special.executable;
-  return instanceFor(sizes);
+      return special.executable;
+  return sharedInstanceFor(sizes);
 }
 
-static std::vector<Shape> shapesOf(const std::vector<Tensor> &tensors) {
+template <typename Tensors>
+static std::vector<Shape> shapesOf(const std::vector<Tensors> &tensors) {
   std::vector<Shape> shapes;
-  for (const Tensor &tensor : tensors)
+  for (const Tensors &tensor : tensors)
     shapes.push_back(tensor.shape);
   return shapes;
 }
 
 void SymbolicExecutable::run(const std::vector<Tensor> &inputs,
                              std::vector<Tensor> &outputs) {
-  instanceForShapes(shapesOf(inputs)).run(inputs, outputs);
+  executableForShapes(shapesOf(inputs))->run(inputs, outputs);
 }
 
 void SymbolicExecutable::runTimed(const std::vector<Tensor> &inputs,
                                   std::vector<Tensor> &outputs,
                                   std::vector<double> &stepMicros) {
-  instanceForShapes(shapesOf(inputs)).runTimed(inputs, outputs, stepMicros);
+  executableForShapes(shapesOf(inputs))->runTimed(inputs, outputs, stepMicros);
 }
 
 void SymbolicExecutable::enqueueOnDevice(
     const std::vector<DeviceTensor> &inputs,
     const std::vector<DeviceTensor> &outputs, void *callerStream) {
-  std::vector<Shape> shapes;
-  for (const DeviceTensor &tensor : inputs)
-    shapes.push_back(tensor.shape);
-  Executable &instance = instanceForShapes(shapes);
-  instance.enqueueOnDevice(inputs, outputs, callerStream);
-  auto remember = [&](const std::shared_ptr<Executable> &held) {
-    if (held.get() == &instance &&
-        std::find(pending.begin(), pending.end(), held) == pending.end())
-      pending.push_back(held);
-  };
-  for (auto &[sizes, held] : instances)
-    remember(held);
-  for (const Specialization &special : specializations)
-    remember(special.executable);
+  std::shared_ptr<Executable> executable =
+      executableForShapes(shapesOf(inputs));
+  executable->enqueueOnDevice(inputs, outputs, callerStream);
+  if (std::find(pending.begin(), pending.end(), executable) == pending.end())
+    pending.push_back(std::move(executable));
 }
 
 void SymbolicExecutable::synchronize() {

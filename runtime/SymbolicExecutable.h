@@ -15,7 +15,6 @@
 
 #include "runtime/Executable.h"
 
-#include <list>
 #include <map>
 
 namespace fusec {
@@ -51,7 +50,12 @@ public:
   size_t instanceCount() const { return instances.size(); }
 
 private:
-  Executable &instanceForShapes(const std::vector<Shape> &shapes);
+  /// The executable a run on inputs of `shapes` runs: a specialization's,
+  /// else the instance for the sizes they bind.
+  const std::shared_ptr<Executable> &
+  executableForShapes(const std::vector<Shape> &shapes);
+  const std::shared_ptr<Executable> &
+  sharedInstanceFor(const std::vector<int64_t> &sizes);
 
   struct Specialization {
     int symbol;
@@ -60,9 +64,12 @@ private:
   };
   std::vector<Specialization> specializations;
   std::function<std::shared_ptr<Executable>(Program)> make;
-  std::map<std::vector<int64_t>, std::shared_ptr<Executable>> instances;
-  /// Sizes by last use, most recent first.
-  std::list<std::vector<int64_t>> recency;
+  struct Instance {
+    std::shared_ptr<Executable> executable;
+    uint64_t lastUse = 0; ///< `uses` when last run
+  };
+  std::map<std::vector<int64_t>, Instance> instances;
+  uint64_t uses = 0;
   /// Instances with queued device work not yet synchronized.
   std::vector<std::shared_ptr<Executable>> pending;
 };

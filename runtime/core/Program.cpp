@@ -345,63 +345,63 @@ CompileUnits splitIntoCompileUnits(const Program &program, size_t maxUnits) {
   return units;
 }
 
-} // namespace fusec
-
-namespace fusec {
-
 std::vector<int64_t> bindDimSizes(const Program &program,
                                   const std::vector<Shape> &inputShapes) {
-  const size_t unbound = 0;
-  std::vector<int64_t> sizes(program.symbols.size(), unbound);
-  std::vector<std::string> boundBy(program.symbols.size());
+  // Runs bind on every call: messages are written only for an error.
+  constexpr int64_t kUnbound = -1;
+  std::vector<int64_t> sizes(program.symbols.size(), kUnbound);
+  std::vector<std::pair<size_t, size_t>> boundBy(program.symbols.size());
   if (inputShapes.size() != program.inputs.size())
     throw Error("the model takes " + std::to_string(program.inputs.size()) +
                 " inputs, " + std::to_string(inputShapes.size()) +
                 " were given");
+  auto where = [&](size_t input, size_t dim) {
+    return "input '" + program.buffers[program.inputs[input]].name + "' dim " +
+           std::to_string(dim);
+  };
   for (size_t i = 0; i < inputShapes.size(); ++i) {
     const BufferDesc &input = program.buffers[program.inputs[i]];
     const Shape &shape = inputShapes[i];
-    std::string where = "input '" + input.name + "'";
     if (input.symbolicShape.empty())
       continue; // static: the executable checks it
+    auto declared = [&] {
+      return formatSymbolicShape(input.symbolicShape, program.symbols);
+    };
     if (shape.size() != input.symbolicShape.size())
-      throw Error(where + " has shape " + formatShape(shape) +
+      throw Error("input '" + input.name + "' has shape " + formatShape(shape) +
                   ", the model takes rank " +
                   std::to_string(input.symbolicShape.size()) + " (" +
-                  formatSymbolicShape(input.symbolicShape, program.symbols) +
-                  ")");
+                  declared() + ")");
     for (size_t d = 0; d < shape.size(); ++d) {
       const SymbolicSize &dim = input.symbolicShape[d];
-      std::string dimWhere = where + " dim " + std::to_string(d);
       if (dim.isStatic()) {
         if (shape[d] != dim.factor)
-          throw Error(
-              dimWhere + " is " + std::to_string(shape[d]) +
-              ", the model takes " + std::to_string(dim.factor) + " (shape " +
-              formatSymbolicShape(input.symbolicShape, program.symbols) + ")");
+          throw Error(where(i, d) + " is " + std::to_string(shape[d]) +
+                      ", the model takes " + std::to_string(dim.factor) +
+                      " (shape " + declared() + ")");
         continue;
       }
       if (dim.factor != 1 || dim.symbols.size() != 1)
-        throw Error(dimWhere + " (" + dim.format(program.symbols) +
+        throw Error(where(i, d) + " (" + dim.format(program.symbols) +
                     ") is not one symbol: its size cannot be bound");
       int symbol = dim.symbols[0];
       const DimSymbol &named = program.symbols[symbol];
-      std::string label = dimWhere + " ('" + named.name + "')";
+      auto label = [&] { return where(i, d) + " ('" + named.name + "')"; };
       if (shape[d] < named.min || shape[d] > named.max)
-        throw Error(label + " is " + std::to_string(shape[d]) +
+        throw Error(label() + " is " + std::to_string(shape[d]) +
                     ", outside its range " + std::to_string(named.min) + ".." +
                     std::to_string(named.max));
-      if (sizes[symbol] != static_cast<int64_t>(unbound) &&
-          sizes[symbol] != shape[d])
-        throw Error(label + " is " + std::to_string(shape[d]) + ", but " +
-                    boundBy[symbol] + " made '" + named.name + "' " +
+      if (sizes[symbol] != kUnbound && sizes[symbol] != shape[d])
+        throw Error(label() + " is " + std::to_string(shape[d]) + ", but " +
+                    where(boundBy[symbol].first, boundBy[symbol].second) +
+                    " made '" + named.name + "' " +
                     std::to_string(sizes[symbol]));
       sizes[symbol] = shape[d];
-      boundBy[symbol] = dimWhere;
+      boundBy[symbol] = {i, d};
     }
   }
   for (size_t s = 0; s < sizes.size(); ++s)
-    if (sizes[s] == static_cast<int64_t>(unbound))
+    if (sizes[s] == kUnbound)
       throw Error("no input's shape binds dim '" + program.symbols[s].name +
                   "'");
   return sizes;
@@ -431,20 +431,19 @@ Program instantiateProgram(const Program &program,
     kernel.dynamicGrid.reset();
     kernel.dynamicGridY.reset();
   }
-  for (MatmulCall &call : instance.matmuls)
+  for (MatmulCall &call : instance.matmuls) {
     if (call.symbolicM) {
       int64_t m = call.symbolicM->evaluate(sizes);
       // Batch strides of an operand laid out [batch, m, k] scale with m.
       if (call.batchStrideA == call.m * call.k)
         call.batchStrideA = m * call.k;
       call.m = m;
-      call.symbolicM.reset();
     }
-  for (MatmulCall &call : instance.matmuls)
-    if (call.symbolicBatch) {
+    if (call.symbolicBatch)
       call.batch = call.symbolicBatch->evaluate(sizes);
-      call.symbolicBatch.reset();
-    }
+    call.symbolicM.reset();
+    call.symbolicBatch.reset();
+  }
   return instance;
 }
 
