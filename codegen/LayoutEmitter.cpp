@@ -389,6 +389,30 @@ void LayoutEmitter::printArgReduction(OpTy reduction, bool max) {
   (void)unused;
   std::string base = sum({times(o, dim * inner), r});
   os << "const " << index << " base = " << base << ";\n";
+  // Whether candidate (v, k) beats (best, bestIndex). NumPy: NaN wins over
+  // any number; among equals (and among NaNs) the first index, or the last
+  // with select_last_index.
+  const bool last = reduction.getSelectLastIndex();
+  auto beats = [&](const std::string &v, const std::string &k,
+                   const std::string &best, const std::string &bestIndex) {
+    std::string order = k + (last ? " > " : " < ") + bestIndex;
+    if (bestIndex.empty()) // a scan in index order: ties go by `last`
+      return std::string(v + (max ? " >" : " <") + (last ? "= " : " ") + best) +
+             (!fusec::isFloat(dtype) ? ""
+              : last                 ? " || " + v + " != " + v
+                     : " || (" + v + " != " + v + " && " + best +
+                           " == " + best + ")");
+    std::string wins = v + (max ? " > " : " < ") + best + " || (" + v +
+                       " == " + best + " && " + order + ")";
+    if (!fusec::isFloat(dtype))
+      return wins;
+    return "(" + v + " != " + v + " ? (" + best + " == " + best + " || " +
+           order + ") : (" + best + " == " + best + " && (" + wins + ")))";
+  };
+  if (params.blockPerOutput) {
+    printBlockArgReduction(computeType, dtype, dim, beats);
+    return;
+  }
   os << computeType << " best = " << fromStorage(dtype, load(0, "base"))
      << ";\n";
   os << "int64_t bestIndex = 0;\n";
@@ -398,19 +422,17 @@ void LayoutEmitter::printArgReduction(OpTy reduction, bool max) {
     os << "const " << computeType
        << " v = " << fromStorage(dtype, load(0, "base + " + times("k", inner)))
        << ";\n";
-    // NumPy: NaN wins over any number; among equals (and among NaNs) the
-    // first index, or the last with select_last_index.
-    bool last = reduction.getSelectLastIndex();
-    std::string compare =
-        std::string("v ") + (max ? ">" : "<") + (last ? "=" : "") + " best";
-    if (fusec::isFloat(dtype))
-      compare += last ? " || v != v" : " || (v != v && best == best)";
-    os << "if (" << compare << ") {\n";
+    os << "if (" << beats("v", "k", "best", "") << ") {\n";
     os << "  best = v;\n";
     os << "  bestIndex = k;\n";
     os << "}\n";
   }
   os << "out0[i] = bestIndex;\n";
+}
+
+void LayoutEmitter::printBlockArgReduction(const char *, DType, int64_t,
+                                           const BeatsFn &) {
+  llvm_unreachable("a block per output is a CUDA schedule");
 }
 
 } // namespace fuse::layout

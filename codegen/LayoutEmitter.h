@@ -20,6 +20,7 @@
 #include "mlir/Support/IndentedOstream.h"
 
 #include <array>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -74,6 +75,18 @@ protected:
                              fusec::DType resultType) = 0;
   /// What closes the loops printLoopHead opened.
   virtual const char *loopTail() const { return "}\n"; }
+  /// Prints whether candidate value and index (v, k) beat the best so far
+  /// (best, bestIndex): the order of an argmax/argmin. An empty bestIndex
+  /// stands for a scan in index order (k past every index seen).
+  using BeatsFn = std::function<std::string(
+      const std::string &v, const std::string &k, const std::string &best,
+      const std::string &bestIndex)>;
+  /// An argmax/argmin output `i` whose row (`dim` contiguous elements from
+  /// `base`: the last axis) a whole block scans
+  /// (LayoutParams::blockPerOutput).
+  virtual void printBlockArgReduction(const char *computeType,
+                                      fusec::DType dtype, int64_t dim,
+                                      const BeatsFn &beats);
 
   std::optional<fusec::SymbolicSize> symbolicElements;
   size_t dimCount = 0;
@@ -90,10 +103,12 @@ protected:
 private:
   static int64_t shapeElements(mlir::Value value);
 
+protected:
   /// Reads element `offset` of operand `k`: `inN[offset]` for a region
   /// input, the literal for a splat constant.
   std::string load(unsigned k, const std::string &offset);
 
+private:
   /// Prints the coordinates of linear index `i` in `shape` (row-major) and
   /// returns them: "cD" per dim, "0" for dims of size 1.
   llvm::SmallVector<std::string> coordinates(llvm::ArrayRef<int64_t> shape);

@@ -69,6 +69,17 @@ struct PointwiseKernel {
   std::string countExpression() const;
   /// Some value of the region (input, intermediate, output) is f16/bf16.
   bool usesHalfTypes = false;
+  /// (input, output) pairs whose memory may be one (an output updating a
+  /// graph input in place, BufferDesc::updatesInput): their pointers are
+  /// not `restrict`. Each element is read before it is written, by the
+  /// same thread, so sharing changes no result.
+  std::vector<std::pair<unsigned, unsigned>> inPlace;
+  bool mayAlias(bool input, unsigned index) const {
+    for (auto [in, out] : inPlace)
+      if ((input ? in : out) == index)
+        return true;
+    return false;
+  }
 
   bool hasBroadcastInput() const;
   /// Every broadcast input is read in the iteration shape (no view between

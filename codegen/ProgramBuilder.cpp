@@ -255,6 +255,10 @@ public:
         for (Value result : fusion.getResults())
           desc.outputs.push_back(
               addBuffer(result, temporaryName(result), BufferRole::Temporary));
+        for (auto [input, output] : inPlaceOfLastKernel)
+          program.buffers[desc.outputs[output]].updatesInput =
+              desc.inputs[input];
+        inPlaceOfLastKernel.clear();
         program.steps.push_back({fusec::StepKind::Kernel,
                                  static_cast<int>(program.kernels.size())});
         program.kernels.push_back(std::move(desc));
@@ -350,6 +354,9 @@ private:
       return failure();
     kernel->symbolicElements = elementsOfResult();
     kernel->dimCount = dimCount;
+    if (!leading)
+      kernel->inPlace = inPlaceUpdates(fusion, *kernel);
+    inPlaceOfLastKernel = kernel->inPlace;
     desc.name = kernel->name;
     desc.ops = kernel->ops;
     desc.schedule = "pointwise";
@@ -368,6 +375,49 @@ private:
     }
     usesHalfTypes |= kernel->usesHalfTypes;
     return success();
+  }
+
+  /// The pointwise region's (input, output) pairs that may share memory: a
+  /// graph output `select(cond, new, input)` (reshapes aside) that keeps
+  /// most of a graph input and replaces some elements, as a KV cache's
+  /// TensorScatter does (present = written ? update : past), where the input
+  /// has the output's type, nothing but this region reads it, and the
+  /// region reads it at the element being computed (contiguous).
+  std::vector<std::pair<unsigned, unsigned>>
+  inPlaceUpdates(FusionOp fusion, const PointwiseKernel &kernel) {
+    auto isGraphOutput = [](Value value) {
+      return llvm::any_of(value.getUsers(), [](Operation *user) {
+        return isa<func::ReturnOp>(user);
+      });
+    };
+    Block &body = fusion.getBody().front();
+    std::vector<std::pair<unsigned, unsigned>> pairs;
+    SmallVector<bool> taken(fusion.getInputs().size(), false);
+    for (auto [j, result] : llvm::enumerate(fusion.getResults())) {
+      auto select = fusion.getYield().getValues()[j].getDefiningOp<SelectOp>();
+      if (!select || !isGraphOutput(result))
+        continue;
+      Value kept = select.getFalseValue();
+      while (auto reshape = kept.getDefiningOp<ReshapeOp>())
+        kept = reshape.getOperand();
+      auto arg = dyn_cast<BlockArgument>(kept);
+      if (!arg || arg.getOwner() != &body)
+        continue;
+      unsigned k = arg.getArgNumber();
+      Value input = fusion.getInputs()[k];
+      auto graphInput = dyn_cast<BlockArgument>(input);
+      if (taken[k] || !graphInput ||
+          !isa<func::FuncOp>(graphInput.getOwner()->getParentOp()) ||
+          input.getType() != result.getType() ||
+          kernel.inputs[k].access != InputAccess::Contiguous ||
+          isGraphOutput(input) || llvm::count(fusion.getInputs(), input) != 1 ||
+          !llvm::all_of(input.getUsers(),
+                        [&](Operation *user) { return user == fusion; }))
+        continue;
+      pairs.push_back({k, static_cast<unsigned>(j)});
+      taken[k] = true;
+    }
+    return pairs;
   }
 
   /// Symbolic programs: the symbolic dims of a region's values, which must
@@ -438,6 +488,9 @@ private:
   std::set<std::string> usedNames;
   bool usesHalfTypes = false;
   bool usesAttention = false;
+  /// The last kernel's inPlaceUpdates, as indices of its inputs and
+  /// outputs, marked on its output buffers once they exist.
+  std::vector<std::pair<unsigned, unsigned>> inPlaceOfLastKernel;
 };
 } // namespace
 

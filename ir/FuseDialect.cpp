@@ -1,6 +1,7 @@
 //===- FuseDialect.cpp - The fuse dialect, its ops and verifiers ---------===//
 
 #include "ir/FuseDialect.h"
+#include "ir/LayoutOps.h"
 #include "ir/TypeUtils.h"
 
 #include "mlir/IR/Builders.h"
@@ -48,11 +49,58 @@ struct SquareForPowerOfTwo : OpRewritePattern<PowOp> {
     return success();
   }
 };
+
+/// A sum, product, max, min or mean over axes of size 1 only is its operand
+/// (the folders' rule); with the axes dropped (keepdims false) the type
+/// changes, so it becomes a reshape, a view, rather than a reduction
+/// kernel. TensorScatter's single-position update (a decode step) makes
+/// these.
+template <typename ReductionOp>
+struct ReductionOverUnitAxes : OpRewritePattern<ReductionOp> {
+  using OpRewritePattern<ReductionOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReductionOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getOperand().getType());
+    if (op.getOperand().getType() == op.getType() ||
+        !llvm::all_of(op.getAxes(),
+                      [&](int64_t axis) { return type.getDimSize(axis) == 1; }))
+      return failure();
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), op.getOperand());
+    return success();
+  }
+};
+
+/// A transpose that keeps the order of the dims larger than 1 moves no
+/// element (in a decode step, [1, 1, heads, d] to [1, heads, 1, d]): it is
+/// a reshape, a view, rather than a copy kernel.
+struct TransposeOfUnitDims : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransposeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getOperand().getType());
+    if (!type.hasStaticShape())
+      return failure();
+    int64_t previous = -1;
+    for (int64_t source : op.getPerm()) {
+      if (type.getDimSize(source) == 1)
+        continue;
+      if (source < previous)
+        return failure();
+      previous = source;
+    }
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), op.getOperand());
+    return success();
+  }
+};
 } // namespace
 
 void FuseDialect::getCanonicalizationPatterns(
     RewritePatternSet &results) const {
-  results.add<SquareForPowerOfTwo>(getContext());
+  results.add<
+      SquareForPowerOfTwo, TransposeOfUnitDims,
+      ReductionOverUnitAxes<ReduceSumOp>, ReductionOverUnitAxes<ReduceProdOp>,
+      ReductionOverUnitAxes<ReduceMaxOp>, ReductionOverUnitAxes<ReduceMinOp>,
+      ReductionOverUnitAxes<ReduceMeanOp>>(getContext());
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packs the binaries a quick GPU check needs (fusec, fusec-run, the unit tests,
-# fusec-bench, capi-test, stripped; libfusec.so and the libonnx copies their
+# fusec-bench, capi-test, fusec-generate, stripped; libfusec.so and the libonnx copies their
 # rpath finds; the Python package) into stage-pack/lean.tar.xz (git-ignored),
 # small enough to `carry` beside the working tree (64 MiB in all); on the
 # device: `tar -xJf stage-pack/lean.tar.xz -C /tmp` and run /tmp/lean/bin/*,
@@ -12,7 +12,7 @@ scripts/build.sh
 work=$(mktemp -d)
 mkdir -p "$work/lean/bin" "$work/lean/lib" "$work/lean/python" stage-pack
 for binary in build/tools/fusec build/tools/fusec-run build/test/fusec-unit-tests \
-    build/bench/fusec-bench build/test/capi-test; do
+    build/bench/fusec-bench build/test/capi-test build/examples/fusec-generate; do
   strip -o "$work/lean/bin/$(basename "$binary")" "$binary"
 done
 # The binaries' rpath, $ORIGIN/../lib, finds libfusec.so and libonnx there.

@@ -21,7 +21,10 @@ for name in ("OMP_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS"):
     if name in os.environ:
         config.environment[name] = os.environ[name]
 config.environment["PATH"] = os.pathsep.join(
-    [config.fusec_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
+    [config.fusec_tools_dir,
+     # fusec-generate, the KV-cache generation example
+     os.path.join(os.path.dirname(config.fusec_tools_dir), "examples"),
+     config.llvm_tools_dir, config.environment.get("PATH", "")])
 config.substitutions.append(("%examples", os.path.join(config.fusec_source_dir, "examples")))
 config.substitutions.append(("%models", os.path.join(config.fusec_source_dir, "test", "models")))
 

@@ -177,13 +177,14 @@ static void printCppLoops(raw_indented_ostream &os,
                           const ScheduledPointwise &schedule) {
   for (size_t i = 0; i < kernel.inputs.size(); ++i) {
     const char *type = storageType(kernel.inputs[i].dtype);
-    os << "const " << type << " *__restrict in" << i << " = (const " << type
-       << " *)fusec_inputs[" << i << "];\n";
+    os << "const " << type
+       << (kernel.mayAlias(true, i) ? " *in" : " *__restrict in") << i
+       << " = (const " << type << " *)fusec_inputs[" << i << "];\n";
   }
   for (size_t i = 0; i < kernel.outputs.size(); ++i) {
     const char *type = storageType(kernel.outputs[i].dtype);
-    os << type << " *__restrict out" << i << " = (" << type
-       << " *)fusec_outputs[" << i << "];\n";
+    os << type << (kernel.mayAlias(false, i) ? " *out" : " *__restrict out")
+       << i << " = (" << type << " *)fusec_outputs[" << i << "];\n";
   }
   // Scalars are loaded once, outside the loops.
   for (size_t i = 0; i < kernel.inputs.size(); ++i)

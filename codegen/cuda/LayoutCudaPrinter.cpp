@@ -9,6 +9,7 @@
 #include "codegen/LayoutEmitter.h"
 
 #include "codegen/PointwiseKernel.h"
+#include "codegen/ScalarExprPrinter.h"
 #include "ir/TypeUtils.h"
 
 using namespace mlir;
@@ -38,6 +39,11 @@ private:
   void printLoopHead(const std::string &count, DType resultType) override {
     if (symbolicElements)
       os << cudaDimArray(dimCount);
+    if (params.blockPerOutput) {
+      os << "for (" << index << " i = blockIdx.x; i < " << count
+         << "; i += gridDim.x) {\n";
+      return;
+    }
     os << "const " << index << " stride = (" << index
        << ")gridDim.x * blockDim.x;\n";
     // The outer loop rolled, as the pointwise kernels' loops
@@ -56,7 +62,58 @@ private:
     os << "if (i >= " << count << ") break;\n";
   }
 
-  const char *loopTail() const override { return "}\n}\n"; }
+  const char *loopTail() const override {
+    return params.blockPerOutput ? "}\n" : "}\n}\n";
+  }
+
+  // Each thread scans every blockDim-th element of the row, then the
+  // block halves its candidates in shared memory; `beats` breaks ties by
+  // index, so the combine order does not change the result.
+  void printBlockArgReduction(const char *computeType, DType dtype, int64_t dim,
+                              const BeatsFn &beats) override {
+    os << computeType << " best = 0;\n";
+    os << "int64_t bestIndex = -1;\n";
+    os << "for (" << index << " k = threadIdx.x; k < " << dim
+       << "; k += blockDim.x) {\n";
+    {
+      auto loop = os.scope("", "}\n");
+      os << "const " << computeType
+         << " v = " << fromStorage(dtype, load(0, "base + k")) << ";\n";
+      os << "if (bestIndex < 0 || " << beats("v", "k", "best", "bestIndex")
+         << ") {\n";
+      os << "  best = v;\n";
+      os << "  bestIndex = k;\n";
+      os << "}\n";
+    }
+    os << "__shared__ " << computeType << " bestValues[" << params.blockX
+       << "];\n";
+    os << "__shared__ int64_t bestIndices[" << params.blockX << "];\n";
+    os << "bestValues[threadIdx.x] = best;\n";
+    os << "bestIndices[threadIdx.x] = bestIndex;\n";
+    os << "__syncthreads();\n";
+    os << "for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {\n";
+    {
+      auto loop = os.scope("", "}\n");
+      os << "if (threadIdx.x < half) {\n";
+      {
+        auto inside = os.scope("", "}\n");
+        os << "const " << computeType
+           << " v = bestValues[threadIdx.x + half];\n";
+        os << "const int64_t k = bestIndices[threadIdx.x + half];\n";
+        os << "if (k >= 0 && (bestIndex < 0 || "
+           << beats("v", "k", "best", "bestIndex") << ")) {\n";
+        os << "  best = v;\n";
+        os << "  bestIndex = k;\n";
+        os << "  bestValues[threadIdx.x] = v;\n";
+        os << "  bestIndices[threadIdx.x] = k;\n";
+        os << "}\n";
+      }
+      os << "__syncthreads();\n";
+    }
+    os << "if (threadIdx.x == 0)\n";
+    os << "  out0[i] = bestIndices[0];\n";
+    os << "__syncthreads(); // the next output reuses the arrays\n";
+  }
 };
 
 } // namespace

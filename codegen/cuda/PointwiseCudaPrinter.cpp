@@ -210,10 +210,11 @@ std::string printCudaKernel(const PointwiseKernel &kernel,
      << kPointwiseThreadsPerBlock << ") " << kernel.name << "(";
   for (size_t i = 0; i < kernel.inputs.size(); ++i)
     os << (i ? ", " : "") << "const " << storageType(kernel.inputs[i].dtype)
-       << " *__restrict__ in" << i;
+       << (kernel.mayAlias(true, i) ? " *in" : " *__restrict__ in") << i;
   for (size_t i = 0; i < kernel.outputs.size(); ++i)
     os << (kernel.inputs.empty() && i == 0 ? "" : ", ")
-       << storageType(kernel.outputs[i].dtype) << " *__restrict__ out" << i;
+       << storageType(kernel.outputs[i].dtype)
+       << (kernel.mayAlias(false, i) ? " *out" : " *__restrict__ out") << i;
   if (kernel.readsDimSizes())
     os << cudaDimParameters(kernel.dimCount);
   os << ") {\n";

@@ -3,6 +3,7 @@
 #include "codegen/schedule/LayoutSchedule.h"
 
 #include "codegen/PointwiseKernel.h"
+#include "ir/LayoutOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/Hashing.h"
@@ -17,6 +18,12 @@ namespace fuse {
 /// Elements a CUDA layout thread moves per pass (their loads in flight
 /// together).
 constexpr unsigned kLayoutElementsPerThread = 4;
+/// Rows at least this long take a block per argmax/argmin output: below
+/// it, a thread's serial scan costs less than a block's shared-memory
+/// combine.
+constexpr int64_t kBlockPerOutputMinRow = 1024;
+/// At most this many blocks, each looping over outputs (grid-stride).
+constexpr int64_t kBlockPerOutputMaxGrid = 65535;
 
 static int64_t shapeElements(Value value) {
   return cast<ShapedType>(value.getType()).getNumElements();
@@ -36,6 +43,22 @@ LayoutParams scheduleLayout(Operation *layoutOp, fusec::Target target) {
     return params;
   }
   params.blockX = kPointwiseThreadsPerBlock;
+  if (isa<ArgMaxOp, ArgMinOp>(layoutOp)) {
+    auto shape = cast<ShapedType>(layoutOp->getOperand(0).getType()).getShape();
+    int64_t axis = isa<ArgMaxOp>(layoutOp)
+                       ? int64_t(cast<ArgMaxOp>(layoutOp).getAxis())
+                       : int64_t(cast<ArgMinOp>(layoutOp).getAxis());
+    if (axis < 0)
+      axis += shape.size();
+    if (axis == int64_t(shape.size()) - 1 &&
+        shape.back() >= kBlockPerOutputMinRow &&
+        !ShapedType::isDynamicShape(shape)) {
+      params.blockPerOutput = true;
+      params.elementsPerThread = 1;
+      params.gridX = std::clamp<int64_t>(count, 1, kBlockPerOutputMaxGrid);
+      return params;
+    }
+  }
   params.elementsPerThread = kLayoutElementsPerThread;
   const int64_t perBlock =
       int64_t(kPointwiseThreadsPerBlock) * kLayoutElementsPerThread;
@@ -57,6 +80,8 @@ std::string LayoutParams::toString() const {
                      " index=" + (index64 ? "64" : "32");
   if (target == fusec::Target::Cpu)
     return text + " parallel=" + (parallel ? "yes" : "no");
+  if (blockPerOutput)
+    text += " block-per-output";
   return text + " block=" + std::to_string(blockX) +
          " grid=" + std::to_string(gridX) +
          " per-thread=" + std::to_string(elementsPerThread) +
@@ -66,13 +91,14 @@ std::string LayoutParams::toString() const {
 size_t LayoutParams::hash() const {
   return llvm::hash_combine(static_cast<int>(target), elements, index64,
                             parallel, blockX, gridX, elementsPerThread,
-                            maxBlocksPerMultiprocessor);
+                            blockPerOutput, maxBlocksPerMultiprocessor);
 }
 
 bool LayoutParams::operator==(const LayoutParams &other) const {
   auto fields = [](const LayoutParams &p) {
     return std::tie(p.target, p.elements, p.index64, p.parallel, p.blockX,
-                    p.gridX, p.elementsPerThread, p.maxBlocksPerMultiprocessor);
+                    p.gridX, p.elementsPerThread, p.blockPerOutput,
+                    p.maxBlocksPerMultiprocessor);
   };
   return fields(*this) == fields(other);
 }

@@ -31,6 +31,10 @@ struct LayoutParams {
   unsigned maxBlocksPerMultiprocessor = 0;
   /// CUDA: elements a thread moves per pass of the loop, a grid apart.
   unsigned elementsPerThread = 1;
+  /// CUDA argmax/argmin over long last-axis rows: a block of `blockX`
+  /// threads scans each output's row together (a thread alone would read a
+  /// 50k-entry vocabulary serially); false: a thread per output element.
+  bool blockPerOutput = false;
 
   /// One line of `key=value` fields, those of this target only.
   std::string toString() const;

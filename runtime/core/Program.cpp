@@ -211,6 +211,8 @@ std::string Program::planJson() const {
                   {"role", roleName(buffer.role)}};
     if (buffer.role == BufferRole::Alias)
       entry["alias_of"] = buffers[buffer.aliasOf].name;
+    if (buffer.updatesInput >= 0)
+      entry["updates_input"] = buffers[buffer.updatesInput].name;
     if (!buffer.symbolicShape.empty())
       entry["symbolic_shape"] =
           formatSymbolicShape(buffer.symbolicShape, symbols);

@@ -37,6 +37,12 @@ struct BufferDesc {
   Shape shape;
   BufferRole role = BufferRole::Temporary;
   int aliasOf = -1;
+  /// A graph output that may be given the memory of graph input
+  /// `updatesInput` (a buffer id): the step writing it reads that input only
+  /// at the element it writes and nothing else reads the input, so the
+  /// output can update the input in place (a KV cache, ONNX TensorScatter).
+  /// -1: an output given memory overlapping an input is refused.
+  int updatesInput = -1;
   std::vector<uint8_t> data;
   /// In a symbolic program (Program::symbols), the dims of a buffer whose
   /// size varies; `shape` then holds its sizes at the symbols' maxima.

@@ -52,6 +52,7 @@ std::string encodeProgram(const Program &program) {
     out.putList(buffer.shape);
     putEnum(out, buffer.role);
     out.put<int32_t>(buffer.aliasOf);
+    out.put<int32_t>(buffer.updatesInput);
   }
   out.put<uint64_t>(program.kernels.size());
   for (const KernelDesc &kernel : program.kernels) {
@@ -107,13 +108,14 @@ Program decodeProgram(std::string_view bytes, const std::string &what) {
   program.prelude = in.getString();
   program.source = in.getString();
   // The smallest encoding of each item bounds its count.
-  program.buffers.resize(in.getCount(8 + 8 + 8 + 1 + 4));
+  program.buffers.resize(in.getCount(8 + 8 + 8 + 1 + 4 + 4));
   for (BufferDesc &buffer : program.buffers) {
     buffer.name = in.getString();
     buffer.dtype = getDType(in);
     buffer.shape = in.getList<int64_t>();
     buffer.role = getEnum(in, BufferRole::Scratch, "buffer role");
     buffer.aliasOf = in.get<int32_t>();
+    buffer.updatesInput = in.get<int32_t>();
   }
   program.kernels.resize(in.getCount(7 * 8 + 8 + 5 * 4 + 1 + 8 + 4 + 8));
   for (KernelDesc &kernel : program.kernels) {
@@ -190,6 +192,13 @@ void checkProgram(const Program &program, const std::string &what) {
     totalBytes += buffer.byteSize();
     if (totalBytes > kMaxTotalBytes)
       fail("its buffers hold more than 2^56 bytes");
+    if (buffer.updatesInput != -1 &&
+        (buffer.updatesInput < 0 ||
+         static_cast<size_t>(buffer.updatesInput) >= buffers.size() ||
+         buffers[buffer.updatesInput].role != BufferRole::Input ||
+         buffers[buffer.updatesInput].byteSize() != buffer.byteSize()))
+      fail("buffer '" + buffer.name +
+           "' updates something other than an input of its size");
     if (buffer.role != BufferRole::Alias)
       continue;
     if (buffer.aliasOf < 0 || static_cast<size_t>(buffer.aliasOf) >= id)

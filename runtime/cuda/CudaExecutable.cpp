@@ -519,6 +519,31 @@ void CudaExecutable::enqueueOnDevice(const std::vector<DeviceTensor> &inputs,
   };
   checkTensors(inputs, prog.inputs, "input");
   checkTensors(outputs, prog.outputs, "output");
+  // An output may overlap an input only as the in-place update the
+  // compiler found safe: the very same memory (BufferDesc::updatesInput).
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const BufferDesc &output = prog.buffers[prog.outputs[o]];
+    const uint64_t outBegin = outputs[o].address,
+                   outEnd = outBegin + output.byteSize();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const BufferDesc &input = prog.buffers[prog.inputs[i]];
+      const uint64_t inBegin = inputs[i].address,
+                     inEnd = inBegin + input.byteSize();
+      if (outBegin >= inEnd || inBegin >= outEnd)
+        continue;
+      if (output.updatesInput == prog.inputs[i] && outBegin == inBegin)
+        continue;
+      throw Error("fusec: output '" + output.name + "' overlaps input '" +
+                  input.name + "' in device memory" +
+                  (output.updatesInput == prog.inputs[i]
+                       ? std::string(": it may update that input in place, "
+                                     "but only at the input's own address")
+                       : std::string(": '" + prog.name +
+                                     "' does not update that input in "
+                                     "place (see updates_input in "
+                                     "--emit=plan)")));
+    }
+  }
   cuda::StreamLock held;
   // fusec's stream does not wait for the caller's by itself.
   cuda::CUstream caller = callerStream

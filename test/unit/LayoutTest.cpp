@@ -355,11 +355,14 @@ void checkLayoutOps(DType dtype, Target target) {
   Tensor tw = values(dtype, {2, 3, 1}, rng);
   Tensor tc = values(dtype, {3, 1}, rng);
   Tensor tt = tieValues(dtype, {4, 5, 6}, rng);
+  // Rows past the length where a CUDA block scans each output together.
+  Tensor tr = tieValues(dtype, {3, 3001}, rng);
   std::string x3 = c.input("x3", t3), x4 = c.input("x4", t4),
               xl = c.input("xl", tl), xz = c.input("xz", tz),
               xv = c.input("xv", tv), xs = c.input("xs", ts),
               x5 = c.input("x5", t5), xw = c.input("xw", tw),
-              xc = c.input("xc", tc), xt = c.input("xt", tt);
+              xc = c.input("xc", tc), xt = c.input("xt", tt),
+              xr = c.input("xr", tr);
 
   // transpose
   c.expect("transpose default", b.op("transpose", {x3}), refTranspose(t3, {}));
@@ -520,6 +523,11 @@ void checkLayoutOps(DType dtype, Target target) {
              refArg(tz, 2, true, false, max));
     c.expect(name + " vector", b.op(op, {xv}, {{"keepdims", 0}}),
              refArg(tv, 0, false, false, max));
+    c.expect(name + " long rows", b.op(op, {xr}, {{"axis", -1}}),
+             refArg(tr, -1, true, false, max));
+    c.expect(name + " long rows last",
+             b.op(op, {xr}, {{"axis", 1}, {"select_last_index", 1}}),
+             refArg(tr, 1, true, true, max));
   }
 
   // views: squeeze, unsqueeze, flatten (reshape); expand (broadcast_to).
@@ -592,6 +600,22 @@ void checkNanArgs(DType dtype, Target target) {
                reference);
       ++variant;
     }
+  // Long rows (a CUDA block scans each): the rows above, each value
+  // repeated 600 times (3000 entries; every extreme and NaN ties with its
+  // copies), against the same reference.
+  Tensor longRows(dtype, {4, 3000});
+  for (int64_t i = 0; i < longRows.numElements(); ++i)
+    longRows.set(i, rows[i / 3000][(i % 3000) / 600]);
+  std::string xl = c.input("xl", longRows);
+  for (bool max : {true, false})
+    for (bool last : {false, true})
+      c.expect(std::string(max ? "argmax" : "argmin") + " long" +
+                   (last ? " last" : " first"),
+               c.builder.op(max ? "argmax" : "argmin", {xl},
+                            {{"axis", -1},
+                             {"keepdims", 0},
+                             {"select_last_index", last ? 1 : 0}}),
+               refArg(longRows, 1, false, last, max));
   c.run(target);
 }
 
