@@ -27,8 +27,8 @@ public:
 
 private:
   void printSignature(DType resultType) override {
-    os << "extern \"C\" __global__ void __launch_bounds__("
-       << kPointwiseThreadsPerBlock << ") " << name << "(";
+    os << "extern \"C\" __global__ void __launch_bounds__(" << params.blockX
+       << ") " << name << "(";
     for (BlockArgument arg : fusion.getBody().front().getArguments())
       os << "const " << storageType(dtypeOf(arg.getType()))
          << " *__restrict__ in" << arg.getArgNumber() << ", ";
@@ -73,6 +73,8 @@ private:
                               const BeatsFn &beats) override {
     os << computeType << " best = 0;\n";
     os << "int64_t bestIndex = -1;\n";
+    // Unrolled, so that a thread's loads are in flight together.
+    os << "#pragma unroll 8\n";
     os << "for (" << index << " k = threadIdx.x; k < " << dim
        << "; k += blockDim.x) {\n";
     {

@@ -22,6 +22,10 @@ constexpr unsigned kLayoutElementsPerThread = 4;
 /// it, a thread's serial scan costs less than a block's shared-memory
 /// combine.
 constexpr int64_t kBlockPerOutputMinRow = 1024;
+/// A block per output has the most threads a block may have: one row (a
+/// vocabulary's logits) is often the only output, and its scan's latency
+/// is what the kernel costs.
+constexpr unsigned kBlockPerOutputThreads = 1024;
 /// At most this many blocks, each looping over outputs (grid-stride).
 constexpr int64_t kBlockPerOutputMaxGrid = 65535;
 
@@ -54,6 +58,7 @@ LayoutParams scheduleLayout(Operation *layoutOp, fusec::Target target) {
         shape.back() >= kBlockPerOutputMinRow &&
         !ShapedType::isDynamicShape(shape)) {
       params.blockPerOutput = true;
+      params.blockX = kBlockPerOutputThreads;
       params.elementsPerThread = 1;
       params.gridX = std::clamp<int64_t>(count, 1, kBlockPerOutputMaxGrid);
       return params;
