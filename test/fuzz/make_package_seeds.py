@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Writes fuzz-package's seeds (test/fuzz/corpus/package/) from packages the
+built `fusec` compiles, so they follow the current package format
+(docs/packages.md): the example, gemm_relu and linear_bias_gelu for the CPU
+and softmax for CUDA (through NVRTC, no GPU needed), each with its code and
+PTX sections cut to 64 bytes (the harness never loads code; small seeds
+mutate faster) and the table, hashes and size rewritten to match; and the
+first 2000 bytes of one, a truncated package.
+
+    python3 test/fuzz/make_package_seeds.py [build/tools/fusec]
+"""
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+HEADER, ENTRY, ALIGN, CHECKSUM_AT = 64, 32, 64, 40
+CODE, PTX = 3, 4
+KEPT_CODE_BYTES = 64
+
+
+def fnv1a(data):
+    value = 0xcbf29ce484222325
+    for byte in data:
+        value = ((value ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return value
+
+
+def align(n):
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def shrink(package):
+    """The package with its code and PTX sections cut, re-laid out."""
+    count = struct.unpack_from("<I", package, 28)[0]
+    sections = []
+    for i in range(count):
+        kind, index, offset, size, _ = struct.unpack_from(
+            "<IIQQQ", package, HEADER + i * ENTRY)
+        data = package[offset:offset + size]
+        if kind in (CODE, PTX):
+            data = data[:KEPT_CODE_BYTES]
+        sections.append((kind, index, data))
+    end = align(HEADER + count * ENTRY)
+    table, offsets = b"", []
+    for kind, index, data in sections:
+        offsets.append(end)
+        table += struct.pack("<IIQQQ", kind, index, end, len(data),
+                             fnv1a(data))
+        end = align(end + len(data))
+    head = bytearray(package[:HEADER])
+    struct.pack_into("<Q", head, 32, end)
+    struct.pack_into("<Q", head, CHECKSUM_AT, 0)
+    head += table
+    struct.pack_into("<Q", head, CHECKSUM_AT, fnv1a(bytes(head)))
+    out = bytearray(end)
+    out[:len(head)] = head
+    for offset, (_, _, data) in zip(offsets, sections):
+        out[offset:offset + len(data)] = data
+    return bytes(out)
+
+
+def main():
+    fusec = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+        ROOT, "build", "tools", "fusec")
+    models = [("seed-cpu", "examples/seed.json", "cpu"),
+              ("gemm-cpu", "test/models/gemm_relu.json", "cpu"),
+              ("linear-cpu", "test/models/linear_bias_gelu.json", "cpu"),
+              ("softmax-cuda", "test/models/softmax.json", "cuda")]
+    corpus = os.path.join(HERE, "corpus", "package")
+    with tempfile.TemporaryDirectory() as work:
+        for name, model, target in models:
+            path = os.path.join(work, name + ".fusec")
+            subprocess.run([fusec, os.path.join(ROOT, model),
+                            "--target=" + target, "--emit=package", "-o",
+                            path], check=True)
+            with open(path, "rb") as f:
+                seed = shrink(f.read())
+            with open(os.path.join(corpus, name), "wb") as f:
+                f.write(seed)
+            if name == "seed-cpu":
+                with open(os.path.join(corpus, "truncated"), "wb") as f:
+                    f.write(seed[:2000])
+            print(f"{name}: {len(seed)} bytes")
+
+
+if __name__ == "__main__":
+    main()
