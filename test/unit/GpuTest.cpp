@@ -271,39 +271,6 @@ TEST_CASE("two models run at the same time on two threads", "[gpu]") {
 
 namespace {
 
-/// Device memory holding a copy of a host tensor, freed at scope exit.
-struct DeviceCopy {
-  explicit DeviceCopy(const Tensor &tensor)
-      : dtype(tensor.dtype), shape(tensor.shape) {
-    const cuda::Driver &driver = cuda::driver();
-    size_t bytes = std::max<size_t>(tensor.bytes.size(), 1);
-    cuda::check(driver.cuMemAlloc(&address, bytes), "cuMemAlloc", "test");
-    if (!tensor.bytes.empty())
-      cuda::check(driver.cuMemcpyHtoDAsync(address, tensor.data(),
-                                           tensor.bytes.size(),
-                                           cuda::device().stream),
-                  "cuMemcpyHtoDAsync", "test");
-    cuda::check(driver.cuStreamSynchronize(cuda::device().stream),
-                "cuStreamSynchronize", "test");
-  }
-  ~DeviceCopy() { cuda::driver().cuMemFree(address); }
-  DeviceTensor tensor() const { return {dtype, shape, address}; }
-  Tensor download() const {
-    Tensor host(dtype, shape);
-    if (!host.bytes.empty())
-      cuda::check(cuda::driver().cuMemcpyDtoHAsync(host.data(), address,
-                                                   host.bytes.size(),
-                                                   cuda::device().stream),
-                  "cuMemcpyDtoHAsync", "test");
-    cuda::check(cuda::driver().cuStreamSynchronize(cuda::device().stream),
-                "cuStreamSynchronize", "test");
-    return host;
-  }
-  DType dtype;
-  Shape shape;
-  cuda::CUdeviceptr address = 0;
-};
-
 /// Runs `graph` from host tensors and on device copies of them: the
 /// outputs must be the same bits (the same kernels on the same inputs).
 void checkDeviceRun(const Graph &graph, uint64_t seed, bool cudaGraph = true) {
@@ -318,17 +285,17 @@ void checkDeviceRun(const Graph &graph, uint64_t seed, bool cudaGraph = true) {
                                   program.buffers[id].shape, rng, -2, 2));
   std::vector<Tensor> expected = model.run(inputs);
 
-  std::vector<std::unique_ptr<DeviceCopy>> deviceInputs, deviceOutputs;
+  std::vector<std::unique_ptr<test::DeviceCopy>> deviceInputs, deviceOutputs;
   std::vector<DeviceTensor> in, out;
   for (const Tensor &input : inputs) {
-    deviceInputs.push_back(std::make_unique<DeviceCopy>(input));
+    deviceInputs.push_back(std::make_unique<test::DeviceCopy>(input));
     in.push_back(deviceInputs.back()->tensor());
   }
   for (const Tensor &output : expected) {
     // Filled with NaN-like bytes: an output nobody writes shows.
     Tensor garbage(output.dtype, output.shape);
     std::fill(garbage.bytes.begin(), garbage.bytes.end(), 0xff);
-    deviceOutputs.push_back(std::make_unique<DeviceCopy>(garbage));
+    deviceOutputs.push_back(std::make_unique<test::DeviceCopy>(garbage));
     out.push_back(deviceOutputs.back()->tensor());
   }
   // Twice, with a host run between: the executable's own addresses are
@@ -344,19 +311,20 @@ void checkDeviceRun(const Graph &graph, uint64_t seed, bool cudaGraph = true) {
   // Queued back to back into more output sets than the executable keeps
   // graphs for (each binding captured once, the oldest evicted), then the
   // first set again: every set holds the results after one synchronize.
-  std::vector<std::vector<std::unique_ptr<DeviceCopy>>> sets(10);
+  std::vector<std::vector<std::unique_ptr<test::DeviceCopy>>> sets(10);
   for (auto &set : sets)
     for (const Tensor &output : expected) {
       Tensor garbage(output.dtype, output.shape);
       std::fill(garbage.bytes.begin(), garbage.bytes.end(), 0xff);
-      set.push_back(std::make_unique<DeviceCopy>(garbage));
+      set.push_back(std::make_unique<test::DeviceCopy>(garbage));
     }
-  auto tensorsOf = [](const std::vector<std::unique_ptr<DeviceCopy>> &set) {
-    std::vector<DeviceTensor> tensors;
-    for (const auto &copy : set)
-      tensors.push_back(copy->tensor());
-    return tensors;
-  };
+  auto tensorsOf =
+      [](const std::vector<std::unique_ptr<test::DeviceCopy>> &set) {
+        std::vector<DeviceTensor> tensors;
+        for (const auto &copy : set)
+          tensors.push_back(copy->tensor());
+        return tensors;
+      };
   for (int round = 0; round < 2; ++round)
     for (const auto &set : sets)
       model.enqueueOnDevice(in, tensorsOf(set));
@@ -412,7 +380,7 @@ TEST_CASE("device tensors of the wrong type are refused by name", "[gpu]") {
   CompiledModel model =
       compile(b.build(), test::testOptions(true, Target::Cuda));
   Tensor x(DType::F32, {4}), y(DType::F32, {4});
-  DeviceCopy input(x), output(y);
+  test::DeviceCopy input(x), output(y);
   DeviceTensor wrong = input.tensor();
   wrong.shape = {5};
   CHECK_THROWS_WITH(model.runOnDevice({wrong}, {output.tensor()}),

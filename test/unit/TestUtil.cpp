@@ -28,6 +28,40 @@ CompileOptions testOptions(bool fuse, Target target) {
   return options;
 }
 
+DeviceCopy::DeviceCopy(const Tensor &tensor)
+    : dtype(tensor.dtype), shape(tensor.shape) {
+  cuda::CUdeviceptr device = 0;
+  cuda::check(cuda::driver().cuMemAlloc(
+                  &device, std::max<size_t>(tensor.bytes.size(), 1)),
+              "cuMemAlloc", "test");
+  address = device;
+  upload(tensor);
+}
+
+DeviceCopy::~DeviceCopy() { cuda::driver().cuMemFree(address); }
+
+void DeviceCopy::upload(const Tensor &tensor) {
+  if (!tensor.bytes.empty())
+    cuda::check(cuda::driver().cuMemcpyHtoDAsync(address, tensor.data(),
+                                                 tensor.bytes.size(),
+                                                 cuda::device().stream),
+                "cuMemcpyHtoDAsync", "test");
+  cuda::check(cuda::driver().cuStreamSynchronize(cuda::device().stream),
+              "cuStreamSynchronize", "test");
+}
+
+Tensor DeviceCopy::download() const {
+  Tensor host(dtype, shape);
+  if (!host.bytes.empty())
+    cuda::check(cuda::driver().cuMemcpyDtoHAsync(host.data(), address,
+                                                 host.bytes.size(),
+                                                 cuda::device().stream),
+                "cuMemcpyDtoHAsync", "test");
+  cuda::check(cuda::driver().cuStreamSynchronize(cuda::device().stream),
+              "cuStreamSynchronize", "test");
+  return host;
+}
+
 void skip(const std::string &reason) {
   if (std::getenv("FUSEC_TEST_SKIP_EXIT")) {
     std::printf("skipped: %s\n", reason.c_str());

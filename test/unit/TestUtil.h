@@ -52,6 +52,23 @@ inline const double kSpecialFloats[] = {
 std::vector<int64_t> specialInts(DType dtype);
 /// A fresh, empty directory under the system temp dir.
 std::string freshTempDir(const std::string &stem);
+/// GPU memory holding a copy of a host tensor, freed at scope exit (CUDA
+/// tests: the driver must be available).
+struct DeviceCopy {
+  explicit DeviceCopy(const Tensor &tensor);
+  DeviceCopy(const DeviceCopy &) = delete;
+  ~DeviceCopy();
+  /// Overwrites the copy with `tensor` (of the same size) and waits.
+  void upload(const Tensor &tensor);
+  Tensor download() const;
+  /// The copy as a device tensor, starting `offset` bytes in.
+  DeviceTensor tensor(uint64_t offset = 0) const {
+    return {dtype, shape, address + offset};
+  }
+  DType dtype;
+  Shape shape;
+  uint64_t address = 0;
+};
 /// "max abs error 0.1 at element 3: got 1.5, expected 1.4" for messages.
 std::string describeMismatch(const Tensor &actual, const Tensor &expected,
                              const Comparison &comparison);

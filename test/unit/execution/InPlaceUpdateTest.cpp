@@ -84,44 +84,6 @@ TEST_CASE("a cache update may write its input in place", "[inplace]") {
   CHECK(out[0].bytes == expected.bytes);
 }
 
-namespace {
-
-struct DeviceBuffer {
-  explicit DeviceBuffer(const Tensor &tensor)
-      : dtype(tensor.dtype), shape(tensor.shape) {
-    cuda::check(cuda::driver().cuMemAlloc(&address, tensor.bytes.size()),
-                "cuMemAlloc", "test");
-    upload(tensor);
-  }
-  ~DeviceBuffer() { cuda::driver().cuMemFree(address); }
-  void upload(const Tensor &tensor) {
-    cuda::check(cuda::driver().cuMemcpyHtoDAsync(address, tensor.data(),
-                                                 tensor.bytes.size(),
-                                                 cuda::device().stream),
-                "cuMemcpyHtoDAsync", "test");
-    cuda::check(cuda::driver().cuStreamSynchronize(cuda::device().stream),
-                "cuStreamSynchronize", "test");
-  }
-  Tensor download() const {
-    Tensor host(dtype, shape);
-    cuda::check(cuda::driver().cuMemcpyDtoHAsync(host.data(), address,
-                                                 host.bytes.size(),
-                                                 cuda::device().stream),
-                "cuMemcpyDtoHAsync", "test");
-    cuda::check(cuda::driver().cuStreamSynchronize(cuda::device().stream),
-                "cuStreamSynchronize", "test");
-    return host;
-  }
-  DeviceTensor tensor(uint64_t offset = 0) const {
-    return {dtype, shape, address + offset};
-  }
-  DType dtype;
-  Shape shape;
-  cuda::CUdeviceptr address = 0;
-};
-
-} // namespace
-
 TEST_CASE("a device run updates a cache in place", "[inplace][gpu]") {
   FUSEC_SKIP_IF(cuda::unavailableReason());
   checkMarks(Target::Cuda);
@@ -129,7 +91,7 @@ TEST_CASE("a device run updates a cache in place", "[inplace][gpu]") {
       compile(cacheUpdate(false), test::testOptions(true, Target::Cuda));
   std::mt19937_64 rng(11);
   Tensor past = randomTensor(DType::F32, kCache, rng, -1, 1);
-  DeviceBuffer cache(past), update(Tensor(DType::F32, kRow)),
+  test::DeviceCopy cache(past), update(Tensor(DType::F32, kRow)),
       position(Tensor(DType::I64, {1, 1, 1, 1}));
   Tensor expected = past;
   // Three steps through one buffer, as a decode loop writes its cache
@@ -149,7 +111,7 @@ TEST_CASE("a device run updates a cache in place", "[inplace][gpu]") {
   // Overlaps the compiler did not mark are refused, naming both tensors.
   const std::string present =
       model.program().buffers[model.program().outputs[0]].name;
-  DeviceBuffer other(past);
+  test::DeviceCopy other(past);
   CHECK_THROWS_WITH(
       model.runOnDevice({cache.tensor(), update.tensor(), position.tensor()},
                         {cache.tensor(16)}),
