@@ -4,6 +4,7 @@ token by token (examples/generate/generate.cpp).
 
     python3 export_decoder.py OUT_DIR [--config tiny|small] [--max-cache N]
                               [--prompt N] [--check-steps K]
+                              [--exporter graph|torchscript]
 
 writes
 
@@ -24,7 +25,10 @@ f32 [1, heads, max_cache, head_dim]. Its outputs are `next_id` int64 [1, 1]
 past_len (ONNX TensorScatter): the cache keeps its shape, so a step's
 present may share its past's buffer. Attention (ONNX Attention) reads the
 whole cache under a boolean mask that admits key j for query i when
-j <= past_len + i: what transformers' static cache does.
+j <= past_len + i: what transformers' static cache does. With
+`--exporter torchscript` the same step comes from torch.onnx.export (opset
+18: ScatterElements for the cache update, attention as MatMul/Softmax, the
+exporter's shape subgraphs), with the same inputs and outputs.
 
 The weights are random (torch.manual_seed(0); GPT-2's normal with std 0.02,
 biases too); the layer norms' scales and shifts are perturbed from 1 and 0
@@ -62,19 +66,25 @@ class Block(nn.Module):
         self.fc = nn.Linear(d, 4 * d)
         self.out = nn.Linear(4 * d, d)
 
-    def forward(self, x, k_cache, v_cache, positions, mask):
-        """x [B, S, d]; the caches [B, heads, max, head_dim] are written in
-        place at `positions` [S]; mask [S, max] admits the keys to read."""
+    def forward(self, x, k_cache, v_cache, positions, mask, in_place=True):
+        """x [B, S, d]; the caches [B, heads, max, head_dim] are written at
+        `positions` [S] (in place, or into new tensors, returned); mask
+        [S, max] admits the keys to read."""
         b, s, d = x.shape
         q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
         q, k, v = (t.view(b, s, self.heads, d // self.heads).transpose(1, 2)
                    for t in (q, k, v))
-        k_cache.index_copy_(2, positions, k)
-        v_cache.index_copy_(2, positions, v)
+        if in_place:
+            k_cache.index_copy_(2, positions, k)
+            v_cache.index_copy_(2, positions, v)
+        else:
+            k_cache = k_cache.index_copy(2, positions, k)
+            v_cache = v_cache.index_copy(2, positions, v)
         y = F.scaled_dot_product_attention(q, k_cache, v_cache,
                                            attn_mask=mask)
         x = x + self.proj(y.transpose(1, 2).reshape(b, s, d))
-        return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+        x = x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+        return x if in_place else (x, k_cache, v_cache)
 
 
 class Decoder(nn.Module):
@@ -107,6 +117,48 @@ class Decoder(nn.Module):
             x = block(x, cache[2 * i], cache[2 * i + 1], positions, mask)
         last = self.ln_f(x[:, -1])
         return last @ self.wte.weight.t()
+
+
+class FunctionalStep(nn.Module):
+    """The decoder step with the ONNX graph's inputs and outputs (caches
+    returned, not written in place), for torch.onnx.export."""
+
+    def __init__(self, decoder):
+        super().__init__()
+        self.decoder = decoder
+
+    def forward(self, ids, past_len, *cache):
+        m = self.decoder
+        positions = past_len + torch.arange(ids.shape[1])
+        keys = torch.arange(cache[0].shape[2])
+        mask = keys[None, :] <= positions[:, None]
+        x = m.wte(ids) + m.wpe(positions)[None]
+        present = []
+        for i, block in enumerate(m.blocks):
+            x, k, v = block(x, cache[2 * i], cache[2 * i + 1], positions,
+                            mask, in_place=False)
+            present += [k, v]
+        logits = m.ln_f(x[:, -1]) @ m.wte.weight.t()
+        return (logits.argmax(-1, keepdim=True), past_len + ids.shape[1],
+                logits, *present)
+
+
+def torchscript_onnx(model, max_cache, path):
+    """The step as PyTorch's TorchScript exporter writes it (opset 18):
+    index_copy becomes ScatterElements over indices it expands from shape
+    subgraphs, SDPA a MatMul/Softmax chain; `seq` is a dynamic axis."""
+    layers = range(len(model.blocks))
+    caches = model.new_cache(max_cache)
+    names_in = ["ids", "past_len"] + [f"past_{w}_{i}" for i in layers
+                                      for w in ("key", "value")]
+    names_out = ["next_id", "next_len", "logits"] + [
+        f"present_{w}_{i}" for i in layers for w in ("key", "value")]
+    torch.onnx.export(FunctionalStep(model).eval(),
+                      (torch.tensor([[1, 2]]), torch.tensor([0]), *caches),
+                      path, opset_version=18, dynamo=False,
+                      input_names=names_in, output_names=names_out,
+                      dynamic_axes={"ids": {1: "seq"}})
+    return onnx.load(path)
 
 
 def make_decoder(config):
@@ -266,14 +318,21 @@ def main():
     parser.add_argument("--max-cache", type=int, default=32)
     parser.add_argument("--prompt", type=int, default=8)
     parser.add_argument("--check-steps", type=int, default=8)
+    parser.add_argument("--exporter", choices=["graph", "torchscript"],
+                        default="graph",
+                        help="write the ONNX graph node by node (TensorScatter"
+                        ", Attention; opset 24) or with torch.onnx.export")
     args = parser.parse_args()
     if args.prompt + args.check_steps > args.max_cache:
         parser.error("--prompt plus --check-steps exceed --max-cache")
     os.makedirs(args.out, exist_ok=True)
     model = make_decoder(args.config)
-    proto = to_onnx(model, args.max_cache)
     path = os.path.join(args.out, "decoder.onnx")
-    onnx.save(proto, path)
+    if args.exporter == "graph":
+        proto = to_onnx(model, args.max_cache)
+        onnx.save(proto, path)
+    else:
+        proto = torchscript_onnx(model, args.max_cache, path)
     generator = torch.Generator().manual_seed(1)
     prompt = torch.randint(0, model.wte.num_embeddings, (1, args.prompt),
                            generator=generator)

@@ -314,6 +314,56 @@ std::optional<Ints> foldGather(const onnx::NodeProto &node, const Ints &data,
   return result;
 }
 
+/// ScatterElements on a shape: TorchScript's export of index_copy/index_put
+/// builds an Expand's shape by scattering a length into Shape(cache).
+/// Returns nullopt (the graph reports it) for an index out of range.
+std::optional<Ints> foldScatterElements(const onnx::NodeProto &node,
+                                        const Ints &data, const Ints &indices,
+                                        const Ints &updates) {
+  const int64_t rank = data.shape.size();
+  std::optional<int64_t> axis = normalizeAxis(intAttr(node, "axis", 0), rank);
+  if (!axis || indices.dtype == DType::I1 || updates.dtype != data.dtype ||
+      indices.shape != updates.shape ||
+      static_cast<int64_t>(indices.shape.size()) != rank)
+    return std::nullopt;
+  std::string reduction = "none";
+  if (const onnx::AttributeProto *attr = findAttribute(node, "reduction"))
+    reduction = attr->s();
+  if (reduction != "none" && reduction != "add" && reduction != "mul" &&
+      reduction != "max" && reduction != "min")
+    return std::nullopt;
+  Shape strides = rowMajorStrides(data.shape);
+  Ints result = data;
+  for (int64_t i = 0; i < numElements(indices.shape); ++i) {
+    // The index tuple of element i of `indices`, with its axis replaced.
+    int64_t rest = i, target = 0;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      int64_t coordinate = rest % indices.shape[d];
+      rest /= indices.shape[d];
+      if (d == *axis) {
+        coordinate = indices.values[i];
+        if (coordinate < 0)
+          coordinate += data.shape[d];
+      }
+      if (coordinate < 0 || coordinate >= data.shape[d])
+        return std::nullopt;
+      target += coordinate * strides[d];
+    }
+    int64_t &slot = result.values[target], update = updates.values[i];
+    if (reduction == "none")
+      slot = update;
+    else if (reduction == "add")
+      slot = wrapTo(data.dtype, wrappingOp(slot, update, '+'));
+    else if (reduction == "mul")
+      slot = wrapTo(data.dtype, wrappingOp(slot, update, '*'));
+    else if (reduction == "max")
+      slot = std::max(slot, update);
+    else
+      slot = std::min(slot, update);
+  }
+  return result;
+}
+
 /// The elements of `data` at the cartesian product of `picked[d]` (indices
 /// along each dim), in row-major order.
 Ints gatherProduct(const Ints &data,
@@ -881,6 +931,9 @@ foldShapeComputation(const onnx::NodeProto &node, int64_t opset,
       result = foldTile(a, *operands[1]);
   } else if (op == "Range") {
     result = foldRange(operands);
+  } else if (op == "ScatterElements" || (op == "Scatter" && opset < 11)) {
+    if (operands.size() == 3 && operands[1] && operands[2])
+      result = foldScatterElements(node, a, *operands[1], *operands[2]);
   } else if (op == "Identity") {
     result = a;
   } else if (op == "Flatten") {
