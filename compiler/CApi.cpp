@@ -15,6 +15,7 @@
 #include "runtime/cuda/CudaApi.h"
 #include "tools/lib/ProfileReport.h"
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <iterator>
@@ -164,6 +165,8 @@ struct fusec_model {
     std::string name;
     fusec_dtype dtype;
     Shape shape;
+    /// Outputs: the input it may update in place, or -1.
+    int64_t updatesInput = -1;
   };
   struct Kernel {
     KernelInfo info;
@@ -187,9 +190,14 @@ struct fusec_model {
                         portShape(program.buffers[id])});
     for (size_t i = 0; i < program.outputs.size(); ++i) {
       const BufferDesc &buffer = program.buffers[program.outputs[i]];
-      outputs.push_back({program.outputNames[i],
-                         static_cast<fusec_dtype>(buffer.dtype),
-                         portShape(buffer)});
+      auto updated = std::find(program.inputs.begin(), program.inputs.end(),
+                               buffer.updatesInput);
+      outputs.push_back(
+          {program.outputNames[i], static_cast<fusec_dtype>(buffer.dtype),
+           portShape(buffer),
+           buffer.updatesInput >= 0 && updated != program.inputs.end()
+               ? updated - program.inputs.begin()
+               : -1});
     }
     symbolic = program.isSymbolic();
     for (KernelInfo &info : this->compiled.kernels()) {
@@ -765,6 +773,18 @@ fusec_status fusec_model_output(const fusec_model *model, size_t index,
                                 const char **name, fusec_dtype *dtype,
                                 int32_t *ndim, const int64_t **shape) {
   return describePort(model, /*input=*/false, index, name, dtype, ndim, shape);
+}
+
+fusec_status fusec_model_output_updates_input(const fusec_model *model,
+                                              size_t index, int64_t *input) {
+  return guarded([&] {
+    const fusec_model &m = required(model, "the model");
+    if (index >= m.outputs.size())
+      throw InvalidArgument{"fusec: the model has " +
+                            std::to_string(m.outputs.size()) +
+                            " outputs, not " + std::to_string(index + 1)};
+    required(input, "the input index") = m.outputs[index].updatesInput;
+  });
 }
 
 fusec_status fusec_model_output_shape(const fusec_model *model,

@@ -207,6 +207,12 @@ static void testFileModel(const char *sourceDir, const char *cacheDir) {
   CHECK(strcmp(name, "z") == 0);
   FAILS(fusec_model_input(model, 2, &name, NULL, NULL, NULL),
         FUSEC_ERROR_INVALID_ARGUMENT, "has 2 inputs");
+  /* z = sin^4(x) * y + sin^4(x) updates no input in place. */
+  int64_t updated = 0;
+  OK(fusec_model_output_updates_input(model, 0, &updated));
+  CHECK(updated == -1);
+  FAILS(fusec_model_output_updates_input(model, 1, &updated),
+        FUSEC_ERROR_INVALID_ARGUMENT, "has 1 outputs");
 
   checkSeed(model);
 

@@ -438,3 +438,18 @@ def test_dlpack_capsules_read_in_place():
                                                              view.strides)
     assert _dlpack.contiguous((3, 1, 2), (2, 7, 1))
     assert _dlpack.View(np.zeros(3, np.bool_), None).dtype == "i1"
+
+
+DECODER = os.path.join(SOURCE_DIR, "test", "models", "generate", "decoder.onnx")
+
+
+def test_updates_input():
+    """A decode step's present caches may update its past ones in place
+    (the one-position TensorScatter is pointwise); the prefill's may not."""
+    decode = fusec.compile(DECODER, target="cpu", input_shapes={"ids": (1, 1)})
+    assert decode.updates_input == {
+        "present_%s_%d" % (what, layer): "past_%s_%d" % (what, layer)
+        for layer in range(2) for what in ("key", "value")}
+    prefill = fusec.compile(DECODER, target="cpu",
+                            input_shapes={"ids": (1, 8)})
+    assert prefill.updates_input == {}

@@ -142,3 +142,30 @@ def test_cuda_model_on_host_arrays_and_errors():
     with pytest.raises(fusec.Error, match="input 'y' is f32\\[2, 3\\] but "
                        "the tensor given is f16\\[2, 3\\]"):
         model(t.contiguous(), t.contiguous().half())
+
+
+DECODER = os.path.join(os.path.dirname(SEED), os.pardir, "test", "models",
+                       "generate", "decoder.onnx")
+
+
+@needs_gpu
+def test_cuda_cache_updated_in_place():
+    """The decode step of examples/generate on CUDA tensors: its present
+    caches written into the past caches' own memory give what separate
+    outputs hold; an output over another input is refused."""
+    model = fusec.compile(DECODER, target="cuda", input_shapes={"ids": (1, 1)})
+    assert model.updates_input["present_key_0"] == "past_key_0"
+    generator = torch.Generator(device="cuda").manual_seed(3)
+    inputs = [torch.tensor([[7]], device="cuda"),
+              torch.tensor([5], device="cuda")]
+    inputs += [torch.randn(spec.shape, device="cuda", generator=generator)
+               for spec in model.inputs[2:]]
+    separate = model(*inputs)
+    caches = [t.clone() for t in inputs[2:]]
+    outputs = [torch.empty_like(t) for t in separate[:3]] + caches
+    model(*inputs[:2], *caches, out=outputs)
+    torch.cuda.synchronize()
+    for got, expected in zip(outputs, separate):
+        assert torch.equal(got, expected)
+    with pytest.raises(fusec.Error, match="overlaps input 'past_key_0'"):
+        model(*inputs, out=separate[:3] + [inputs[2]] * 4)

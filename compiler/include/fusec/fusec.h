@@ -298,6 +298,13 @@ FUSEC_API fusec_status fusec_model_output(const fusec_model *model,
                                           fusec_dtype *dtype, int32_t *ndim,
                                           const int64_t **shape);
 
+/* The input whose memory output `index` may be given in a run on device
+   tensors (the output updates that input in place, e.g. a KV cache's
+   present and past: docs/dynamic-shapes.md), or -1: then the output must
+   not overlap any input. */
+FUSEC_API fusec_status fusec_model_output_updates_input(
+    const fusec_model *model, size_t index, int64_t *input);
+
 /* A model with symbolic dims: the shape of output `index` for inputs of
    these shapes (`ndims[i]` dims at `shapes[i]` for input i), bound as a run
    binds them; writes `*ndim` dims to `shape`, which has room for

@@ -111,6 +111,7 @@ _SIGNATURES = {
     "fusec_model_output_count": ([_P, _PSIZE], None),
     "fusec_model_input": ([_P, _SIZE, _PSTR, _PINT, _PI32, _PPI64], None),
     "fusec_model_output": ([_P, _SIZE, _PSTR, _PINT, _PI32, _PPI64], None),
+    "fusec_model_output_updates_input": ([_P, _SIZE, _PI64], None),
     "fusec_model_output_shape": ([_P, _SIZE, _PI32, ctypes.POINTER(_PI64),
                                   _SIZE, _I32, _PI32, _PI64], None),
     # The tensor arrays by address: ints convert faster than ctypes arrays.

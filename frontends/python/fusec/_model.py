@@ -233,6 +233,16 @@ class Model:
         _capi.check(lib.fusec_model_name(handle, ctypes.byref(name)))
         self.name = _capi.decode(name.value)
         self._kernels = None
+        # Output name -> the input name whose memory it may take: it updates
+        # that input in place (a KV cache), so a call may pass one tensor
+        # for both on the GPU; any other overlap is an error.
+        self.updates_input = {}
+        for index, spec in enumerate(self.outputs):
+            updated = ctypes.c_int64()
+            _capi.check(lib.fusec_model_output_updates_input(
+                handle, index, ctypes.byref(updated)))
+            if updated.value >= 0:
+                self.updates_input[spec.name] = self.inputs[updated.value].name
         # Symbolic dims (-1 in a port's shape): every call binds their sizes.
         self._symbolic = any(dim < 0 for spec in self.inputs + self.outputs
                              for dim in spec.shape)
