@@ -519,6 +519,19 @@ void CudaExecutable::enqueueOnDevice(const std::vector<DeviceTensor> &inputs,
   };
   checkTensors(inputs, prog.inputs, "input");
   checkTensors(outputs, prog.outputs, "output");
+  cuda::StreamLock held;
+  // fusec's stream does not wait for the caller's by itself.
+  cuda::CUstream caller = callerStream
+                              ? static_cast<cuda::CUstream>(callerStream)
+                              : cuda::legacyDefaultStream();
+  cuda::orderAfterStream(caller);
+  enqueueBound(inputs, outputs);
+  cuda::orderStreamAfter(caller);
+}
+
+void CudaExecutable::checkOverlaps(
+    const std::vector<DeviceTensor> &inputs,
+    const std::vector<DeviceTensor> &outputs) const {
   // An output may overlap an input only as the in-place update the
   // compiler found safe: the very same memory (BufferDesc::updatesInput).
   for (size_t o = 0; o < outputs.size(); ++o) {
@@ -544,14 +557,6 @@ void CudaExecutable::enqueueOnDevice(const std::vector<DeviceTensor> &inputs,
                                      "--emit=plan)")));
     }
   }
-  cuda::StreamLock held;
-  // fusec's stream does not wait for the caller's by itself.
-  cuda::CUstream caller = callerStream
-                              ? static_cast<cuda::CUstream>(callerStream)
-                              : cuda::legacyDefaultStream();
-  cuda::orderAfterStream(caller);
-  enqueueBound(inputs, outputs);
-  cuda::orderStreamAfter(caller);
 }
 
 void CudaExecutable::enqueueBound(const std::vector<DeviceTensor> &inputs,
@@ -573,6 +578,8 @@ void CudaExecutable::enqueueBound(const std::vector<DeviceTensor> &inputs,
       return;
     }
   }
+  // A binding replayed above was checked when it was captured.
+  checkOverlaps(inputs, outputs);
   auto rootOf = [&](int id) {
     while (prog.buffers[id].role == BufferRole::Alias)
       id = prog.buffers[id].aliasOf;

@@ -85,6 +85,11 @@ private:
   /// enqueueOnDevice's steps, its tensors checked and the stream ordered.
   void enqueueBound(const std::vector<DeviceTensor> &inputs,
                     const std::vector<DeviceTensor> &outputs);
+  /// Throws for an output overlapping an input in device memory, unless it
+  /// is the in-place update the compiler marked, at the input's own
+  /// address (BufferDesc::updatesInput).
+  void checkOverlaps(const std::vector<DeviceTensor> &inputs,
+                     const std::vector<DeviceTensor> &outputs) const;
   /// Captures what `enqueue` puts on the stream.
   CapturedGraph capture(const std::function<void()> &enqueue);
   /// Enqueues a captured graph on the stream.
