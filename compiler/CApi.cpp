@@ -738,18 +738,24 @@ fusec_status fusec_model_output_count(const fusec_model *model, size_t *count) {
 
 namespace {
 
+/// Item `index` of one of the model's lists, or an error naming how many
+/// there are ("the model has 2 inputs, not 3").
+template <typename T>
+const T &itemAt(const std::vector<T> &items, size_t index, const char *what) {
+  if (index >= items.size())
+    throw InvalidArgument{"fusec: the model has " +
+                          std::to_string(items.size()) + " " + what + ", not " +
+                          std::to_string(index + 1)};
+  return items[index];
+}
+
 fusec_status describePort(const fusec_model *model, bool input, size_t index,
                           const char **name, fusec_dtype *dtype, int32_t *ndim,
                           const int64_t **shape) {
   return guarded([&] {
-    const std::vector<fusec_model::Port> &ports =
-        input ? required(model, "the model").inputs : model->outputs;
-    if (index >= ports.size())
-      throw InvalidArgument{std::string("fusec: the model has ") +
-                            std::to_string(ports.size()) +
-                            (input ? " inputs" : " outputs") + ", not " +
-                            std::to_string(index + 1)};
-    const fusec_model::Port &port = ports[index];
+    const fusec_model::Port &port =
+        itemAt(input ? required(model, "the model").inputs : model->outputs,
+               index, input ? "inputs" : "outputs");
     if (name)
       *name = port.name.c_str();
     if (dtype)
@@ -778,12 +784,9 @@ fusec_status fusec_model_output(const fusec_model *model, size_t index,
 fusec_status fusec_model_output_updates_input(const fusec_model *model,
                                               size_t index, int64_t *input) {
   return guarded([&] {
-    const fusec_model &m = required(model, "the model");
-    if (index >= m.outputs.size())
-      throw InvalidArgument{"fusec: the model has " +
-                            std::to_string(m.outputs.size()) +
-                            " outputs, not " + std::to_string(index + 1)};
-    required(input, "the input index") = m.outputs[index].updatesInput;
+    required(input, "the input index") =
+        itemAt(required(model, "the model").outputs, index, "outputs")
+            .updatesInput;
   });
 }
 
@@ -800,12 +803,9 @@ fusec_status fusec_model_output_shape(const fusec_model *model,
     for (size_t i = 0; i < input_count; ++i)
       inputShapes.push_back(
           shapeOf(ndims[i], shapes[i], "input shape " + std::to_string(i)));
-    if (index >= m.outputs.size())
-      throw InvalidArgument{"fusec: the model has " +
-                            std::to_string(m.outputs.size()) +
-                            " outputs, not " + std::to_string(index + 1)};
-    Shape result = m.symbolic ? m.outputShapesFor(inputShapes)[index]
-                              : m.outputs[index].shape;
+    const fusec_model::Port &output = itemAt(m.outputs, index, "outputs");
+    Shape result =
+        m.symbolic ? m.outputShapesFor(inputShapes)[index] : output.shape;
     if (static_cast<int64_t>(result.size()) > capacity)
       throw InvalidArgument{"fusec: output " + std::to_string(index) + " has " +
                             std::to_string(result.size()) +
@@ -841,12 +841,8 @@ fusec_status fusec_model_kernel(const fusec_model *model, size_t index,
                                 const char **name, size_t *op_count,
                                 const char *const **ops, const char **source) {
   return guarded([&] {
-    const fusec_model &m = required(model, "the model");
-    if (index >= m.kernels.size())
-      throw InvalidArgument{"fusec: the model has " +
-                            std::to_string(m.kernels.size()) +
-                            " kernels, not " + std::to_string(index + 1)};
-    const fusec_model::Kernel &kernel = m.kernels[index];
+    const fusec_model::Kernel &kernel =
+        itemAt(required(model, "the model").kernels, index, "kernels");
     if (name)
       *name = kernel.info.name.c_str();
     if (op_count)
