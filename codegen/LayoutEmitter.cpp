@@ -396,12 +396,6 @@ void LayoutEmitter::printArgReduction(OpTy reduction, bool max) {
   auto beats = [&](const std::string &v, const std::string &k,
                    const std::string &best, const std::string &bestIndex) {
     std::string order = k + (last ? " > " : " < ") + bestIndex;
-    if (bestIndex.empty()) // a scan in index order: ties go by `last`
-      return std::string(v + (max ? " >" : " <") + (last ? "= " : " ") + best) +
-             (!fusec::isFloat(dtype) ? ""
-              : last                 ? " || " + v + " != " + v
-                     : " || (" + v + " != " + v + " && " + best +
-                           " == " + best + ")");
     std::string wins = v + (max ? " > " : " < ") + best + " || (" + v +
                        " == " + best + " && " + order + ")";
     if (!fusec::isFloat(dtype))
@@ -422,7 +416,12 @@ void LayoutEmitter::printArgReduction(OpTy reduction, bool max) {
     os << "const " << computeType
        << " v = " << fromStorage(dtype, load(0, "base + " + times("k", inner)))
        << ";\n";
-    os << "if (" << beats("v", "k", "best", "") << ") {\n";
+    // In index order, k is past every index seen: ties go by `last`.
+    std::string compare =
+        std::string("v ") + (max ? ">" : "<") + (last ? "=" : "") + " best";
+    if (fusec::isFloat(dtype))
+      compare += last ? " || v != v" : " || (v != v && best == best)";
+    os << "if (" << compare << ") {\n";
     os << "  best = v;\n";
     os << "  bestIndex = k;\n";
     os << "}\n";

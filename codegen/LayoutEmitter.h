@@ -76,8 +76,8 @@ protected:
   /// What closes the loops printLoopHead opened.
   virtual const char *loopTail() const { return "}\n"; }
   /// Prints whether candidate value and index (v, k) beat the best so far
-  /// (best, bestIndex): the order of an argmax/argmin. An empty bestIndex
-  /// stands for a scan in index order (k past every index seen).
+  /// (best, bestIndex): the order of an argmax/argmin, ties broken by
+  /// index.
   using BeatsFn = std::function<std::string(
       const std::string &v, const std::string &k, const std::string &best,
       const std::string &bestIndex)>;

@@ -236,7 +236,8 @@ public:
       } else if (auto fusion = dyn_cast<FusionOp>(op)) {
         fusec::KernelDesc desc;
         std::string params;
-        if (failed(buildKernel(fusion, desc, params)))
+        InPlacePairs inPlace;
+        if (failed(buildKernel(fusion, desc, params, inPlace)))
           return failure();
         desc.scheduleParams = params;
         if (schedules)
@@ -255,10 +256,9 @@ public:
         for (Value result : fusion.getResults())
           desc.outputs.push_back(
               addBuffer(result, temporaryName(result), BufferRole::Temporary));
-        for (auto [input, output] : inPlaceOfLastKernel)
+        for (auto [input, output] : inPlace)
           program.buffers[desc.outputs[output]].updatesInput =
               desc.inputs[input];
-        inPlaceOfLastKernel.clear();
         program.steps.push_back({fusec::StepKind::Kernel,
                                  static_cast<int>(program.kernels.size())});
         program.kernels.push_back(std::move(desc));
@@ -289,10 +289,14 @@ public:
   }
 
 private:
-  /// The kernel of one region, by the region's kind, and its schedule's
-  /// params.
+  /// (input, output) indices of a region whose output may share the input's
+  /// memory (inPlaceUpdates).
+  using InPlacePairs = std::vector<std::pair<unsigned, unsigned>>;
+
+  /// The kernel of one region, by the region's kind, its schedule's params
+  /// and the outputs that may update an input in place.
   LogicalResult buildKernel(FusionOp fusion, fusec::KernelDesc &desc,
-                            std::string &params) {
+                            std::string &params, InPlacePairs &inPlace) {
     unsigned index = program.kernels.size();
     bool cuda = program.target == fusec::Target::Cuda;
     std::optional<fusec::SymbolicShape> leading;
@@ -355,8 +359,7 @@ private:
     kernel->symbolicElements = elementsOfResult();
     kernel->dimCount = dimCount;
     if (!leading)
-      kernel->inPlace = inPlaceUpdates(fusion, *kernel);
-    inPlaceOfLastKernel = kernel->inPlace;
+      kernel->inPlace = inPlace = inPlaceUpdates(fusion, *kernel);
     desc.name = kernel->name;
     desc.ops = kernel->ops;
     desc.schedule = "pointwise";
@@ -383,15 +386,14 @@ private:
   /// TensorScatter does (present = written ? update : past), where the input
   /// has the output's type, nothing but this region reads it, and the
   /// region reads it at the element being computed (contiguous).
-  std::vector<std::pair<unsigned, unsigned>>
-  inPlaceUpdates(FusionOp fusion, const PointwiseKernel &kernel) {
+  InPlacePairs inPlaceUpdates(FusionOp fusion, const PointwiseKernel &kernel) {
     auto isGraphOutput = [](Value value) {
       return llvm::any_of(value.getUsers(), [](Operation *user) {
         return isa<func::ReturnOp>(user);
       });
     };
     Block &body = fusion.getBody().front();
-    std::vector<std::pair<unsigned, unsigned>> pairs;
+    InPlacePairs pairs;
     SmallVector<bool> taken(fusion.getInputs().size(), false);
     for (auto [j, result] : llvm::enumerate(fusion.getResults())) {
       auto select = fusion.getYield().getValues()[j].getDefiningOp<SelectOp>();
@@ -488,9 +490,6 @@ private:
   std::set<std::string> usedNames;
   bool usesHalfTypes = false;
   bool usesAttention = false;
-  /// The last kernel's inPlaceUpdates, as indices of its inputs and
-  /// outputs, marked on its output buffers once they exist.
-  std::vector<std::pair<unsigned, unsigned>> inPlaceOfLastKernel;
 };
 } // namespace
 

@@ -195,9 +195,8 @@ struct fusec_model {
       outputs.push_back(
           {program.outputNames[i], static_cast<fusec_dtype>(buffer.dtype),
            portShape(buffer),
-           buffer.updatesInput >= 0 && updated != program.inputs.end()
-               ? updated - program.inputs.begin()
-               : -1});
+           updated != program.inputs.end() ? updated - program.inputs.begin()
+                                           : -1});
     }
     symbolic = program.isSymbolic();
     for (KernelInfo &info : this->compiled.kernels()) {

@@ -60,10 +60,9 @@ struct ReductionOverUnitAxes : OpRewritePattern<ReductionOp> {
   using OpRewritePattern<ReductionOp>::OpRewritePattern;
   LogicalResult matchAndRewrite(ReductionOp op,
                                 PatternRewriter &rewriter) const override {
-    auto type = cast<RankedTensorType>(op.getOperand().getType());
     if (op.getOperand().getType() == op.getType() ||
-        !llvm::all_of(op.getAxes(),
-                      [&](int64_t axis) { return type.getDimSize(axis) == 1; }))
+        !reducesUnitAxesOnly(cast<RankedTensorType>(op.getOperand().getType()),
+                             op.getAxes()))
       return failure();
     rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), op.getOperand());
     return success();

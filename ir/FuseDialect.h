@@ -45,6 +45,11 @@ std::string describeOp(mlir::Operation *op);
 mlir::RankedTensorType reducedTensorType(mlir::RankedTensorType operand,
                                          llvm::ArrayRef<int64_t> axes,
                                          bool keepdims);
+/// Whether every reduced axis of `operand` has size 1: a sum, product, max,
+/// min or mean over them is the operand itself (a fold, or a reshape when
+/// the axes are dropped).
+bool reducesUnitAxesOnly(mlir::RankedTensorType operand,
+                         llvm::ArrayRef<int64_t> axes);
 /// ONNX's axis in [-rank, rank) as a dim index, or nullopt if out of range.
 std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 

@@ -43,12 +43,15 @@ static LogicalResult verifyReduction(Operation *op, Value operand,
 
 /// A reduction over nothing (no axes, or only dims of size 1) keeps every
 /// element: it folds to its operand when the shape is unchanged.
+bool reducesUnitAxesOnly(RankedTensorType operand, ArrayRef<int64_t> axes) {
+  return llvm::all_of(
+      axes, [&](int64_t axis) { return operand.getDimSize(axis) == 1; });
+}
+
 static OpFoldResult foldTrivialReduction(Value operand, Type resultType,
                                          ArrayRef<int64_t> axes) {
-  auto type = cast<RankedTensorType>(operand.getType());
-  bool trivial = llvm::all_of(
-      axes, [&](int64_t axis) { return type.getDimSize(axis) == 1; });
-  if (trivial && operand.getType() == resultType)
+  if (reducesUnitAxesOnly(cast<RankedTensorType>(operand.getType()), axes) &&
+      operand.getType() == resultType)
     return operand;
   return {};
 }

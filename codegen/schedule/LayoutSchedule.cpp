@@ -49,11 +49,10 @@ LayoutParams scheduleLayout(Operation *layoutOp, fusec::Target target) {
   params.blockX = kPointwiseThreadsPerBlock;
   if (isa<ArgMaxOp, ArgMinOp>(layoutOp)) {
     auto shape = cast<ShapedType>(layoutOp->getOperand(0).getType()).getShape();
-    int64_t axis = isa<ArgMaxOp>(layoutOp)
-                       ? int64_t(cast<ArgMaxOp>(layoutOp).getAxis())
-                       : int64_t(cast<ArgMinOp>(layoutOp).getAxis());
-    if (axis < 0)
-      axis += shape.size();
+    std::optional<int64_t> axis = normalizeAxis(
+        isa<ArgMaxOp>(layoutOp) ? cast<ArgMaxOp>(layoutOp).getAxis()
+                                : cast<ArgMinOp>(layoutOp).getAxis(),
+        shape.size());
     if (axis == int64_t(shape.size()) - 1 &&
         shape.back() >= kBlockPerOutputMinRow &&
         !ShapedType::isDynamicShape(shape)) {

@@ -17,16 +17,12 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+# The cache stress test's FNV-1a (runtime/cache/Hash.h), the packages' hash.
+sys.path.insert(0, os.path.join(ROOT, "test", "cache"))
+from stress import fnv1a  # noqa: E402
 HEADER, ENTRY, ALIGN, CHECKSUM_AT = 64, 32, 64, 40
 CODE, PTX = 3, 4
 KEPT_CODE_BYTES = 64
-
-
-def fnv1a(data):
-    value = 0xcbf29ce484222325
-    for byte in data:
-        value = ((value ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-    return value
 
 
 def align(n):
