@@ -158,3 +158,25 @@ func.func @square(%x: tensor<4xf32>, %y: tensor<4xi32>, %h: tensor<4xbf16>) -> (
   %e = fuse.pow %x, %wide : (tensor<4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
   return %a, %b, %c, %d, %e, %f : tensor<4xf32>, tensor<4xi32>, tensor<4xf32>, tensor<4xbf16>, tensor<2x4xf32>, tensor<4xf32>
 }
+
+// Views instead of kernels: a reduction over axes of size 1 only, with the
+// axes dropped, is a reshape (sum, prod, max, min, mean; not l2, whose
+// result is |x|); a transpose that keeps the order of the dims larger than
+// 1 is a reshape; one that reorders them stays.
+// CHECK-LABEL: func.func @unit_views
+// CHECK-SAME: (%[[X:.*]]: tensor<2x1x3xf32>, %[[H:.*]]: tensor<1x1x4x8xf32>)
+func.func @unit_views(%x: tensor<2x1x3xf32>, %h: tensor<1x1x4x8xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<1x4x1x8xf32>, tensor<1x8x1x4xf32>) {
+  // CHECK-COUNT-5: fuse.reshape %[[X]] : tensor<2x1x3xf32> to tensor<2x3xf32>
+  %sum = fuse.reduce_sum %x {axes = array<i64: 1>, keepdims = false} : tensor<2x1x3xf32> -> tensor<2x3xf32>
+  %prod = fuse.reduce_prod %x {axes = array<i64: 1>, keepdims = false} : tensor<2x1x3xf32> -> tensor<2x3xf32>
+  %max = fuse.reduce_max %x {axes = array<i64: 1>, keepdims = false} : tensor<2x1x3xf32> -> tensor<2x3xf32>
+  %min = fuse.reduce_min %x {axes = array<i64: 1>, keepdims = false} : tensor<2x1x3xf32> -> tensor<2x3xf32>
+  %mean = fuse.reduce_mean %x {axes = array<i64: 1>, keepdims = false} : tensor<2x1x3xf32> -> tensor<2x3xf32>
+  // CHECK: fuse.reduce_l2
+  %l2 = fuse.reduce_l2 %x {axes = array<i64: 1>, keepdims = false} : tensor<2x1x3xf32> -> tensor<2x3xf32>
+  // CHECK: fuse.reshape %[[H]] : tensor<1x1x4x8xf32> to tensor<1x4x1x8xf32>
+  %heads = fuse.transpose %h {perm = array<i64: 0, 2, 1, 3>} : tensor<1x1x4x8xf32> -> tensor<1x4x1x8xf32>
+  // CHECK: fuse.transpose %[[H]]
+  %swapped = fuse.transpose %h {perm = array<i64: 0, 3, 1, 2>} : tensor<1x1x4x8xf32> -> tensor<1x8x1x4xf32>
+  return %sum, %prod, %max, %min, %mean, %l2, %heads, %swapped : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<1x4x1x8xf32>, tensor<1x8x1x4xf32>
+}
