@@ -515,6 +515,113 @@ Graph encoderBlock(int64_t batch) {
   return b.build();
 }
 
+/// A GPT-2-small-sized prefill: x[1, T, 768] through 12 pre-norm blocks
+/// (one qkv projection read by a causal attention through its columns, the
+/// output projection, the gelu MLP, residuals) and the final layer norm.
+/// `seq` 0: T symbolic (1..1024); else T fixed at `seq`. The weights are
+/// drawn from one seed, so the two forms compute the same function.
+Graph gpt2Prefill(DType dtype, int64_t seq) {
+  constexpr int64_t width = 768, layers = 12, maxSeq = 1024;
+  std::mt19937_64 rng(17);
+  GraphBuilder b("gpt2_prefill");
+  std::string x;
+  if (seq == 0) {
+    b.symbol("seq", 1, maxSeq);
+    x = b.input("x", dtype, {1, -1, width}, {"", "seq", ""});
+  } else {
+    x = b.input("x", dtype, {1, seq, width});
+  }
+  auto tensor = [&](Shape shape, double low, double high) {
+    return b.constant("w" + std::to_string(b.graph().constants.size()),
+                      randomTensor(dtype, shape, rng, low, high));
+  };
+  auto linear = [&](const std::string &in, int64_t from, int64_t to) {
+    std::string y = b.op("matmul", {in, tensor({from, to}, -0.03, 0.03)});
+    return b.op("add", {y, tensor({to}, -0.02, 0.02)});
+  };
+  auto norm = [&](const std::string &in) {
+    return b.op("layer_norm",
+                {in, tensor({width}, 0.8, 1.2), tensor({width}, -0.1, 0.1)});
+  };
+  for (int64_t layer = 0; layer < layers; ++layer) {
+    std::string qkv = linear(norm(x), width, 3 * width);
+    std::string attended = b.op("attention", {qkv, qkv, qkv},
+                                {{"num_heads", int64_t(12)},
+                                 {"head_dim", int64_t(64)},
+                                 {"scale", 0.125},
+                                 {"causal", int64_t(1)},
+                                 {"query_column", int64_t(0)},
+                                 {"key_column", width},
+                                 {"value_column", 2 * width}});
+    x = b.op("add", {x, linear(attended, width, width)});
+    std::string up = b.op("gelu", {linear(norm(x), width, 4 * width)},
+                          {{"approximate", std::string("tanh")}});
+    x = b.op("add", {x, linear(up, 4 * width, width)});
+  }
+  b.output(norm(x));
+  return b.build();
+}
+
+/// --symbolic, case gpt2_prefill_{f32,bf16}: the prefill compiled once for
+/// T = 1..1024, against a static compile for each T: compile times, device
+/// time per run, and whether the outputs agree.
+void runSymbolicSequence(Target target, int reps, DType dtype) {
+  CompileOptions options;
+  options.target = target;
+  auto timed = [](auto &&make) {
+    auto start = std::chrono::steady_clock::now();
+    auto value = make();
+    double ms = std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+    return std::make_pair(std::move(value), ms);
+  };
+  Graph symbolicGraph = gpt2Prefill(dtype, 0);
+  auto [symbolic, symbolicCompileMs] =
+      timed([&] { return compile(symbolicGraph, options); });
+  auto &instances = dynamic_cast<SymbolicExecutable &>(executableOf(symbolic));
+  const std::string name = std::string("gpt2_prefill_") + dtypeName(dtype);
+  for (int64_t seq : {1024, 512, 128, 33, 1}) {
+    auto [fixed, staticCompileMs] =
+        timed([&] { return compile(gpt2Prefill(dtype, seq), options); });
+    std::vector<Tensor> inputs = randomInputs(fixed.program());
+    Executable &instance = instances.instanceFor({seq});
+    std::vector<Tensor> fixedOut, symbolicOut;
+    double fixedUs = 0, symbolicUs = 0;
+    if (target == Target::Cuda) {
+      auto &fixedGpu = dynamic_cast<CudaExecutable &>(executableOf(fixed));
+      auto &symbolicGpu = dynamic_cast<CudaExecutable &>(instance);
+      fixedGpu.upload(inputs);
+      symbolicGpu.upload(inputs);
+      fixedUs = medianGpuMicros(reps, [&] { fixedGpu.launch(); });
+      symbolicUs = medianGpuMicros(reps, [&] { symbolicGpu.launch(); });
+      fixedUs =
+          std::min(fixedUs, medianGpuMicros(reps, [&] { fixedGpu.launch(); }));
+      symbolicUs = std::min(
+          symbolicUs, medianGpuMicros(reps, [&] { symbolicGpu.launch(); }));
+      fixedGpu.download(fixedOut);
+      symbolicGpu.download(symbolicOut);
+      fixedGpu.synchronize();
+      symbolicGpu.synchronize();
+    } else {
+      fixedUs = medianMicros(reps, [&] { fixed.run(inputs, fixedOut); });
+      symbolicUs =
+          medianMicros(reps, [&] { symbolic.run(inputs, symbolicOut); });
+    }
+    std::printf("{\"case\": \"symbolic_%s\", \"target\": \"%s\", "
+                "\"seq\": %lld, \"seq_range\": \"1..1024\", "
+                "\"static_us\": %.1f, \"symbolic_us\": %.1f, "
+                "\"symbolic_over_static\": %.3f, "
+                "\"symbolic_compile_ms\": %.0f, "
+                "\"static_compile_ms\": %.0f, \"outputs_agree\": %s}\n",
+                name.c_str(), targetName(target), (long long)seq, fixedUs,
+                symbolicUs, symbolicUs / fixedUs, symbolicCompileMs,
+                staticCompileMs,
+                outputsAgree(symbolicOut, fixedOut) ? "true" : "false");
+    std::fflush(stdout);
+  }
+}
+
 void runSymbolic(Target target, int reps,
                  const std::vector<std::string> &only) {
   constexpr int64_t columns = 4096, maxRows = 16384;
@@ -544,6 +651,18 @@ void runSymbolic(Target target, int reps,
                    16,
                    {16, 4, 1}});
   bool cuda = target == Target::Cuda;
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    std::string name = std::string("gpt2_prefill_") + dtypeName(dtype);
+    if (std::find(only.begin(), only.end(), name) != only.end())
+      runSymbolicSequence(target, reps, dtype);
+  }
+  bool sequenceOnly =
+      !only.empty() &&
+      std::all_of(only.begin(), only.end(), [](const std::string &name) {
+        return name.rfind("gpt2_prefill_", 0) == 0;
+      });
+  if (sequenceOnly)
+    return;
   double ceiling = cuda ? (cuda::device(), cudaCopyGBps(k64M * 4, reps))
                         : copyGBps(64ll << 20, reps);
   for (const SymbolicCase &symbolicCase : cases) {

@@ -20,47 +20,59 @@ namespace fuse {
 
 namespace {
 
+using fusec::SymbolicShape;
+using fusec::SymbolicSize;
+
 /// The layout of q, k, v (heads of `headDim`) or the result: [B, H, T, D]
 /// dense, or [B, T, C] with head h at column `column` + h * headDim.
-AttentionOperandLayout operandLayout(Value value, int64_t headDim,
-                                     int64_t column) {
-  ArrayRef<int64_t> shape = cast<RankedTensorType>(value.getType()).getShape();
-  AttentionOperandLayout layout;
+AttentionOperandSizes operandLayout(const SymbolicShape &shape, int64_t headDim,
+                                    int64_t column) {
+  AttentionOperandSizes layout;
   if (shape.size() == 4) {
+    layout.offset = SymbolicSize::constant(0);
     layout.row = shape[3];
     layout.head = shape[2] * shape[3];
     layout.batch = shape[1] * layout.head;
     return layout;
   }
-  layout.offset = column;
+  layout.offset = SymbolicSize::constant(column);
   layout.row = shape[2];
-  layout.head = headDim;
+  layout.head = SymbolicSize::constant(headDim);
   layout.batch = shape[1] * shape[2];
   return layout;
 }
 
 /// The bias, broadcast (right-aligned) to [B, H, Tq, Tk]: its dense strides
 /// with 0 for the dims it repeats.
-AttentionBiasLayout biasLayout(Value bias) {
-  ArrayRef<int64_t> shape = cast<RankedTensorType>(bias.getType()).getShape();
-  int64_t strides[4] = {0, 0, 0, 0};
-  int64_t stride = 1;
+AttentionBiasSizes biasLayout(const SymbolicShape &shape) {
+  SymbolicShape strides(4, SymbolicSize::constant(0));
+  SymbolicSize stride = SymbolicSize::constant(1);
   for (int64_t dim = static_cast<int64_t>(shape.size()) - 1, out = 3; dim >= 0;
        --dim, --out) {
-    strides[out] = shape[dim] == 1 ? 0 : stride;
-    stride *= shape[dim];
+    if (shape[dim] != SymbolicSize::constant(1))
+      strides[out] = stride;
+    stride = stride * shape[dim];
   }
-  AttentionBiasLayout layout;
-  layout.batch = strides[0];
-  layout.head = strides[1];
-  layout.row = strides[2];
-  layout.column = strides[3];
-  return layout;
+  return {SymbolicSize::constant(0), strides[0], strides[1], strides[2],
+          strides[3]};
 }
 
 } // namespace
 
-FailureOr<AttentionRegion> analyzeAttentionRegion(FusionOp fusion) {
+AttentionOperandLayout
+AttentionOperandSizes::evaluate(const std::vector<int64_t> &values) const {
+  return {offset.evaluate(values), batch.evaluate(values),
+          head.evaluate(values), row.evaluate(values)};
+}
+
+AttentionBiasLayout
+AttentionBiasSizes::evaluate(const std::vector<int64_t> &values) const {
+  return {offset.evaluate(values), batch.evaluate(values),
+          head.evaluate(values), row.evaluate(values), column.evaluate(values)};
+}
+
+FailureOr<AttentionRegion>
+analyzeAttentionRegion(FusionOp fusion, const SymbolicDims *symbolic) {
   Block &body = fusion.getBody().front();
   AttentionOp op;
   for (Operation &member : body.without_terminator()) {
@@ -100,37 +112,78 @@ FailureOr<AttentionRegion> analyzeAttentionRegion(FusionOp fusion) {
   shape.keyLen = op.getKeyLength();
   shape.headDim = static_cast<int64_t>(op.getHeadDim());
   shape.valueHeadDim = static_cast<int64_t>(op.getValueHeadDim());
-  shape.query = operandLayout(op.getQuery(), shape.headDim,
+  auto dimsOf = [&](Value value) {
+    return symbolic ? symbolic->shapeOf(value)
+                    : fusec::symbolicShapeOf(
+                          toShape(cast<RankedTensorType>(value.getType())));
+  };
+  // The lengths: the query's and key's rows (dim 2 of [B, H, T, D], dim 1
+  // of [B, T, C]).
+  auto lengthOf = [&](Value value) {
+    SymbolicShape dims = dimsOf(value);
+    return dims[dims.size() == 4 ? 2 : 1];
+  };
+  AttentionSizes &sizes = region.signature.sizes;
+  sizes.batch = dimsOf(op.getQuery())[0];
+  sizes.queryLen = lengthOf(op.getQuery());
+  sizes.keyLen = lengthOf(op.getKey());
+  sizes.query = operandLayout(dimsOf(op.getQuery()), shape.headDim,
                               static_cast<int64_t>(op.getQueryColumn()));
-  shape.key = operandLayout(op.getKey(), shape.headDim,
+  sizes.key = operandLayout(dimsOf(op.getKey()), shape.headDim,
                             static_cast<int64_t>(op.getKeyColumn()));
-  shape.value = operandLayout(op.getValue(), shape.valueHeadDim,
+  sizes.value = operandLayout(dimsOf(op.getValue()), shape.valueHeadDim,
                               static_cast<int64_t>(op.getValueColumn()));
-  shape.output = operandLayout(op.getResult(), shape.valueHeadDim, 0);
+  sizes.output = operandLayout(dimsOf(op.getResult()), shape.valueHeadDim, 0);
+  // Every symbol at 1: a stride's fixed factor (a static program's strides
+  // as they are).
+  std::vector<int64_t> ones(symbolic ? symbolic->symbols().size() : 0, 1);
+  shape.query = sizes.query.evaluate(ones);
+  shape.key = sizes.key.evaluate(ones);
+  shape.value = sizes.value.evaluate(ones);
+  shape.output = sizes.output.evaluate(ones);
   if (Value bias = op.getBias()) {
     shape.bias = dtypeOf(bias.getType()) == fusec::DType::I1
                      ? AttentionBias::Keep
                      : AttentionBias::Additive;
-    shape.biasLayout = biasLayout(bias);
+    sizes.bias = biasLayout(dimsOf(bias));
+    shape.biasLayout = sizes.bias.evaluate(ones);
   }
   shape.scale = op.getScale().convertToDouble();
   shape.causal = op.getCausal();
   shape.causalOffset = static_cast<int64_t>(op.getCausalOffset());
   shape.windowLeft = static_cast<int64_t>(op.getWindowLeft());
   shape.zeroMaskedRows = op.getZeroMaskedRows();
+  shape.symbolicLengths =
+      !sizes.queryLen.isStatic() || !sizes.keyLen.isStatic();
+  // A causal offset (or window) is fixed: with lengths that vary it holds
+  // only when they are the same size.
+  if ((shape.causal || shape.windowLeft >= 0) && shape.symbolicLengths &&
+      sizes.queryLen != sizes.keyLen)
+    return op.emitError() << "codegen: " << describeOp(op)
+                          << ": a causal or windowed attention with symbolic "
+                             "lengths needs its query and key lengths to be "
+                             "the same size";
   return region;
 }
 
+/// A size of the kernel's arguments: a literal, or an expression of the
+/// `fusec_dims` the kernel takes.
+static std::string sizeText(const SymbolicSize &size) {
+  return size.cExpression("fusec_dims");
+}
+
 static void printLayout(std::ostream &os, const char *field,
-                        const AttentionOperandLayout &layout) {
-  os << "  args." << field << " = {" << layout.offset << ", " << layout.batch
-     << ", " << layout.head << ", " << layout.row << "};\n";
+                        const AttentionOperandSizes &layout) {
+  os << "  args." << field << " = {" << sizeText(layout.offset) << ", "
+     << sizeText(layout.batch) << ", " << sizeText(layout.head) << ", "
+     << sizeText(layout.row) << "};\n";
 }
 
 void printAttentionArguments(std::ostream &os, const AttentionShape &shape,
                              const AttentionSignature &signature,
                              llvm::function_ref<std::string(int)> input,
                              const std::string &output) {
+  const AttentionSizes &sizes = signature.sizes;
   os << "  fusec_attention_args args;\n";
   os << "  args.query = " << input(signature.query) << ";\n";
   os << "  args.key = " << input(signature.key) << ";\n";
@@ -139,22 +192,19 @@ void printAttentionArguments(std::ostream &os, const AttentionShape &shape,
      << (signature.bias >= 0 ? input(signature.bias) : std::string("0"))
      << ";\n";
   os << "  args.output = " << output << ";\n";
-  os << "  args.batch = "
-     << (signature.symbolicBatch
-             ? signature.symbolicBatch->cExpression("fusec_dims")
-             : std::to_string(shape.batch))
-     << ";\n";
+  os << "  args.batch = " << sizeText(sizes.batch) << ";\n";
   os << "  args.heads = " << shape.heads << ";\n";
   os << "  args.kv_heads = " << shape.kvHeads << ";\n";
-  os << "  args.query_len = " << shape.queryLen << ";\n";
-  os << "  args.key_len = " << shape.keyLen << ";\n";
-  printLayout(os, "q", shape.query);
-  printLayout(os, "k", shape.key);
-  printLayout(os, "v", shape.value);
-  printLayout(os, "o", shape.output);
-  const AttentionBiasLayout &bias = shape.biasLayout;
-  os << "  args.b = {" << bias.offset << ", " << bias.batch << ", " << bias.head
-     << ", " << bias.row << ", " << bias.column << "};\n";
+  os << "  args.query_len = " << sizeText(sizes.queryLen) << ";\n";
+  os << "  args.key_len = " << sizeText(sizes.keyLen) << ";\n";
+  printLayout(os, "q", sizes.query);
+  printLayout(os, "k", sizes.key);
+  printLayout(os, "v", sizes.value);
+  printLayout(os, "o", sizes.output);
+  const AttentionBiasSizes &bias = sizes.bias;
+  os << "  args.b = {" << sizeText(bias.offset) << ", " << sizeText(bias.batch)
+     << ", " << sizeText(bias.head) << ", " << sizeText(bias.row) << ", "
+     << sizeText(bias.column) << "};\n";
   os << "  args.bias_kind = "
      << (shape.bias == AttentionBias::None       ? 0
          : shape.bias == AttentionBias::Additive ? 1
@@ -197,14 +247,12 @@ std::string printAttentionTraits(std::ostream &os, const std::string &name,
 
 FailureOr<fusec::KernelDesc>
 buildAttentionKernel(FusionOp fusion, unsigned index, fusec::Target target,
-                     std::string *paramsText,
-                     std::optional<fusec::SymbolicSize> symbolicBatch,
-                     size_t dimCount) {
-  FailureOr<AttentionRegion> region = analyzeAttentionRegion(fusion);
+                     std::string *paramsText, const SymbolicDims *symbolic) {
+  FailureOr<AttentionRegion> region = analyzeAttentionRegion(fusion, symbolic);
   if (failed(region))
     return failure();
-  region->signature.symbolicBatch = symbolicBatch;
-  region->signature.dimCount = dimCount;
+  if (symbolic)
+    region->signature.dimCount = symbolic->symbols().size();
   AttentionParams params = scheduleAttention(region->shape, target);
   if (paramsText)
     *paramsText = params.toString();
@@ -218,24 +266,28 @@ buildAttentionKernel(FusionOp fusion, unsigned index, fusec::Target target,
                                            region->signature);
     desc.launch = launchOf(params);
     desc.scratchBytes = params.scratchBytes;
-    if (symbolicBatch) {
-      // The grids' batch factor per run (the scratch holds the maximum).
-      int64_t heads = params.kernel == "split-keys" ? region->shape.kvHeads
-                                                    : region->shape.heads;
-      if (params.kernel == "warp-per-row")
+    if (symbolic) {
+      // The grids per run (the scratch holds the maxima's).
+      const AttentionSizes &sizes = region->signature.sizes;
+      const AttentionShape &shape = region->shape;
+      int64_t heads =
+          params.kernel == "split-keys" ? shape.kvHeads : shape.heads;
+      SymbolicSize pairs = sizes.batch * SymbolicSize::constant(heads);
+      if (params.kernel == "warp-per-row") {
         desc.dynamicGrid = fusec::KernelDesc::DynamicGrid{
-            *symbolicBatch *
-                fusec::SymbolicSize::constant(heads * region->shape.queryLen),
-            params.blockX / 32};
-      else
-        desc.dynamicGridY = fusec::KernelDesc::DynamicGrid{
-            *symbolicBatch * fusec::SymbolicSize::constant(heads), 1};
+            pairs * sizes.queryLen, params.blockX / 32};
+      } else {
+        desc.dynamicGridY = fusec::KernelDesc::DynamicGrid{pairs, 1};
+        if (params.kernel == "tensor-cores")
+          desc.dynamicGrid = fusec::KernelDesc::DynamicGrid{
+              sizes.queryLen, 16 * params.rowTiles * params.warpsPerBlock};
+      }
     }
   } else {
     desc.source = printCppAttentionKernel(desc.name, region->shape, params,
                                           region->signature);
   }
-  desc.readsDimSizes = symbolicBatch.has_value();
+  desc.readsDimSizes = region->signature.readsDimSizes();
   return desc;
 }
 

@@ -4,6 +4,7 @@
 
 #include "codegen/schedule/AttentionSchedule.h"
 #include "ir/FuseDialect.h"
+#include "ir/SymbolicDims.h"
 #include "runtime/core/Program.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -15,6 +16,27 @@
 
 namespace fuse {
 
+/// AttentionOperandLayout with sizes that may be symbolic.
+struct AttentionOperandSizes {
+  fusec::SymbolicSize offset, batch, head, row;
+  /// At `values` of the symbols.
+  AttentionOperandLayout evaluate(const std::vector<int64_t> &values) const;
+};
+/// AttentionBiasLayout with sizes that may be symbolic.
+struct AttentionBiasSizes {
+  fusec::SymbolicSize offset, batch, head, row, column;
+  AttentionBiasLayout evaluate(const std::vector<int64_t> &values) const;
+};
+
+/// The sizes and strides the kernel's arguments hold, as sizes of the
+/// program's symbols (all fixed in a static program): a symbolic program's
+/// batch and sequence lengths, and the strides that follow from them.
+struct AttentionSizes {
+  fusec::SymbolicSize batch, queryLen, keyLen;
+  AttentionOperandSizes query, key, value, output;
+  AttentionBiasSizes bias;
+};
+
 /// The kernel's parameters: `inputs[i]` is the dtype of `in<i>` (the
 /// region's inputs in order), and which input each operand is; one input
 /// may serve several operands (q, k and v slices of one projection).
@@ -22,10 +44,11 @@ struct AttentionSignature {
   std::vector<fusec::DType> inputs;
   int query = 0, key = 1, value = 2;
   int bias = -1; ///< -1: no bias
-  /// Symbolic programs: the batch as a size of the program's `dimCount`
-  /// symbols, which the kernel takes after its buffers.
-  std::optional<fusec::SymbolicSize> symbolicBatch;
+  AttentionSizes sizes;
+  /// Symbolic programs: the kernel takes the program's `dimCount` symbols
+  /// after its buffers (0: its sizes are fixed).
   size_t dimCount = 0;
+  bool readsDimSizes() const { return dimCount > 0; }
 };
 
 /// A region holding one fuse.attention, read as what the kernel needs.
@@ -34,7 +57,13 @@ struct AttentionRegion {
   AttentionSignature signature;
 };
 
-mlir::FailureOr<AttentionRegion> analyzeAttentionRegion(FusionOp fusion);
+/// `symbolic`: a symbolic program's dims (null: static). The shape then
+/// holds the lengths at their maxima (what the schedule sizes grids and
+/// scratch for) and the strides' fixed factors (what alignment is decided
+/// on: a multiple of 8 times any size stays one); the signature's sizes
+/// hold the symbolic ones, which the kernel's arguments are printed from.
+mlir::FailureOr<AttentionRegion>
+analyzeAttentionRegion(FusionOp fusion, const SymbolicDims *symbolic = nullptr);
 
 /// The kernel of a region holding one fuse.attention (inputs and outputs
 /// are filled in by the caller). `params`, when given, receives the
@@ -42,12 +71,12 @@ mlir::FailureOr<AttentionRegion> analyzeAttentionRegion(FusionOp fusion);
 mlir::FailureOr<fusec::KernelDesc>
 buildAttentionKernel(FusionOp fusion, unsigned index, fusec::Target target,
                      std::string *params = nullptr,
-                     std::optional<fusec::SymbolicSize> symbolicBatch = {},
-                     size_t dimCount = 0);
+                     const SymbolicDims *symbolic = nullptr);
 
 /// `  args.FIELD = VALUE;` lines filling device/AttentionCpu.h's and
 /// device/FlashAttention.cuh's fusec_attention_args (the same fields) with
-/// the shape's literals; `input(i)` is the expression of input i.
+/// the shape's literals and the signature's sizes (expressions of
+/// `fusec_dims` where symbolic); `input(i)` is the expression of input i.
 void printAttentionArguments(std::ostream &os, const AttentionShape &shape,
                              const AttentionSignature &signature,
                              llvm::function_ref<std::string(int)> input,

@@ -12,7 +12,8 @@
 
 using namespace mlir;
 using fusec::DType;
-using fusec::Shape;
+using fusec::SymbolicShape;
+using fusec::SymbolicSize;
 
 namespace fuse::layout {
 
@@ -98,43 +99,45 @@ APInt bitsOf(Type elementType, double value) {
                /*isSigned=*/true, /*implicitTrunc=*/true);
 }
 
-Shape shapeOf(Value value) {
-  return toShape(cast<RankedTensorType>(value.getType()));
-}
-
-int64_t product(ArrayRef<int64_t> dims) {
-  int64_t n = 1;
-  for (int64_t d : dims)
-    n *= d;
-  return n;
-}
-
 /// `a * b` as text, with the factors 0 and 1 folded.
-std::string times(const std::string &a, int64_t b) {
-  if (b == 0 || a == "0")
+std::string times(const std::string &a, const std::string &b) {
+  if (b == "0" || a == "0")
     return "0";
-  if (b == 1)
+  if (b == "1")
     return a;
-  return a + " * " + std::to_string(b);
+  if (a == "1")
+    return b;
+  return a + " * " + b;
 }
 
-/// Sum of terms, "0" when there are none; `constant` added last.
-std::string sum(ArrayRef<std::string> terms, int64_t constant = 0) {
+/// Sum of terms, "0" when there are none; "a - 2", not "a + -2".
+std::string sum(ArrayRef<std::string> terms) {
   std::string text;
-  for (const std::string &term : terms)
-    if (term != "0")
+  for (const std::string &term : terms) {
+    if (term == "0")
+      continue;
+    if (!text.empty() && term.front() == '-')
+      text += " - " + term.substr(1);
+    else
       text += (text.empty() ? "" : " + ") + term;
-  if (constant != 0)
-    text += text.empty() ? std::to_string(constant)
-                         : (constant > 0 ? " + " : " - ") +
-                               std::to_string(std::abs(constant));
+  }
   return text.empty() ? "0" : text;
+}
+
+bool isOne(const SymbolicSize &size) {
+  return size == SymbolicSize::constant(1);
 }
 
 } // namespace
 
-int64_t LayoutEmitter::shapeElements(Value value) {
-  return cast<ShapedType>(value.getType()).getNumElements();
+SymbolicShape LayoutEmitter::shapeOf(Value value) const {
+  return symbolic ? symbolic->shapeOf(value)
+                  : fusec::symbolicShapeOf(
+                        toShape(cast<RankedTensorType>(value.getType())));
+}
+
+std::string LayoutEmitter::size(const SymbolicSize &size) const {
+  return sizeExpression(size, index);
 }
 
 std::string LayoutEmitter::load(unsigned k, const std::string &offset) {
@@ -143,11 +146,12 @@ std::string LayoutEmitter::load(unsigned k, const std::string &offset) {
              : operandReads[k].pointer + "[" + offset + "]";
 }
 
-SmallVector<std::string> LayoutEmitter::coordinates(ArrayRef<int64_t> shape) {
+SmallVector<std::string>
+LayoutEmitter::coordinates(const SymbolicShape &shape) {
   SmallVector<std::string> coords(shape.size(), "0");
   int64_t outermost = -1;
   for (size_t d = 0; d < shape.size(); ++d)
-    if (shape[d] != 1) {
+    if (!isOne(shape[d])) {
       outermost = d;
       break;
     }
@@ -155,11 +159,11 @@ SmallVector<std::string> LayoutEmitter::coordinates(ArrayRef<int64_t> shape) {
     return coords;
   bool needRest = false;
   for (int64_t d = shape.size() - 1; d > outermost; --d)
-    needRest |= shape[d] != 1;
+    needRest |= !isOne(shape[d]);
   if (needRest)
     os << index << " rest = i;\n";
   for (int64_t d = shape.size() - 1; d >= outermost; --d) {
-    if (shape[d] == 1)
+    if (isOne(shape[d]))
       continue;
     coords[d] = "c" + std::to_string(d);
     if (!needRest) {
@@ -167,36 +171,43 @@ SmallVector<std::string> LayoutEmitter::coordinates(ArrayRef<int64_t> shape) {
     } else if (d == outermost) {
       os << "const " << index << " " << coords[d] << " = rest;\n";
     } else {
-      os << "const " << index << " " << coords[d] << " = rest % " << shape[d]
-         << ";\n";
-      os << "rest /= " << shape[d] << ";\n";
+      os << "const " << index << " " << coords[d] << " = rest % "
+         << size(shape[d]) << ";\n";
+      os << "rest /= " << size(shape[d]) << ";\n";
     }
   }
   return coords;
 }
 
-std::array<std::string, 3> LayoutEmitter::split3(int64_t outer, int64_t middle,
-                                                 int64_t inner,
+std::array<std::string, 3> LayoutEmitter::split3(const SymbolicSize &outer,
+                                                 const SymbolicSize &middle,
+                                                 const SymbolicSize &inner,
                                                  const char *middleName) {
   std::array<std::string, 3> names = {"0", "0", "0"};
-  if (inner != 1) {
+  if (!isOne(inner)) {
     names[2] = "r";
-    os << "const " << index << " r = i % " << inner << ";\n";
+    os << "const " << index << " r = i % " << size(inner) << ";\n";
   }
-  std::string divided = inner == 1 ? "i" : "i / " + std::to_string(inner);
-  if (middle != 1) {
+  std::string divided = isOne(inner) ? "i" : "i / " + size(inner);
+  if (!isOne(middle)) {
     names[1] = middleName;
     os << "const " << index << " " << middleName << " = ";
-    if (outer == 1)
+    if (isOne(outer))
       os << divided << ";\n";
     else
-      os << "(" << divided << ") % " << middle << ";\n";
+      os << "(" << divided << ") % " << size(middle) << ";\n";
   }
-  if (outer != 1) {
+  if (!isOne(outer)) {
     names[0] = "o";
-    os << "const " << index << " o = i / " << inner * middle << ";\n";
+    os << "const " << index << " o = i / " << size(inner * middle) << ";\n";
   }
   return names;
+}
+
+std::string LayoutEmitter::formatShape(Value value) const {
+  if (symbolic)
+    return fusec::formatSymbolicShape(shapeOf(value), symbolic->symbols());
+  return fusec::formatShape(toShape(cast<RankedTensorType>(value.getType())));
 }
 
 std::string LayoutEmitter::description() {
@@ -204,11 +215,11 @@ std::string LayoutEmitter::description() {
   for (auto [k, operand] : llvm::enumerate(op->getOperands())) {
     auto type = cast<RankedTensorType>(operand.getType());
     line += std::string(k ? ", " : "") + fusec::dtypeName(dtypeOf(type)) + "[" +
-            fusec::formatShape(toShape(type)) + "]";
+            formatShape(operand) + "]";
   }
   Value result = op->getResult(0);
   return line + " -> " + fusec::dtypeName(dtypeOf(result.getType())) + "[" +
-         fusec::formatShape(shapeOf(result)) + "]";
+         formatShape(result) + "]";
 }
 
 FailureOr<std::string> LayoutEmitter::print() {
@@ -235,22 +246,35 @@ FailureOr<std::string> LayoutEmitter::print() {
 
   Value result = op->getResult(0);
   DType resultType = dtypeOf(result.getType());
-  int64_t count = shapeElements(result);
   os << "// " << description() << "\n";
   printSignature(resultType);
   {
     auto function = os.scope("", "}\n");
-    if (count == 0)
+    if (cast<ShapedType>(result.getType()).getNumElements() == 0)
       os << "// no elements: nothing to do\n";
     else
-      printLoop(count, resultType);
+      printLoop(resultType);
   }
   return text;
 }
 
-void LayoutEmitter::printLoop(int64_t count, DType resultType) {
-  printLoopHead(symbolicElements ? symbolicElements->cExpression("fusec_dims")
-                                 : std::to_string(count),
+bool hasSymbolicDims(const SymbolicDims *symbolic, Operation *op) {
+  if (!symbolic || symbolic->empty())
+    return false;
+  auto isSymbolic = [&](Value value) {
+    return !fusec::isStaticShape(symbolic->shapeOf(value));
+  };
+  return llvm::any_of(op->getOperands(), isSymbolic) ||
+         isSymbolic(op->getResult(0));
+}
+
+bool LayoutEmitter::readsDimSizes() const {
+  return hasSymbolicDims(symbolic, op);
+}
+
+void LayoutEmitter::printLoop(DType resultType) {
+  printLoopHead(fusec::symbolicElements(shapeOf(op->getResult(0)))
+                    .cExpression("fusec_dims"),
                 resultType);
   auto loop = os.scope("", loopTail());
   if (auto transpose = dyn_cast<TransposeOp>(op))
@@ -270,124 +294,139 @@ void LayoutEmitter::printLoop(int64_t count, DType resultType) {
 }
 
 void LayoutEmitter::printTranspose(TransposeOp transpose) {
-  Shape strides = fusec::rowMajorStrides(shapeOf(transpose.getOperand()));
+  SymbolicShape strides =
+      fusec::rowMajorStrides(shapeOf(transpose.getOperand()));
   SmallVector<std::string> coords = coordinates(shapeOf(transpose));
   SmallVector<std::string> terms;
   for (auto [d, source] : llvm::enumerate(transpose.getPerm()))
-    terms.push_back(times(coords[d], strides[source]));
+    terms.push_back(times(coords[d], size(strides[source])));
   os << "out0[i] = " << load(0, sum(terms)) << ";\n";
 }
 
 void LayoutEmitter::printSlice(SliceOp slice) {
   ResolvedSlice bounds = resolveSlice(slice);
-  Shape strides = fusec::rowMajorStrides(shapeOf(slice.getOperand()));
-  SmallVector<std::string> coords = coordinates(bounds.sizes);
+  SymbolicShape strides = fusec::rowMajorStrides(shapeOf(slice.getOperand()));
+  SmallVector<std::string> coords = coordinates(shapeOf(slice));
   SmallVector<std::string> terms;
-  int64_t base = 0;
   for (size_t d = 0; d < strides.size(); ++d) {
-    base += bounds.starts[d] * strides[d];
-    terms.push_back(times(coords[d], bounds.steps[d] * strides[d]));
+    terms.push_back(times(
+        coords[d], size(strides[d] * SymbolicSize::constant(bounds.steps[d]))));
+    terms.push_back(
+        size(strides[d] * SymbolicSize::constant(bounds.starts[d])));
   }
-  std::string offset = sum(terms, base);
-  os << "out0[i] = " << load(0, offset) << ";\n";
+  os << "out0[i] = " << load(0, sum(terms)) << ";\n";
 }
 
 void LayoutEmitter::printConcat(ConcatOp concat) {
-  Shape shape = shapeOf(concat);
+  SymbolicShape shape = shapeOf(concat);
   int64_t axis = *normalizeAxis(concat.getAxis(), shape.size());
-  int64_t inner = product(ArrayRef<int64_t>(shape).drop_front(axis + 1));
-  int64_t outer = product(ArrayRef<int64_t>(shape).take_front(axis));
-  int64_t chunk = shape[axis] * inner; // one outer step of the result
+  // The concatenated dim is fixed (SymbolicDims): a chunk's parts start at
+  // fixed multiples of `inner`.
+  SymbolicSize inner = fusec::symbolicElements(
+      SymbolicShape(shape.begin() + axis + 1, shape.end()));
+  SymbolicSize outer = fusec::symbolicElements(
+      SymbolicShape(shape.begin(), shape.begin() + axis));
+  SymbolicSize chunk = shape[axis] * inner; // one outer step of the result
   std::string o = "0", w = "i";
-  if (outer != 1) {
+  if (!isOne(outer)) {
     o = "o";
     w = "w";
-    os << "const " << index << " o = i / " << chunk << ";\n";
-    os << "const " << index << " w = i - o * " << chunk << ";\n";
+    os << "const " << index << " o = i / " << size(chunk) << ";\n";
+    os << "const " << index << " w = i - o * " << size(chunk) << ";\n";
   }
   // The operands with elements, and where each ends within a chunk.
   SmallVector<std::pair<unsigned, int64_t>> parts;
   for (auto [k, operand] : llvm::enumerate(concat.getInputs()))
-    if (int64_t size = shapeOf(operand)[axis] * inner)
-      parts.push_back({static_cast<unsigned>(k), size});
+    if (int64_t length = shapeOf(operand)[axis].factor)
+      parts.push_back({static_cast<unsigned>(k), length});
   int64_t begin = 0;
+  auto scaled = [&](int64_t length) {
+    return size(SymbolicSize::constant(length) * inner);
+  };
   for (size_t p = 0; p < parts.size(); ++p) {
-    auto [k, size] = parts[p];
-    std::string within = begin == 0 ? w : w + " - " + std::to_string(begin);
-    std::string offset = sum({times(o, size), within});
+    auto [k, length] = parts[p];
+    std::string within = begin == 0 ? w : w + " - " + scaled(begin);
+    std::string offset = sum({times(o, scaled(length)), within});
     std::string store = "out0[i] = " + load(k, offset) + ";\n";
     if (parts.size() == 1)
       os << store;
     else if (p == 0)
-      os << "if (" << w << " < " << begin + size << ")\n  " << store;
+      os << "if (" << w << " < " << scaled(begin + length) << ")\n  " << store;
     else if (p + 1 < parts.size())
-      os << "else if (" << w << " < " << begin + size << ")\n  " << store;
+      os << "else if (" << w << " < " << scaled(begin + length) << ")\n  "
+         << store;
     else
       os << "else\n  " << store;
-    begin += size;
+    begin += length;
   }
 }
 
 void LayoutEmitter::printGather(GatherOp gather) {
-  Shape data = shapeOf(gather.getData());
+  SymbolicShape data = shapeOf(gather.getData());
   int64_t axis = *normalizeAxis(gather.getAxis(), data.size());
-  int64_t dim = data[axis];
-  int64_t inner = product(ArrayRef<int64_t>(data).drop_front(axis + 1));
-  int64_t outer = product(ArrayRef<int64_t>(data).take_front(axis));
-  int64_t indices = fusec::numElements(shapeOf(gather.getIndices()));
+  SymbolicSize dim = data[axis];
+  SymbolicSize inner = fusec::symbolicElements(
+      SymbolicShape(data.begin() + axis + 1, data.end()));
+  SymbolicSize outer =
+      fusec::symbolicElements(SymbolicShape(data.begin(), data.begin() + axis));
+  SymbolicSize indices = fusec::symbolicElements(shapeOf(gather.getIndices()));
   auto [o, j, r] = split3(outer, indices, inner, "j");
   os << "int64_t k = (int64_t)" << load(1, j) << ";\n";
-  os << "if (k < 0)\n  k += " << dim << ";\n";
-  std::string offset =
-      sum({times(o, dim * inner), times(wide ? "k" : "(int32_t)k", inner), r});
-  os << "out0[i] = k >= 0 && k < " << dim << " ? " << load(0, offset) << " : ("
-     << storageType(dtypeOf(gather.getType())) << ")0;\n";
+  os << "if (k < 0)\n  k += " << size(dim) << ";\n";
+  std::string offset = sum({times(o, size(dim * inner)),
+                            times(wide ? "k" : "(int32_t)k", size(inner)), r});
+  os << "out0[i] = k >= 0 && k < " << size(dim) << " ? " << load(0, offset)
+     << " : (" << storageType(dtypeOf(gather.getType())) << ")0;\n";
 }
 
 void LayoutEmitter::printPad(PadOp pad) {
   ResolvedPad bounds = resolvePad(pad);
-  Shape input = shapeOf(pad.getOperand());
-  Shape strides = fusec::rowMajorStrides(input);
+  SymbolicShape input = shapeOf(pad.getOperand());
+  SymbolicShape strides = fusec::rowMajorStrides(input);
   SmallVector<std::string> coords = coordinates(shapeOf(pad));
   SmallVector<std::string> conditions, terms;
-  int64_t base = 0;
   for (size_t d = 0; d < input.size(); ++d) {
     int64_t begin = bounds.begins[d];
     if (begin > 0)
       conditions.push_back(coords[d] + " >= " + std::to_string(begin));
     if (bounds.ends[d] > 0)
       conditions.push_back(coords[d] + " < " +
-                           std::to_string(begin + input[d]));
-    base -= begin * strides[d];
-    terms.push_back(times(coords[d], strides[d]));
+                           (begin ? std::to_string(begin) + " + " : "") +
+                           size(input[d]));
+    terms.push_back(times(coords[d], size(strides[d])));
+    if (begin != 0)
+      terms.push_back(size(strides[d] * SymbolicSize::constant(-begin)));
   }
   // Conditions on a coordinate folded to 0 are constant: "0 >= 2", fine.
   std::string value = storageLiteral(
       dtypeOf(pad.getType()), bitsOf(pad.getType().getElementType(),
                                      pad.getConstantValue().convertToDouble()));
   if (conditions.empty()) {
-    os << "out0[i] = " << load(0, sum(terms, base)) << ";\n";
+    os << "out0[i] = " << load(0, sum(terms)) << ";\n";
     return;
   }
   std::string inside;
   for (const std::string &condition : conditions)
     inside += (inside.empty() ? "" : " && ") + condition;
-  os << "out0[i] = " << inside << " ? " << load(0, sum(terms, base)) << " : "
-     << value << ";\n";
+  os << "out0[i] = " << inside << " ? " << load(0, sum(terms)) << " : " << value
+     << ";\n";
 }
 
 template <typename OpTy>
 void LayoutEmitter::printArgReduction(OpTy reduction, bool max) {
-  Shape input = shapeOf(reduction.getOperand());
+  SymbolicShape input = shapeOf(reduction.getOperand());
   int64_t axis = *normalizeAxis(reduction.getAxis(), input.size());
-  int64_t dim = input[axis];
-  int64_t inner = product(ArrayRef<int64_t>(input).drop_front(axis + 1));
-  int64_t outer = product(ArrayRef<int64_t>(input).take_front(axis));
+  SymbolicSize dimSize = input[axis];
+  std::string dim = size(dimSize);
+  SymbolicSize inner = fusec::symbolicElements(
+      SymbolicShape(input.begin() + axis + 1, input.end()));
+  SymbolicSize outer = fusec::symbolicElements(
+      SymbolicShape(input.begin(), input.begin() + axis));
   DType dtype = dtypeOf(reduction.getOperand().getType());
   const char *computeType = fusec::dtypeInfo(dtype).computeCType;
-  auto [o, unused, r] = split3(outer, 1, inner, "");
+  auto [o, unused, r] = split3(outer, SymbolicSize::constant(1), inner, "");
   (void)unused;
-  std::string base = sum({times(o, dim * inner), r});
+  std::string base = sum({times(o, size(dimSize * inner)), r});
   os << "const " << index << " base = " << base << ";\n";
   // Whether candidate (v, k) beats (best, bestIndex). NumPy: NaN wins over
   // any number; among equals (and among NaNs) the first index, or the last
@@ -413,8 +452,8 @@ void LayoutEmitter::printArgReduction(OpTy reduction, bool max) {
   os << "for (" << index << " k = 1; k < " << dim << "; ++k) {\n";
   {
     auto loop = os.scope("", "}\n");
-    os << "const " << computeType
-       << " v = " << fromStorage(dtype, load(0, "base + " + times("k", inner)))
+    os << "const " << computeType << " v = "
+       << fromStorage(dtype, load(0, "base + " + times("k", size(inner))))
        << ";\n";
     // In index order, k is past every index seen: ties go by `last`.
     std::string compare =
@@ -429,7 +468,8 @@ void LayoutEmitter::printArgReduction(OpTy reduction, bool max) {
   os << "out0[i] = bestIndex;\n";
 }
 
-void LayoutEmitter::printBlockArgReduction(const char *, DType, int64_t,
+void LayoutEmitter::printBlockArgReduction(const char *, DType,
+                                           const std::string &,
                                            const BeatsFn &) {
   llvm_unreachable("a block per output is a CUDA schedule");
 }

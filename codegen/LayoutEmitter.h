@@ -16,6 +16,7 @@
 #include "codegen/schedule/LayoutSchedule.h"
 #include "ir/FuseDialect.h"
 #include "ir/LayoutOps.h"
+#include "ir/SymbolicDims.h"
 
 #include "mlir/Support/IndentedOstream.h"
 
@@ -28,38 +29,36 @@ namespace fuse::layout {
 
 /// The kernel of `op` (transpose, slice, concat, gather, pad,
 /// argmax/argmin) as C++ with OpenMP: `extern "C" void NAME(const void
-/// *const *, void *const *)`; with `symbolicElements` (symbolic programs)
-/// it also takes the dims' sizes.
+/// *const *, void *const *)`. With `symbolic` (a symbolic program's dims)
+/// a kernel whose values have symbolic dims also takes their sizes.
 mlir::FailureOr<std::string>
 printCppLayout(FusionOp fusion, mlir::Operation *op, const LayoutParams &params,
-               const std::string &name,
-               std::optional<fusec::SymbolicSize> symbolicElements = {},
-               size_t dimCount = 0);
+               const std::string &name, const SymbolicDims *symbolic = nullptr);
 /// The same as CUDA C: `extern "C" __global__ void NAME(in0.., out0)`, a
 /// grid-stride loop.
 mlir::FailureOr<std::string>
 printCudaLayout(FusionOp fusion, mlir::Operation *op,
                 const LayoutParams &params, const std::string &name,
-                std::optional<fusec::SymbolicSize> symbolicElements = {},
-                size_t dimCount = 0);
+                const SymbolicDims *symbolic = nullptr);
 
 /// Prints a layout kernel: the operands' reads, the comment and the
 /// per-element body; a target's subclass prints the signature and opens
 /// the loop.
+/// Some operand or the result of `op` has a symbolic dim (`symbolic`: the
+/// program's dims, null for a static program).
+bool hasSymbolicDims(const SymbolicDims *symbolic, mlir::Operation *op);
+
 class LayoutEmitter {
 public:
   virtual ~LayoutEmitter() = default;
 
   mlir::FailureOr<std::string> print();
 
-  /// Symbolic programs: the result's elements as a size of the program's
-  /// `dimCount` symbols (one leading symbolic dim: its coordinate is the
-  /// outermost, which no index computation wraps).
-  void setSymbolicElements(std::optional<fusec::SymbolicSize> elements,
-                           size_t dimCount) {
-    symbolicElements = std::move(elements);
-    this->dimCount = dimCount;
-  }
+  /// Symbolic programs: the values' dims, whose sizes the index arithmetic
+  /// reads from the kernel's `fusec_dims` where they are symbolic.
+  void setSymbolicDims(const SymbolicDims *dims) { symbolic = dims; }
+  /// Some value of the kernel has a symbolic dim: it takes the sizes.
+  bool readsDimSizes() const;
 
 protected:
   LayoutEmitter(FusionOp fusion, mlir::Operation *op,
@@ -85,11 +84,12 @@ protected:
   /// `base`: the last axis) a whole block scans
   /// (LayoutParams::blockPerOutput).
   virtual void printBlockArgReduction(const char *computeType,
-                                      fusec::DType dtype, int64_t dim,
+                                      fusec::DType dtype,
+                                      const std::string &dim,
                                       const BeatsFn &beats);
 
-  std::optional<fusec::SymbolicSize> symbolicElements;
-  size_t dimCount = 0;
+  const SymbolicDims *symbolic = nullptr;
+  size_t dimCount() const { return symbolic ? symbolic->symbols().size() : 0; }
   FusionOp fusion;
   mlir::Operation *op;
   const LayoutParams &params;
@@ -100,8 +100,10 @@ protected:
   llvm::raw_string_ostream stringStream{text};
   mlir::raw_indented_ostream os{stringStream};
 
-private:
-  static int64_t shapeElements(mlir::Value value);
+  /// A value's dims (its type's, in a static program).
+  fusec::SymbolicShape shapeOf(mlir::Value value) const;
+  /// A size as C in the kernel's index type (sizeExpression).
+  std::string size(const fusec::SymbolicSize &size) const;
 
 protected:
   /// Reads element `offset` of operand `k`: `inN[offset]` for a region
@@ -111,15 +113,17 @@ protected:
 private:
   /// Prints the coordinates of linear index `i` in `shape` (row-major) and
   /// returns them: "cD" per dim, "0" for dims of size 1.
-  llvm::SmallVector<std::string> coordinates(llvm::ArrayRef<int64_t> shape);
+  llvm::SmallVector<std::string> coordinates(const fusec::SymbolicShape &shape);
 
   /// Splits linear index `i` of a (outer, middle, inner) view of the result
   /// into `o`, `m`, `r` ("0" where a factor is 1).
-  std::array<std::string, 3> split3(int64_t outer, int64_t middle,
-                                    int64_t inner, const char *middleName);
+  std::array<std::string, 3> split3(const fusec::SymbolicSize &outer,
+                                    const fusec::SymbolicSize &middle,
+                                    const fusec::SymbolicSize &inner,
+                                    const char *middleName);
 
-  /// The loop over the result's `count` elements and its body.
-  void printLoop(int64_t count, fusec::DType resultType);
+  /// The loop over the result's elements and its body.
+  void printLoop(fusec::DType resultType);
   void printTranspose(TransposeOp transpose);
   void printSlice(SliceOp slice);
   void printConcat(ConcatOp concat);
@@ -127,6 +131,8 @@ private:
   void printPad(PadOp pad);
   template <typename OpTy> void printArgReduction(OpTy reduction, bool max);
   std::string description();
+  /// "2x768", or with symbols "batchxseqx768".
+  std::string formatShape(mlir::Value value) const;
 
   struct OperandRead {
     std::string pointer; ///< "in2", or "" for a splat constant
@@ -140,10 +146,9 @@ template <typename Emitter>
 mlir::FailureOr<std::string>
 printLayoutWith(FusionOp fusion, mlir::Operation *op,
                 const LayoutParams &params, const std::string &name,
-                std::optional<fusec::SymbolicSize> symbolicElements,
-                size_t dimCount) {
+                const SymbolicDims *symbolic) {
   Emitter emitter(fusion, op, params, name);
-  emitter.setSymbolicElements(std::move(symbolicElements), dimCount);
+  emitter.setSymbolicDims(symbolic);
   return emitter.print();
 }
 

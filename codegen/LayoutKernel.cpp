@@ -15,9 +15,10 @@ using namespace mlir;
 
 namespace fuse {
 
-FailureOr<fusec::KernelDesc> buildLayoutKernel(
-    FusionOp fusion, unsigned index, fusec::Target target, std::string *params,
-    std::optional<fusec::SymbolicSize> symbolicElements, size_t dimCount) {
+FailureOr<fusec::KernelDesc> buildLayoutKernel(FusionOp fusion, unsigned index,
+                                               fusec::Target target,
+                                               std::string *params,
+                                               const SymbolicDims *symbolic) {
   Operation *layoutOp = nullptr;
   for (Operation &op : fusion.getBody().front().without_terminator()) {
     if (isa<ConstantOp>(op))
@@ -50,20 +51,24 @@ FailureOr<fusec::KernelDesc> buildLayoutKernel(
   FailureOr<std::string> source =
       target == fusec::Target::Cuda
           ? layout::printCudaLayout(fusion, layoutOp, schedule, desc.name,
-                                    symbolicElements, dimCount)
+                                    symbolic)
           : layout::printCppLayout(fusion, layoutOp, schedule, desc.name,
-                                   symbolicElements, dimCount);
+                                   symbolic);
   if (failed(source))
     return failure();
   desc.source = std::move(*source);
   if (target == fusec::Target::Cuda)
     desc.launch = launchOf(schedule);
-  if (symbolicElements) {
+  if (layout::hasSymbolicDims(symbolic, layoutOp)) {
     desc.readsDimSizes = true;
+    fusec::SymbolicSize elements =
+        fusec::symbolicElements(symbolic->shapeOf(layoutOp->getResult(0)));
+    // A block per output takes outputs; the grid-stride loop elements.
+    int64_t perBlock = schedule.blockPerOutput ? 1
+                                               : int64_t(schedule.blockX) *
+                                                     schedule.elementsPerThread;
     if (target == fusec::Target::Cuda)
-      desc.dynamicGrid = fusec::KernelDesc::DynamicGrid{
-          *symbolicElements,
-          int64_t(schedule.blockX) * schedule.elementsPerThread};
+      desc.dynamicGrid = fusec::KernelDesc::DynamicGrid{elements, perBlock};
   }
   return desc;
 }

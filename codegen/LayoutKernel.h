@@ -3,6 +3,7 @@
 #define FUSE_CODEGEN_LAYOUTKERNEL_H
 
 #include "ir/FuseDialect.h"
+#include "ir/SymbolicDims.h"
 #include "runtime/core/Program.h"
 
 #include <optional>
@@ -15,13 +16,12 @@ namespace fuse {
 /// `extern "C" __global__ void NAME(in0.., out0..)`) and launch geometry.
 /// Inputs and outputs are filled in by the caller. `params`, when given,
 /// receives the schedule's params (LayoutParams::toString()).
-/// `symbolicElements` (symbolic programs): the result's elements as a size
-/// of the program's `dimCount` symbols.
+/// `symbolic` (symbolic programs): the values' dims; a kernel with
+/// symbolic dims takes the sizes and sizes its grid per run.
 mlir::FailureOr<fusec::KernelDesc>
 buildLayoutKernel(FusionOp fusion, unsigned index, fusec::Target target,
                   std::string *params = nullptr,
-                  std::optional<fusec::SymbolicSize> symbolicElements = {},
-                  size_t dimCount = 0);
+                  const SymbolicDims *symbolic = nullptr);
 
 } // namespace fuse
 

@@ -26,24 +26,24 @@ namespace fuse {
 bool PointwiseKernel::broadcastsInIterationShape() const {
   return llvm::all_of(inputs, [&](const KernelInput &input) {
     return input.access != InputAccess::Broadcast ||
-           input.accessShape == iterationShape;
+           input.symbolicAccessShape == symbolicIterationShape;
   });
 }
 
-/// The shape a region input is read in: that of the op broadcasting it
-/// (explicitly or as an implicitly broadcast operand), else its own.
-static FailureOr<Shape> accessShapeOf(BlockArgument arg, int64_t count) {
+/// The value whose shape a region input is read in: the op broadcasting
+/// it (explicitly or as an implicitly broadcast operand), else the input.
+static FailureOr<Value> accessValueOf(BlockArgument arg, int64_t count) {
   Shape own = toShape(cast<RankedTensorType>(arg.getType()));
   if (fusec::numElements(own) == count)
-    return own;
-  std::optional<Shape> access;
+    return Value(arg);
+  std::optional<Value> access;
   for (Operation *user : arg.getUsers()) {
-    Shape shape = toShape(cast<RankedTensorType>(user->getResult(0).getType()));
-    if (access && *access != shape)
+    Value result = user->getResult(0);
+    if (access && access->getType() != result.getType())
       return failure();
-    access = shape;
+    access = result;
   }
-  return access ? *access : own;
+  return access ? *access : Value(arg);
 }
 
 bool PointwiseKernel::hasBroadcastInput() const {
@@ -56,16 +56,23 @@ static int64_t numElementsOf(Value value) {
   return cast<ShapedType>(value.getType()).getNumElements();
 }
 
-FailureOr<PointwiseKernel> analyzePointwiseRegion(FusionOp fusion,
-                                                  unsigned index) {
+FailureOr<PointwiseKernel>
+analyzePointwiseRegion(FusionOp fusion, unsigned index,
+                       const SymbolicDims *symbolic) {
   PointwiseKernel kernel;
   Block &body = fusion.getBody().front();
   YieldOp yield = fusion.getYield();
   if (yield.getValues().empty())
     return fusion.emitError("codegen: a fusion region must yield a value");
+  auto symbolicShapeOf = [&](Value value) {
+    return symbolic ? symbolic->shapeOf(value)
+                    : fusec::symbolicShapeOf(
+                          toShape(cast<RankedTensorType>(value.getType())));
+  };
 
   kernel.iterationShape =
       toShape(cast<RankedTensorType>(yield.getValues()[0].getType()));
+  kernel.symbolicIterationShape = symbolicShapeOf(yield.getValues()[0]);
   // Every computed value is one element per iteration (views keep element
   // order); only inputs and constants may be smaller (and are then read
   // through broadcasting).
@@ -91,14 +98,18 @@ FailureOr<PointwiseKernel> analyzePointwiseRegion(FusionOp fusion,
     input.dtype = dtypeOf(arg.getType());
     input.shape = toShape(cast<RankedTensorType>(arg.getType()));
     int64_t elements = fusec::numElements(input.shape);
-    FailureOr<Shape> access = accessShapeOf(arg, kernel.numElements());
-    if (failed(access) || !fusec::broadcastsTo(input.shape, *access))
+    FailureOr<Value> access = accessValueOf(arg, kernel.numElements());
+    if (succeeded(access))
+      input.accessShape = toShape(cast<RankedTensorType>(access->getType()));
+    if (failed(access) || !fusec::broadcastsTo(input.shape, input.accessShape))
       return fusion.emitError()
              << "codegen: region input #" << arg.getArgNumber() << " of shape "
              << fusec::formatShape(input.shape)
              << " is not broadcast to one shape of the region's "
              << fusec::formatShape(kernel.iterationShape) << " elements";
-    input.accessShape = *access;
+    input.symbolicAccessShape = symbolicShapeOf(*access);
+    input.symbolicStrides = fusec::broadcastStrides(symbolicShapeOf(arg),
+                                                    input.symbolicAccessShape);
     if (elements == kernel.numElements())
       input.access = InputAccess::Contiguous;
     else if (elements == 1)
@@ -203,37 +214,64 @@ std::string cppPrelude(bool withHalfTypes) {
   return prelude;
 }
 
+std::string sizeExpression(const fusec::SymbolicSize &size,
+                           const std::string &indexType) {
+  if (size.isStatic())
+    return std::to_string(size.factor);
+  return "((" + indexType + ")" + size.cExpression("fusec_dims") + ")";
+}
+
+std::string KernelInput::offsetAt(const std::string &index,
+                                  const std::string &indexType) const {
+  return broadcastOffsetExpression(index, symbolicAccessShape, symbolicStrides,
+                                   indexType);
+}
+
 std::string broadcastOffsetExpression(const std::string &index,
                                       const Shape &iterationShape,
                                       const Shape &iterationStrides) {
+  return broadcastOffsetExpression(
+      index, fusec::symbolicShapeOf(iterationShape),
+      fusec::symbolicShapeOf(iterationStrides), "int64_t");
+}
+
+std::string
+broadcastOffsetExpression(const std::string &index,
+                          const fusec::SymbolicShape &iterationShape,
+                          const fusec::SymbolicShape &iterationStrides,
+                          const std::string &indexType) {
   // Adjacent dims whose strides continue each other are read as one dim:
-  // fewer divisions, and a symbolic program's leading dims (at their maxima
-  // in the shape) merge into the outermost coordinate, which never wraps,
-  // so that their sizes do not appear.
-  Shape shape, strides;
+  // fewer divisions, and the outermost coordinate never wraps, so that its
+  // size does not appear.
+  using fusec::SymbolicSize;
+  fusec::SymbolicShape shape, strides;
   for (size_t d = 0; d < iterationShape.size(); ++d) {
     if (!shape.empty() &&
         strides.back() == iterationStrides[d] * iterationShape[d]) {
-      shape.back() *= iterationShape[d];
+      shape.back() = shape.back() * iterationShape[d];
       strides.back() = iterationStrides[d];
       continue;
     }
     shape.push_back(iterationShape[d]);
     strides.push_back(iterationStrides[d]);
   }
+  const SymbolicSize zero = SymbolicSize::constant(0),
+                     one = SymbolicSize::constant(1);
   std::vector<std::string> terms;
-  int64_t inner = 1; // product of the dims after d
+  SymbolicSize inner = one; // product of the dims after d
   for (size_t d = shape.size(); d-- > 0;) {
-    if (strides[d] != 0) {
-      std::string coord =
-          inner == 1 ? index : "(" + index + ") / " + std::to_string(inner);
+    if (strides[d] != zero) {
+      std::string coord = inner == one ? index
+                                       : "(" + index + ") / " +
+                                             sizeExpression(inner, indexType);
       if (d != 0) // the outermost coordinate needs no wrap-around
-        coord = "(" + coord + ") % " + std::to_string(shape[d]);
-      terms.push_back(strides[d] == 1
+        coord = "(" + coord + ") % " + sizeExpression(shape[d], indexType);
+      terms.push_back(strides[d] == one
                           ? coord
-                          : "(" + coord + ") * " + std::to_string(strides[d]));
+                          : "(" + coord + ") * " +
+                                sizeExpression(strides[d], indexType));
     }
-    inner *= shape[d];
+    inner = inner * shape[d];
   }
   std::string expression;
   for (auto term = terms.rbegin(); term != terms.rend(); ++term)

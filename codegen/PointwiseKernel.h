@@ -11,6 +11,7 @@
 
 #include "codegen/ScalarExprPrinter.h"
 #include "ir/FuseDialect.h"
+#include "ir/SymbolicDims.h"
 #include "runtime/core/DType.h"
 #include "runtime/core/Program.h"
 #include "runtime/core/Shape.h"
@@ -39,7 +40,15 @@ struct KernelInput {
   /// view in the region changes it): the linear index is taken in it.
   fusec::Shape accessShape;
   fusec::Shape strides; ///< per dim of `accessShape`, for Broadcast
-  std::string value;    ///< the loaded element's variable
+  /// `accessShape` and `strides` with the program's symbols (the two above
+  /// hold their maxima): what a broadcast input's offsets are printed from.
+  fusec::SymbolicShape symbolicAccessShape, symbolicStrides;
+  std::string value; ///< the loaded element's variable
+
+  /// The offset of this (broadcast) input's element at linear index
+  /// `index` of its access shape, in `indexType` arithmetic.
+  std::string offsetAt(const std::string &index,
+                       const std::string &indexType) const;
 };
 
 struct KernelOutput {
@@ -51,6 +60,8 @@ struct PointwiseKernel {
   std::string name;
   std::vector<std::string> ops;
   fusec::Shape iterationShape;
+  /// `iterationShape` with the program's symbols.
+  fusec::SymbolicShape symbolicIterationShape;
   std::vector<KernelInput> inputs;
   std::vector<KernelOutput> outputs;
   /// The per-element computation: one let per computed value, in order.
@@ -60,8 +71,8 @@ struct PointwiseKernel {
 
   int64_t numElements() const { return fusec::numElements(iterationShape); }
   /// Symbolic programs: the elements as a size of the program's `dimCount`
-  /// symbols; `iterationShape` is then at their maxima, and only the count
-  /// varies (codegen checks that the symbolic dims lead every shape).
+  /// symbols; `iterationShape` is then at their maxima, and broadcast
+  /// inputs' offsets read the sizes (`symbolicAccessShape`).
   std::optional<fusec::SymbolicSize> symbolicElements;
   size_t dimCount = 0;
   bool readsDimSizes() const { return symbolicElements.has_value(); }
@@ -88,8 +99,9 @@ struct PointwiseKernel {
 };
 
 /// Analyzes a region. Emits an error on the op that cannot be generated.
-mlir::FailureOr<PointwiseKernel> analyzePointwiseRegion(FusionOp fusion,
-                                                        unsigned index);
+mlir::FailureOr<PointwiseKernel>
+analyzePointwiseRegion(FusionOp fusion, unsigned index,
+                       const SymbolicDims *symbolic = nullptr);
 
 /// libm functions with vector variants in glibc's libmvec. Declaring them
 /// `simd` lets `#pragma omp simd` loops call the 4/8/16-lane versions
@@ -183,6 +195,17 @@ const MathFunctionMap &cpuMathFunctions();
 std::string broadcastOffsetExpression(const std::string &index,
                                       const fusec::Shape &shape,
                                       const fusec::Shape &strides);
+/// The same over sizes that may be symbolic: those print as expressions of
+/// the kernel's `fusec_dims`, converted to `indexType`.
+std::string broadcastOffsetExpression(const std::string &index,
+                                      const fusec::SymbolicShape &shape,
+                                      const fusec::SymbolicShape &strides,
+                                      const std::string &indexType);
+/// A size in a kernel's index arithmetic: a literal, or (symbolic) an
+/// expression of `fusec_dims` converted to `indexType`, so that a 32-bit
+/// index does not divide in 64 bits.
+std::string sizeExpression(const fusec::SymbolicSize &size,
+                           const std::string &indexType);
 
 } // namespace fuse
 

@@ -209,22 +209,8 @@ public:
             matmulCallOf(matmul, program.target);
         if (failed(call))
           return failure();
-        if (symbolic &&
-            !fusec::isStaticShape(symbolic->shapeOf(matmul.getRhs()))) {
-          // A batched product over symbolic batch dims (SymbolicDims:
-          // both operands have them; m, k and n are fixed).
-          fusec::SymbolicShape batch = symbolic->shapeOf(matmul);
-          batch.resize(batch.size() - 2);
-          call->symbolicBatch = fusec::symbolicElements(batch);
-        } else if (symbolic) {
-          // [..., m, k] @ [k, n]: every dim of the lhs but k stacks into
-          // rows.
-          fusec::SymbolicShape lhs = symbolic->shapeOf(matmul.getLhs());
-          lhs.pop_back();
-          fusec::SymbolicSize rows = fusec::symbolicElements(lhs);
-          if (!rows.isStatic())
-            call->symbolicM = rows;
-        }
+        if (symbolic && failed(setSymbolicSizes(matmul, *call)))
+          return failure();
         call->a = bufferOf.lookup(matmul.getLhs());
         call->b = bufferOf.lookup(matmul.getRhs());
         call->bias = matmul.getBias() ? bufferOf.lookup(matmul.getBias()) : -1;
@@ -299,9 +285,7 @@ private:
                             std::string &params, InPlacePairs &inPlace) {
     unsigned index = program.kernels.size();
     bool cuda = program.target == fusec::Target::Cuda;
-    std::optional<fusec::SymbolicShape> leading;
-    if (symbolic && failed(symbolicLeadingDims(fusion, leading)))
-      return failure();
+    const bool symbolicRegion = hasSymbolicValues(fusion);
     // Layout, reduction and contraction regions each have a builder that
     // makes the whole kernel description.
     auto adopt = [&](FailureOr<fusec::KernelDesc> kernel) -> LogicalResult {
@@ -313,52 +297,42 @@ private:
     };
     // With symbolic dims: the kernel's count of elements, rows or batches.
     size_t dimCount = program.symbols.size();
-    auto elementsOfResult = [&]() -> std::optional<fusec::SymbolicSize> {
-      if (!leading)
-        return std::nullopt;
-      return fusec::symbolicElements(
-          symbolic->shapeOf(fusion.getYield().getValues()[0]));
-    };
-    auto unsupported = [&](const char *kernel) {
-      return fusion.emitError()
-             << "codegen: " << kernel << " over the symbolic dims '"
-             << fusec::formatSymbolicShape(*leading, program.symbols)
-             << "' is not supported yet";
-    };
     switch (fuse::regionKindOf(fusion)) {
-    case fuse::RegionKind::Reduction:
-      return adopt(buildReductionKernel(
-          fusion, index, program.target, f32Functions, &params,
-          leading ? std::optional(symbolicRowsOf(fusion)) : std::nullopt,
-          dimCount));
+    case fuse::RegionKind::Reduction: {
+      if (!symbolicRegion)
+        return adopt(buildReductionKernel(fusion, index, program.target,
+                                          f32Functions, &params));
+      if (failed(checkSymbolicReduction(fusion)))
+        return failure();
+      return adopt(buildReductionKernel(fusion, index, program.target,
+                                        f32Functions, &params,
+                                        symbolicRowsOf(fusion), dimCount));
+    }
     case fuse::RegionKind::Layout:
-      // One leading symbolic dim: its coordinate is the outermost.
-      if (leading && leading->size() != 1)
-        return unsupported("a layout kernel");
       return adopt(buildLayoutKernel(fusion, index, program.target, &params,
-                                     elementsOfResult(), dimCount));
+                                     symbolicRegion ? symbolic : nullptr));
     case fuse::RegionKind::Attention:
-      // A symbolic batch: the attention's dim 0, leading every operand.
-      if (leading && leading->size() != 1)
-        return unsupported("an attention kernel");
       usesAttention = true;
-      return adopt(buildAttentionKernel(
-          fusion, index, program.target, &params,
-          leading ? std::optional(leading->front()) : std::nullopt, dimCount));
+      return adopt(buildAttentionKernel(fusion, index, program.target, &params,
+                                        symbolicRegion ? symbolic : nullptr));
     case fuse::RegionKind::Contraction:
-      if (leading)
-        return unsupported("a contraction kernel");
+      if (symbolicRegion)
+        return fusion.emitError() << "codegen: a contraction kernel with "
+                                     "symbolic dims is not supported yet";
       return adopt(
           buildQuantizedMatmulKernel(fusion, index, program.target, &params));
     case fuse::RegionKind::Pointwise:
       break;
     }
-    FailureOr<PointwiseKernel> kernel = analyzePointwiseRegion(fusion, index);
+    FailureOr<PointwiseKernel> kernel = analyzePointwiseRegion(
+        fusion, index, symbolicRegion ? symbolic : nullptr);
     if (failed(kernel))
       return failure();
-    kernel->symbolicElements = elementsOfResult();
+    if (symbolicRegion)
+      kernel->symbolicElements =
+          fusec::symbolicElements(kernel->symbolicIterationShape);
     kernel->dimCount = dimCount;
-    if (!leading)
+    if (!symbolicRegion)
       kernel->inPlace = inPlace = inPlaceUpdates(fusion, *kernel);
     desc.name = kernel->name;
     desc.ops = kernel->ops;
@@ -369,7 +343,7 @@ private:
                        : printCppKernel(*kernel, schedule);
     if (cuda)
       desc.launch = launchOf(schedule.params);
-    if (leading) {
+    if (symbolicRegion) {
       desc.readsDimSizes = true;
       if (cuda)
         desc.dynamicGrid = fusec::KernelDesc::DynamicGrid{
@@ -422,19 +396,128 @@ private:
     return pairs;
   }
 
-  /// Symbolic programs: the symbolic dims of a region's values, which must
-  /// lead every value that has them, the same in each (`leading`, unset
-  /// when the region has none). A generated kernel then only varies in its
-  /// count: the offsets of a value's leading dims merge into one outermost
-  /// coordinate, whose size no index computation reads.
-  LogicalResult
-  symbolicLeadingDims(FusionOp fusion,
-                      std::optional<fusec::SymbolicShape> &leading) {
+  /// A library matmul's sizes that vary per run, in the two forms the
+  /// call takes: [..., m, k] @ [k, n] (every lhs dim but k stacks into
+  /// rows: m varies) and a batched product whose symbolic dims are batch
+  /// dims both operands have (m, k and n fixed). Others are errors.
+  LogicalResult setSymbolicSizes(MatmulOp matmul, fusec::MatmulCall &call) {
+    fusec::SymbolicShape lhs = symbolic->shapeOf(matmul.getLhs()),
+                         rhs = symbolic->shapeOf(matmul.getRhs()),
+                         out = symbolic->shapeOf(matmul);
+    if (fusec::isStaticShape(lhs) && fusec::isStaticShape(rhs))
+      return success();
+    if (fusec::isStaticShape(rhs) && rhs.size() <= 2 &&
+        !matmul.getTransposeA()) {
+      lhs.pop_back();
+      call.symbolicM = fusec::symbolicElements(lhs);
+      return success();
+    }
+    bool sameBatch = lhs.size() == rhs.size() && lhs.size() >= 3;
+    for (size_t d = 0; sameBatch && d < lhs.size(); ++d)
+      sameBatch = d + 2 < lhs.size() ? lhs[d] == rhs[d] || (lhs[d].isStatic() &&
+                                                            rhs[d].isStatic())
+                                     : lhs[d].isStatic() && rhs[d].isStatic();
+    if (sameBatch) {
+      out.resize(out.size() - 2);
+      call.symbolicBatch = fusec::symbolicElements(out);
+      return success();
+    }
+    return matmul.emitError()
+           << "codegen: a matmul '"
+           << fusec::formatSymbolicShape(lhs, program.symbols) << "' @ '"
+           << fusec::formatSymbolicShape(rhs, program.symbols)
+           << "' is not supported with symbolic dims yet: a library call "
+              "takes a symbolic m ([..., m, k] @ [k, n]) or symbolic batch "
+              "dims both operands have";
+  }
+
+  /// Some input or result of the region has a symbolic dim.
+  bool hasSymbolicValues(FusionOp fusion) const {
+    if (!symbolic || symbolic->empty())
+      return false;
+    auto isSymbolic = [&](Value value) {
+      return !fusec::isStaticShape(symbolic->shapeOf(value));
+    };
+    return llvm::any_of(fusion.getInputs(), isSymbolic) ||
+           llvm::any_of(fusion.getResults(), isSymbolic);
+  }
+
+  /// Symbolic reductions vary only in their row count; their offsets are
+  /// computed at the maxima, so no offset may read a symbolic size. That
+  /// holds when every symbolic value is read whole by a reduction over
+  /// trailing dims (row r at r times the fixed row length) or holds one
+  /// element per row; or when the symbolic dims (size-1 dims aside) lead
+  /// every value that has them, the same in each: their offsets merge into
+  /// one outermost coordinate, which no index computation wraps.
+  LogicalResult checkSymbolicReduction(FusionOp fusion) {
+    // The row length is fixed: a reduction along a symbolic dim is a fused
+    // attention's alone.
+    WalkResult alongSymbolic =
+        fusion.getBody().walk([&](ReductionOpInterface reduction) {
+          fusec::SymbolicShape operand =
+              symbolic->shapeOf(reduction.getReducedOperand());
+          for (int64_t axis : reduction.getReducedAxes())
+            if (axis < static_cast<int64_t>(operand.size()) &&
+                !operand[axis].isStatic()) {
+              reduction->emitError()
+                  << "codegen: the reduced dim " << axis << " ('"
+                  << operand[axis].format(program.symbols)
+                  << "') must have a fixed size for now (a symbolic one is "
+                     "taken only by a fused attention)";
+              return WalkResult::interrupt();
+            }
+          return WalkResult::advance();
+        });
+    if (alongSymbolic.wasInterrupted())
+      return failure();
+    auto withoutOnes = [](fusec::SymbolicShape shape) {
+      llvm::erase_if(shape, [](const fusec::SymbolicSize &d) {
+        return d == fusec::SymbolicSize::constant(1);
+      });
+      return shape;
+    };
+    std::optional<fusec::SymbolicShape> space, rows;
+    fusec::SymbolicShape full;
+    fusion.getBody().walk([&](ReductionOpInterface reduction) {
+      full = symbolic->shapeOf(reduction.getReducedOperand());
+      ArrayRef<int64_t> axes = reduction.getReducedAxes();
+      size_t kept = full.size() - axes.size();
+      for (size_t d = kept; d < full.size(); ++d)
+        if (!llvm::is_contained(axes, static_cast<int64_t>(d)))
+          return WalkResult::interrupt(); // not trailing: no shortcut
+      space = withoutOnes(full);
+      rows =
+          withoutOnes(fusec::SymbolicShape(full.begin(), full.begin() + kept));
+      return WalkResult::interrupt();
+    });
     SmallVector<Value> values(fusion.getInputs());
     llvm::append_range(values, fusion.getResults());
+    // A fixed value is read without symbolic sizes when it repeats along
+    // every dim up to the space's last symbolic one (right-aligned).
+    auto readsFixedDimsOnly = [&](const fusec::SymbolicShape &shape) {
+      int64_t lastSymbolic = -1;
+      for (size_t d = 0; d < full.size(); ++d)
+        if (!full[d].isStatic())
+          lastSymbolic = d;
+      int64_t offset = int64_t(full.size()) - int64_t(shape.size());
+      for (int64_t d = 0; d < int64_t(shape.size()); ++d)
+        if (d + offset <= lastSymbolic &&
+            shape[d] != fusec::SymbolicSize::constant(1))
+          return false;
+      return true;
+    };
+    if (space && llvm::all_of(values, [&](Value value) {
+          fusec::SymbolicShape dims = symbolic->shapeOf(value);
+          fusec::SymbolicShape shape = withoutOnes(dims);
+          if (fusec::isStaticShape(dims))
+            return readsFixedDimsOnly(dims);
+          return shape == *space || shape == *rows;
+        }))
+      return success();
+    std::optional<fusec::SymbolicShape> leading;
     for (Value value : values) {
-      fusec::SymbolicShape shape = symbolic->shapeOf(value);
-      fusec::SymbolicShape prefix;
+      fusec::SymbolicShape shape = withoutOnes(symbolic->shapeOf(value)),
+                           prefix;
       for (const fusec::SymbolicSize &dim : shape) {
         if (dim.isStatic())
           break;
@@ -444,18 +527,21 @@ private:
           llvm::drop_begin(shape, prefix.size()),
           [](const fusec::SymbolicSize &d) { return !d.isStatic(); });
       auto describe = [&] {
-        return "'" + fusec::formatSymbolicShape(shape, program.symbols) + "'";
+        return "'" +
+               fusec::formatSymbolicShape(symbolic->shapeOf(value),
+                                          program.symbols) +
+               "'";
       };
       if (laterSymbolic)
         return fusion.emitError()
-               << "codegen: a kernel value of shape " << describe()
-               << " has a symbolic dim after a fixed one; only leading "
-                  "symbolic dims are supported yet";
+               << "codegen: a reduction's value of shape " << describe()
+               << " has a symbolic dim after a fixed one; a reduction's "
+                  "symbolic dims must lead its values";
       if (prefix.empty())
         continue;
       if (leading && *leading != prefix)
         return fusion.emitError()
-               << "codegen: a kernel value of shape " << describe()
+               << "codegen: a reduction's value of shape " << describe()
                << " does not lead with the kernel's symbolic dims '"
                << fusec::formatSymbolicShape(*leading, program.symbols)
                << "' (a partial broadcast along them is not supported yet)";

@@ -42,7 +42,7 @@ def Fuse_AttentionOp : Fuse_Op<"attention", [Pure, Fuse_FusionKindOpInterface]> 
   }];
   let arguments = (ins Fuse_FloatTensor:$query, Fuse_FloatTensor:$key,
                        Fuse_FloatTensor:$value,
-                       Optional<StaticShapeTensorOf<[F64, F32, F16, BF16, I1]>>:$bias,
+                       Optional<RankedTensorOf<[F64, F32, F16, BF16, I1]>>:$bias,
                        I64Attr:$num_heads, I64Attr:$kv_num_heads,
                        I64Attr:$head_dim, I64Attr:$value_head_dim,
                        DefaultValuedAttr<I64Attr, "0">:$query_column,

@@ -75,7 +75,7 @@ def Fuse_GatherOp : Fuse_LayoutOp<"gather"> {
     result elements they select are 0 (0.0, false) on every target.
   }];
   let arguments = (ins Fuse_AnyTensor:$data,
-                       StaticShapeTensorOf<[I32, I64]>:$indices,
+                       RankedTensorOf<[I32, I64]>:$indices,
                        DefaultValuedAttr<I64Attr, "0">:$axis);
   let results = (outs Fuse_AnyTensor:$result);
   let assemblyFormat = "$data `,` $indices attr-dict `:` "

@@ -218,9 +218,9 @@ LogicalResult SymbolicDims::derive(Operation *op) {
 
   if (auto reduction = dyn_cast<ReductionOpInterface>(op)) {
     Value operand = reduction.getReducedOperand();
+    // (A reduced dim may be symbolic here: a fused attention reduces along
+    // a symbolic key length; codegen refuses other such reductions.)
     llvm::ArrayRef<int64_t> axes = reduction.getReducedAxes();
-    if (failed(requireStatic(operand, axes, "the reduced")))
-      return failure();
     SymbolicShape in = shapeOf(operand), out;
     bool keep = resultType.getRank() == static_cast<int64_t>(in.size());
     for (size_t d = 0; d < in.size(); ++d) {
@@ -261,9 +261,50 @@ LogicalResult SymbolicDims::derive(Operation *op) {
         rest *= in[d].factor;
       keepsLeading = rest == staticProduct;
     }
+    // Each symbolic dim kept whole, the fixed dims between them regrouped
+    // with the same products: [1, s, 768] -> [1, s, 12, 64],
+    // [b, s, 12, 64] -> [b, s, 768].
+    auto keepsSymbolicDims = [&] {
+      std::vector<size_t> symbolicDims;
+      for (size_t d = 0; d < in.size(); ++d)
+        if (!in[d].isStatic())
+          symbolicDims.push_back(d);
+      if (symbolicDims.size() != dynamicDims.size())
+        return false;
+      auto staticRun = [](auto begin, auto end, auto sizeOf) {
+        int64_t product = 1;
+        for (auto it = begin; it != end; ++it)
+          product *= sizeOf(*it);
+        return product;
+      };
+      size_t inFrom = 0, outFrom = 0;
+      for (size_t k = 0; k <= symbolicDims.size(); ++k) {
+        size_t inTo = k < symbolicDims.size() ? symbolicDims[k] : in.size();
+        size_t outTo = k < dynamicDims.size()
+                           ? static_cast<size_t>(dynamicDims[k])
+                           : static_cast<size_t>(resultType.getRank());
+        int64_t inRun =
+            staticRun(in.begin() + inFrom, in.begin() + inTo,
+                      [](const SymbolicSize &d) { return d.factor; });
+        int64_t outRun = 1;
+        for (size_t d = outFrom; d < outTo; ++d)
+          outRun *= resultType.getDimSize(d);
+        if (inRun != outRun ||
+            (k < symbolicDims.size() && in[symbolicDims[k]].factor != 1))
+          return false;
+        inFrom = inTo + 1;
+        outFrom = outTo + 1;
+      }
+      return true;
+    };
     if (keepsLeading) {
       for (size_t i = 0; i < leading; ++i)
         out[i] = in[i];
+    } else if (keepsSymbolicDims()) {
+      size_t k = 0;
+      for (size_t d = 0; d < in.size(); ++d)
+        if (!in[d].isStatic())
+          out[dynamicDims[k++]] = in[d];
     } else if (dynamicDims.size() == 1 && staticProduct > 0 &&
                elements.factor % staticProduct == 0) {
       // One dynamic dim takes every symbol: [b, s, 768] -> [b*s, 768].
@@ -320,58 +361,102 @@ LogicalResult SymbolicDims::derive(Operation *op) {
     return record(op, result, std::move(out));
   }
 
-  if (auto attention = dyn_cast<AttentionOp>(op)) {
-    // Symbolic only in the batch (dim 0) of every operand, the same one.
-    SymbolicShape query = shapeOf(attention.getQuery());
-    for (Value operand : op->getOperands()) {
-      SymbolicShape shape = shapeOf(operand);
-      for (size_t d = 0; d < shape.size(); ++d)
-        if (!shape[d].isStatic() && (d != 0 || shape[d] != query[0]))
-          return unsupported("only the batch (dim 0, the query's) may be "
-                             "symbolic, not '" +
-                             fusec::formatSymbolicShape(shape, syms) + "'");
-    }
-    SymbolicShape out = staticShape(resultType);
-    out[0] = query[0];
+  if (auto gather = dyn_cast<GatherOp>(op)) {
+    // data[:axis] + indices + data[axis + 1:]; the kernel reads every size.
+    SymbolicShape data = shapeOf(gather.getData()),
+                  indices = shapeOf(gather.getIndices()), out;
+    std::optional<int64_t> axis =
+        normalizeAxis(gather.getAxis(), static_cast<int64_t>(data.size()));
+    if (!axis)
+      return unsupported("axis out of range");
+    out.assign(data.begin(), data.begin() + *axis);
+    out.insert(out.end(), indices.begin(), indices.end());
+    out.insert(out.end(), data.begin() + *axis + 1, data.end());
     return record(op, result, std::move(out));
   }
 
-  if (auto matmul = dyn_cast<MatmulOp>(op);
-      matmul && hasDynamicDims(matmul.getRhs())) {
-    // A batched product whose symbolic dims are batch dims both operands
-    // have: [..., m, k] @ [..., k, n].
-    SymbolicShape lhs = shapeOf(matmul.getLhs()),
-                  rhs = shapeOf(matmul.getRhs());
-    if (lhs.size() != rhs.size() || lhs.size() < 3)
-      return unsupported("a symbolic right operand needs the left operand's "
-                         "rank and batch dims");
-    for (size_t d = 0; d < lhs.size(); ++d) {
-      bool batchDim = d + 2 < lhs.size();
-      if ((!batchDim && (!lhs[d].isStatic() || !rhs[d].isStatic())) ||
-          (batchDim && lhs[d] != rhs[d] &&
-           (!lhs[d].isStatic() || !rhs[d].isStatic())))
-        return unsupported("symbolic dims must be batch dims both operands "
-                           "have, not '" +
-                           fusec::formatSymbolicShape(lhs, syms) + "' @ '" +
-                           fusec::formatSymbolicShape(rhs, syms) + "'");
+  if (isa<ArgMaxOp, ArgMinOp>(op)) {
+    SymbolicShape in = shapeOf(op->getOperand(0)), out;
+    auto argmax = dyn_cast<ArgMaxOp>(op);
+    auto argmin = dyn_cast<ArgMinOp>(op);
+    int64_t rawAxis = argmax ? argmax.getAxis() : argmin.getAxis();
+    bool keep = argmax ? argmax.getKeepdims() : argmin.getKeepdims();
+    std::optional<int64_t> axis =
+        normalizeAxis(rawAxis, static_cast<int64_t>(in.size()));
+    if (!axis)
+      return unsupported("axis out of range");
+    for (size_t d = 0; d < in.size(); ++d)
+      if (static_cast<int64_t>(d) != *axis)
+        out.push_back(in[d]);
+      else if (keep)
+        out.push_back(SymbolicSize::constant(1));
+    return record(op, result, std::move(out));
+  }
+
+  if (auto attention = dyn_cast<AttentionOp>(op)) {
+    // The batch and the lengths may be symbolic: q, k and v as [B, H, T, D]
+    // or [B, T, C] with H, D and C fixed, the same batch in each; the
+    // result is the query's with its own last dim.
+    SymbolicShape query = shapeOf(attention.getQuery());
+    for (Value operand :
+         {attention.getQuery(), attention.getKey(), attention.getValue()}) {
+      SymbolicShape shape = shapeOf(operand);
+      bool fixed = shape.back().isStatic() && shape[0] == query[0] &&
+                   (shape.size() != 4 || shape[1].isStatic());
+      if (!fixed)
+        return unsupported("q, k and v may be symbolic only in their batch "
+                           "(the same in each) and length, not '" +
+                           fusec::formatSymbolicShape(shape, syms) + "'");
     }
-    SymbolicShape out = staticShape(resultType);
-    for (size_t d = 0; d + 2 < lhs.size(); ++d)
-      out[d] = lhs[d];
+    SymbolicShape out = query;
+    out.back() = SymbolicSize::constant(resultType.getShape().back());
     return record(op, result, std::move(out));
   }
 
   if (auto matmul = dyn_cast<MatmulOp>(op)) {
-    if (matmul.getTransposeA())
-      return unsupported("a transposed left operand must have fixed dims");
-    SymbolicShape lhs = shapeOf(matmul.getLhs());
-    auto rhsType = cast<RankedTensorType>(matmul.getRhs().getType());
-    if (lhs.size() < 2 || rhsType.getRank() > 2)
-      return unsupported("only [..., m, k] @ [k, n] for now");
-    SymbolicShape out = lhs;
-    out.back() = SymbolicSize::constant(resultType.getShape().back());
+    // NumPy's matmul over dims that may be symbolic: broadcast batch dims,
+    // then m and n (op(lhs) [..., m, k] @ op(rhs) [..., k, n]). Which of
+    // these forms a library call takes is codegen's
+    // question (ProgramBuilder); a fused attention takes them all.
+    SymbolicShape lhs = shapeOf(matmul.getLhs()),
+                  rhs = shapeOf(matmul.getRhs());
+    if (lhs.size() >= 2 && matmul.getTransposeA())
+      std::swap(lhs[lhs.size() - 1], lhs[lhs.size() - 2]);
+    if (rhs.size() >= 2 && matmul.getTransposeB())
+      std::swap(rhs[rhs.size() - 1], rhs[rhs.size() - 2]);
+    if (lhs.back() != rhs[rhs.size() >= 2 ? rhs.size() - 2 : 0])
+      return unsupported("the contracted dims differ: '" +
+                         fusec::formatSymbolicShape(lhs, syms) + "' @ '" +
+                         fusec::formatSymbolicShape(rhs, syms) + "'");
+    SymbolicShape lhsBatch, rhsBatch;
+    if (lhs.size() > 2)
+      lhsBatch.assign(lhs.begin(), lhs.end() - 2);
+    if (rhs.size() > 2)
+      rhsBatch.assign(rhs.begin(), rhs.end() - 2);
+    // Right-aligned; a fixed 1 repeats, other dims must be equal.
+    size_t batchRank = std::max(lhsBatch.size(), rhsBatch.size());
+    SymbolicShape out(batchRank, SymbolicSize::constant(1));
+    for (size_t d = 0; d < batchRank; ++d) {
+      const SymbolicSize one = SymbolicSize::constant(1);
+      size_t fromEnd = batchRank - d;
+      SymbolicSize a = fromEnd <= lhsBatch.size()
+                           ? lhsBatch[lhsBatch.size() - fromEnd]
+                           : one;
+      SymbolicSize b = fromEnd <= rhsBatch.size()
+                           ? rhsBatch[rhsBatch.size() - fromEnd]
+                           : one;
+      if (a != b && a != one && b != one)
+        return unsupported("batch dim " + Twine(d) + " is '" + a.format(syms) +
+                           "' in one operand and '" + b.format(syms) +
+                           "' in the other");
+      out[d] = a == one ? b : a;
+    }
+    if (lhs.size() >= 2)
+      out.push_back(lhs[lhs.size() - 2]);
+    if (rhs.size() >= 2)
+      out.push_back(rhs.back());
     if (static_cast<int64_t>(out.size()) != resultType.getRank())
-      return unsupported("only [..., m, k] @ [k, n] for now");
+      return unsupported("the result's rank differs from its operands'");
     return record(op, result, std::move(out));
   }
 
@@ -382,18 +467,6 @@ LogicalResult SymbolicDims::derive(Operation *op) {
           EluOp, SeluOp, CeluOp, HardSigmoidOp, ShrinkOp, IsInfOp, ClipOp>(op);
   if (!broadcasting)
     return unsupported("not supported yet");
-  if (auto axisAttr = op->getAttrOfType<IntegerAttr>("axis")) {
-    // softmax, layer_norm, rms_norm: the dims from `axis` on (a superset
-    // of softmax's one axis).
-    int64_t rank = resultType.getRank();
-    int64_t axis =
-        axisAttr.getInt() < 0 ? axisAttr.getInt() + rank : axisAttr.getInt();
-    SmallVector<int64_t> normalized;
-    for (int64_t d = axis; d < rank; ++d)
-      normalized.push_back(d);
-    if (failed(requireStatic(op->getOperand(0), normalized, "the normalized")))
-      return failure();
-  }
   SmallVector<SymbolicShape> operands;
   for (Value operand : op->getOperands())
     if (isa<RankedTensorType>(operand.getType()))

@@ -27,7 +27,7 @@ std::string printCppAttentionKernel(const std::string &name,
   std::ostringstream os;
   std::string traits =
       printAttentionTraits(os, name, shape, params, "inline", "fusec_expf");
-  os << cppKernelSignature(name, signature.symbolicBatch.has_value()) << " {\n";
+  os << cppKernelSignature(name, signature.readsDimSizes()) << " {\n";
   printAttentionArguments(
       os, shape, signature,
       [](int input) { return "fusec_inputs[" + std::to_string(input) + "]"; },

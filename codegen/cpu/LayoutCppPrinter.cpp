@@ -25,7 +25,7 @@ public:
 
 private:
   void printSignature(DType resultType) override {
-    os << cppKernelSignature(name, symbolicElements.has_value()) << " {\n";
+    os << cppKernelSignature(name, readsDimSizes()) << " {\n";
   }
 
   void printLoopHead(const std::string &count, DType resultType) override {
@@ -40,9 +40,9 @@ private:
     // A symbolic count starts the OpenMP team only for enough elements.
     if (params.parallel)
       os << "#pragma omp parallel for schedule(static)"
-         << (symbolicElements ? " if(" + count + " >= " +
-                                    std::to_string(kCpuParallelThreshold) + ")"
-                              : std::string())
+         << (readsDimSizes() ? " if(" + count + " >= " +
+                                   std::to_string(kCpuParallelThreshold) + ")"
+                             : std::string())
          << "\n";
     os << "for (int64_t i = 0; i < " << count << "; ++i) {\n";
   }
@@ -50,13 +50,11 @@ private:
 
 } // namespace
 
-FailureOr<std::string>
-printCppLayout(FusionOp fusion, Operation *op, const LayoutParams &params,
-               const std::string &name,
-               std::optional<fusec::SymbolicSize> symbolicElements,
-               size_t dimCount) {
-  return printLayoutWith<CppEmitter>(fusion, op, params, name,
-                                     std::move(symbolicElements), dimCount);
+FailureOr<std::string> printCppLayout(FusionOp fusion, Operation *op,
+                                      const LayoutParams &params,
+                                      const std::string &name,
+                                      const SymbolicDims *symbolic) {
+  return printLayoutWith<CppEmitter>(fusion, op, params, name, symbolic);
 }
 
 } // namespace fuse::layout

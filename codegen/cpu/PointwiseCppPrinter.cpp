@@ -23,12 +23,14 @@ using fusec::Shape;
 
 namespace fuse {
 
-/// The offset of row `row` (all dims but the last) in a broadcast input.
-static std::string rowOffsetExpression(const Shape &iteration,
-                                       const Shape &strides) {
+/// The offset of row `row` (all dims but the last) in a broadcast input
+/// read in the iteration shape.
+static std::string rowOffsetExpression(const KernelInput &input) {
+  const fusec::SymbolicShape &shape = input.symbolicAccessShape,
+                             &strides = input.symbolicStrides;
   return broadcastOffsetExpression(
-      "row", Shape(iteration.begin(), iteration.end() - 1),
-      Shape(strides.begin(), strides.end() - 1));
+      "row", fusec::SymbolicShape(shape.begin(), shape.end() - 1),
+      fusec::SymbolicShape(strides.begin(), strides.end() - 1), "int64_t");
 }
 /// `const T aN = <element>;`: an input's element in its compute type.
 /// A symbolic kernel's OpenMP team starts only for counts that pay for it
@@ -139,10 +141,9 @@ printCppStagedLoops(raw_indented_ostream &os, const PointwiseKernel &kernel,
           !reads[s].contains(input.value))
         continue;
       std::string pointer = "in" + std::to_string(i);
-      std::string index =
-          input.access == InputAccess::Broadcast
-              ? broadcastOffsetExpression("i", input.accessShape, input.strides)
-              : "i";
+      std::string index = input.access == InputAccess::Broadcast
+                              ? input.offsetAt("i", "int64_t")
+                              : "i";
       printInputElement(os, input, pointer + "[" + index + "]");
     }
     for (const ScalarLet &let : kernel.lets) {
@@ -212,10 +213,8 @@ static void printCppLoops(raw_indented_ostream &os,
     rowLoop.emplace(os, "", "}\n");
     for (size_t i = 0; i < kernel.inputs.size(); ++i)
       if (kernel.inputs[i].access == InputAccess::Broadcast)
-        os << "const int64_t in" << i << "_row = "
-           << rowOffsetExpression(kernel.iterationShape,
-                                  kernel.inputs[i].strides)
-           << ";\n";
+        os << "const int64_t in" << i
+           << "_row = " << rowOffsetExpression(kernel.inputs[i]) << ";\n";
     os << "#pragma omp simd\n";
     os << "for (int64_t col = 0; col < " << columns << "; ++col) {\n";
   } else {
@@ -240,8 +239,7 @@ static void printCppLoops(raw_indented_ostream &os,
         index = nested ? pointer + "_row" +
                              (input.strides.back() != 0 ? std::string(" + col")
                                                         : "")
-                       : broadcastOffsetExpression("i", input.accessShape,
-                                                   input.strides);
+                       : input.offsetAt("i", "int64_t");
       printInputElement(os, input, pointer + "[" + index + "]");
     }
     ScalarExprPrinter(&cpuMathFunctions()).print(kernel.lets, os);

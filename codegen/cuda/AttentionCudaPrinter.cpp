@@ -29,9 +29,9 @@ std::string printCudaAttentionKernel(const std::string &name,
        << i << ", ";
   os << storageType(shape.dtype) << " *__restrict__ out0"
      << (params.scratchBytes ? ", unsigned char *__restrict__ scratch" : "")
-     << (signature.symbolicBatch ? cudaDimParameters(signature.dimCount) : "")
+     << (signature.readsDimSizes() ? cudaDimParameters(signature.dimCount) : "")
      << ") {\n";
-  if (signature.symbolicBatch)
+  if (signature.readsDimSizes())
     os << "  " << cudaDimArray(signature.dimCount);
   printAttentionArguments(
       os, shape, signature,

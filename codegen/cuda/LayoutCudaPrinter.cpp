@@ -33,12 +33,12 @@ private:
       os << "const " << storageType(dtypeOf(arg.getType()))
          << " *__restrict__ in" << arg.getArgNumber() << ", ";
     os << storageType(resultType) << " *__restrict__ out0"
-       << (symbolicElements ? cudaDimParameters(dimCount) : "") << ") {\n";
+       << (readsDimSizes() ? cudaDimParameters(dimCount()) : "") << ") {\n";
   }
 
   void printLoopHead(const std::string &count, DType resultType) override {
-    if (symbolicElements)
-      os << cudaDimArray(dimCount);
+    if (readsDimSizes())
+      os << cudaDimArray(dimCount());
     if (params.blockPerOutput) {
       os << "for (" << index << " i = blockIdx.x; i < " << count
          << "; i += gridDim.x) {\n";
@@ -69,7 +69,8 @@ private:
   // Each thread scans every blockDim-th element of the row, then the
   // block halves its candidates in shared memory; `beats` breaks ties by
   // index, so the combine order does not change the result.
-  void printBlockArgReduction(const char *computeType, DType dtype, int64_t dim,
+  void printBlockArgReduction(const char *computeType, DType dtype,
+                              const std::string &dim,
                               const BeatsFn &beats) override {
     os << computeType << " best = 0;\n";
     os << "int64_t bestIndex = -1;\n";
@@ -120,13 +121,11 @@ private:
 
 } // namespace
 
-FailureOr<std::string>
-printCudaLayout(FusionOp fusion, Operation *op, const LayoutParams &params,
-                const std::string &name,
-                std::optional<fusec::SymbolicSize> symbolicElements,
-                size_t dimCount) {
-  return printLayoutWith<CudaEmitter>(fusion, op, params, name,
-                                      std::move(symbolicElements), dimCount);
+FailureOr<std::string> printCudaLayout(FusionOp fusion, Operation *op,
+                                       const LayoutParams &params,
+                                       const std::string &name,
+                                       const SymbolicDims *symbolic) {
+  return printLayoutWith<CudaEmitter>(fusion, op, params, name, symbolic);
 }
 
 } // namespace fuse::layout

@@ -6,7 +6,8 @@
 // bytes of every contiguous input, computes `width` elements and stores 16
 // bytes of every output; a scalar loop covers the tail, when the vectors
 // do not cover every element. Both loops stay rolled. Broadcast inputs are
-// read through index arithmetic on compile-time constants.
+// read through index arithmetic on compile-time constants (and, in
+// symbolic programs, on the sizes the kernel takes).
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,8 +29,9 @@ namespace {
 /// A broadcast input whose innermost dim is contiguous and a multiple of the
 /// width: each thread's vector reads one contiguous, aligned run of it.
 bool isVectorBroadcast(const KernelInput &input, int width) {
-  return input.access == InputAccess::Broadcast && input.strides.back() == 1 &&
-         input.accessShape.back() % width == 0;
+  return input.access == InputAccess::Broadcast &&
+         input.symbolicStrides.back() == fusec::SymbolicSize::constant(1) &&
+         input.symbolicAccessShape.back().factor % width == 0;
 }
 
 } // namespace
@@ -84,10 +86,9 @@ static void printCudaLoops(mlir::raw_indented_ostream &os,
   };
   auto loadBroadcastElement = [&](size_t i) {
     const KernelInput &input = kernel.inputs[i];
-    std::string offset =
-        input.access == InputAccess::Contiguous
-            ? "i"
-            : broadcastOffsetExpression("i", input.accessShape, input.strides);
+    std::string offset = input.access == InputAccess::Contiguous
+                             ? "i"
+                             : input.offsetAt("i", index);
     loadElement(i, "in" + std::to_string(i) + "[" + offset + "]");
   };
   for (size_t i = 0; i < kernel.inputs.size(); ++i)
@@ -115,8 +116,7 @@ static void printCudaLoops(mlir::raw_indented_ostream &os,
       if (input.access == InputAccess::Contiguous)
         offset = "base";
       else if (isVectorBroadcast(input, width))
-        offset =
-            broadcastOffsetExpression("base", input.accessShape, input.strides);
+        offset = input.offsetAt("base", index);
       else
         continue;
       os << "const " << vectorType(input.dtype) << " in" << i

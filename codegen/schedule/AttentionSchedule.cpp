@@ -85,7 +85,7 @@ AttentionParams scheduleAttention(const AttentionShape &shape,
   params.warpsPerBlock = kWarpsPerBlock;
   int64_t decodeRows = shape.heads / shape.kvHeads * shape.queryLen;
   if (decodeRows <= kMaxDecodeRows && shape.keyLen >= kMinDecodeKeys &&
-      shape.dtype != fusec::DType::F64) {
+      shape.dtype != fusec::DType::F64 && !shape.symbolicLengths) {
     // Few rows read the whole cache: split the keys so that every SM
     // reads a part (rounds of 128 keys: 32 per warp).
     params.kernel = "split-keys";

@@ -67,6 +67,10 @@ struct AttentionShape {
   /// Attention op) rather than NaN (softmax of -inf everywhere, as an
   /// explicit Softmax computes it).
   bool zeroMaskedRows = false;
+  /// The query or key length varies from run to run (a symbolic program;
+  /// queryLen and keyLen are the maxima): the decode kernel, whose splits
+  /// are fixed, is not chosen.
+  bool symbolicLengths = false;
 
   /// Multiply-adds of q . k and p . v over the keys a query may see:
   /// 2 * (headDim + valueHeadDim) per visible (i, j) pair, the causal

@@ -137,7 +137,10 @@ ScheduledPointwise schedulePointwise(const PointwiseKernel &kernel,
   p.parallel = count >= kCpuParallelThreshold;
   // Broadcast inputs read in the iteration shape: a loop over rows computes
   // each input's row offset once, and the inner loop is contiguous.
-  p.rowLoop = kernel.hasBroadcastInput() && kernel.broadcastsInIterationShape();
+  // (Rows of a fixed length: a symbolic one would need a run-time count.)
+  p.rowLoop = kernel.hasBroadcastInput() &&
+              kernel.broadcastsInIterationShape() &&
+              kernel.symbolicIterationShape.back().isStatic();
   // (Kernels of one tile or less keep the plain loop: nothing to overlap.)
   if (!p.rowLoop && count > kCpuStageTile) {
     s.stages = vectorMathStages(kernel.lets);

@@ -420,16 +420,19 @@ Program instantiateProgram(const Program &program,
     buffer.shape = evaluateShape(buffer.symbolicShape, sizes);
     buffer.symbolicShape.clear();
   }
-  auto blocks = [&](const KernelDesc::DynamicGrid &grid) {
+  // At most the grid at the maxima: a grid-stride kernel's cap holds.
+  auto blocks = [&](const KernelDesc::DynamicGrid &grid, int64_t atMaxima) {
     int64_t items = grid.items.evaluate(sizes);
-    return std::max<int64_t>(1, (items + grid.itemsPerBlock - 1) /
-                                    grid.itemsPerBlock);
+    return std::clamp<int64_t>((items + grid.itemsPerBlock - 1) /
+                                   grid.itemsPerBlock,
+                               1, std::max<int64_t>(1, atMaxima));
   };
   for (KernelDesc &kernel : instance.kernels) {
     if (kernel.dynamicGrid)
-      kernel.launch.gridX = blocks(*kernel.dynamicGrid);
+      kernel.launch.gridX = blocks(*kernel.dynamicGrid, kernel.launch.gridX);
     if (kernel.dynamicGridY)
-      kernel.launch.gridY = static_cast<unsigned>(blocks(*kernel.dynamicGridY));
+      kernel.launch.gridY = static_cast<unsigned>(
+          blocks(*kernel.dynamicGridY, kernel.launch.gridY));
     kernel.dynamicGrid.reset();
     kernel.dynamicGridY.reset();
   }

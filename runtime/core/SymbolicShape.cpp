@@ -35,6 +35,8 @@ std::string SymbolicSize::cExpression(const std::string &values) const {
 }
 
 SymbolicSize SymbolicSize::operator*(const SymbolicSize &other) const {
+  if (factor == 0 || other.factor == 0)
+    return constant(0);
   SymbolicSize product{factor * other.factor, symbols};
   product.symbols.insert(product.symbols.end(), other.symbols.begin(),
                          other.symbols.end());
@@ -78,6 +80,31 @@ Shape maximalShape(const SymbolicShape &shape,
 bool isStaticShape(const SymbolicShape &shape) {
   return std::all_of(shape.begin(), shape.end(),
                      [](const SymbolicSize &dim) { return dim.isStatic(); });
+}
+
+SymbolicShape rowMajorStrides(const SymbolicShape &shape) {
+  SymbolicShape strides(shape.size(), SymbolicSize::constant(1));
+  for (size_t d = shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+SymbolicShape broadcastStrides(const SymbolicShape &from,
+                               const SymbolicShape &to) {
+  SymbolicShape fromStrides = rowMajorStrides(from);
+  SymbolicShape strides(to.size(), SymbolicSize::constant(0));
+  size_t offset = to.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i)
+    if (from[i] != SymbolicSize::constant(1))
+      strides[offset + i] = fromStrides[i];
+  return strides;
+}
+
+SymbolicShape symbolicShapeOf(const Shape &shape) {
+  SymbolicShape symbolic;
+  for (int64_t dim : shape)
+    symbolic.push_back(SymbolicSize::constant(dim));
+  return symbolic;
 }
 
 } // namespace fusec

@@ -61,6 +61,15 @@ std::string formatSymbolicShape(const SymbolicShape &shape,
 Shape maximalShape(const SymbolicShape &shape,
                    const std::vector<DimSymbol> &symbols);
 bool isStaticShape(const SymbolicShape &shape);
+/// Row-major strides of `shape`: products of the dims after each.
+SymbolicShape rowMajorStrides(const SymbolicShape &shape);
+/// The strides that read `from` (right-aligned) at each point of `to`: 0
+/// along the dims `from` has as a fixed 1 or lacks (Shape.h's
+/// broadcastStrides, with symbolic sizes).
+SymbolicShape broadcastStrides(const SymbolicShape &from,
+                               const SymbolicShape &to);
+/// The shape with fixed sizes: what a static shape is as a SymbolicShape.
+SymbolicShape symbolicShapeOf(const Shape &shape);
 
 } // namespace fusec
 

@@ -168,7 +168,7 @@ func.func @concat_nothing() {
 // -----
 
 func.func @gather_float_indices(%x: tensor<2x3xf32>, %i: tensor<2xf32>) {
-  // expected-error @+1 {{'fuse.gather' op operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values}}
+  // expected-error @+1 {{'fuse.gather' op operand #1 must be ranked tensor of 32-bit signless integer or 64-bit signless integer values}}
   %0 = fuse.gather %x, %i : (tensor<2x3xf32>, tensor<2xf32>) -> tensor<2x3xf32>
   return
 }

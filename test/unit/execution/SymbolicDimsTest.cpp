@@ -1,11 +1,11 @@
 //===- SymbolicDimsTest.cpp - One compile, many sizes ---------------------===//
 //
-// Graphs whose leading dims are symbols (GraphBuilder::symbol, the JSON
-// format's named dims with --dim): each is compiled once and run at several
-// sizes in its range, each run checked against the same graph compiled
-// unfused for that exact size on the CPU. The kernels must not be compiled
-// again for a new size, sizes outside a range and ops that cannot take
-// symbolic dims yet must be clear errors. Every check is a function of the
+// Graphs whose dims are symbols (GraphBuilder::symbol, the JSON format's
+// named dims with --dim), leading or after fixed dims: each is compiled once
+// and run at several sizes in its range, each run checked against the same
+// graph compiled unfused for that exact size on the CPU. The kernels must not
+// be compiled again for a new size, sizes outside a range and ops that cannot
+// take symbolic dims yet must be clear errors. Every check is a function of the
 // Target: the CPU case and the [gpu] one run the same code.
 //
 //===----------------------------------------------------------------------===//
@@ -200,6 +200,81 @@ Graph attentionGraph(DType dtype) {
   return b.build();
 }
 
+/// A sequence length after a fixed batch of 3: layout kernels whose index
+/// arithmetic reads it (transposes that move it, concats, a slice and pads
+/// along fixed dims, an embedding gather by [3, seq] ids), a broadcast
+/// [seq, 1] read at every batch, and a softmax and layer norm over rows
+/// [3, seq].
+Graph sequenceLayoutGraph() {
+  std::mt19937_64 rng(11);
+  GraphBuilder b("symbolic_sequence_layout");
+  b.symbol("seq", 1, 40);
+  std::string x = b.input("x", DType::F32, {3, -1, 32}, {"", "seq", ""});
+  std::string y = b.input("y", DType::F32, {3, -1, 8}, {"", "seq", ""});
+  std::string z = b.input("z", DType::F32, {1, -1, 32}, {"", "seq", ""});
+  std::string m = b.input("m", DType::F32, {-1, 1}, {"seq", ""});
+  std::string ids = b.input("ids", DType::I64, {3, -1}, {"", "seq"});
+  std::string table =
+      b.constant("table", randomTensor(DType::F32, {10, 16}, rng, -1, 1));
+  std::string gamma =
+      b.constant("gamma", randomTensor(DType::F32, {32}, rng, 0.5, 1.5));
+  std::string beta =
+      b.constant("beta", randomTensor(DType::F32, {32}, rng, -0.5, 0.5));
+  b.output(b.op("sin", {b.op("transpose", {x},
+                             {{"perm", std::vector<int64_t>{1, 0, 2}}})}));
+  b.output(b.op("transpose", {x}, {{"perm", std::vector<int64_t>{0, 2, 1}}}));
+  b.output(b.op("concat", {x, y}, {{"axis", int64_t(-1)}}));
+  b.output(b.op("concat", {x, z}, {{"axis", int64_t(0)}}));
+  b.output(b.op("slice", {x},
+                {{"starts", std::vector<int64_t>{5}},
+                 {"ends", std::vector<int64_t>{20}},
+                 {"axes", std::vector<int64_t>{2}}}));
+  b.output(b.op("pad", {y},
+                {{"pads", std::vector<int64_t>{1, 0, 2, 0, 0, 3}},
+                 {"constant_value", -1.5}}));
+  b.output(b.op("gather", {table, ids}, {{"axis", int64_t(0)}}));
+  b.output(b.op("add", {x, m}));
+  b.output(b.op("softmax", {x}));
+  b.output(b.op("layer_norm", {x, gamma, beta}));
+  return b.build();
+}
+
+/// A self-attention block over a symbolic sequence after a fixed batch of
+/// 2: x[2, seq, 128], layer norm, q/k/v projections, the head split into
+/// [2, 2, seq, 64] (the transposes move seq), softmax(q k^T / 8 + mask) v
+/// with a key-padding mask [2, 1, 1, seq], the heads merged back,
+/// projected and added to x. The attention kernel takes the lengths and
+/// strides per run.
+Graph sequenceAttentionGraph(DType dtype) {
+  std::mt19937_64 rng(13);
+  GraphBuilder b("symbolic_sequence_attention");
+  b.symbol("seq", 1, 70);
+  std::string x = b.input("x", dtype, {2, -1, 128}, {"", "seq", ""});
+  std::string mask = b.input("mask", dtype, {2, 1, 1, -1}, {"", "", "", "seq"});
+  auto weight = [&](const char *name) {
+    return b.constant(name, randomTensor(dtype, {128, 128}, rng, -0.1, 0.1));
+  };
+  std::string normed = b.op("layer_norm", {x});
+  auto heads = [&](const std::string &value, std::vector<int64_t> perm) {
+    std::string split = b.op("reshape", {value},
+                             {{"shape", std::vector<int64_t>{0, -1, 2, 64}}});
+    return b.op("transpose", {split}, {{"perm", perm}});
+  };
+  std::string q = heads(b.op("matmul", {normed, weight("wq")}), {0, 2, 1, 3});
+  std::string kt = heads(b.op("matmul", {normed, weight("wk")}), {0, 2, 3, 1});
+  std::string v = heads(b.op("matmul", {normed, weight("wv")}), {0, 2, 1, 3});
+  std::string scores =
+      b.op("mul", {b.op("matmul", {q, kt}), b.scalar(0.125, dtype)});
+  std::string o =
+      b.op("matmul", {b.op("softmax", {b.op("add", {scores, mask})}), v});
+  std::string merged =
+      b.op("transpose", {o}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  std::string flat =
+      b.op("reshape", {merged}, {{"shape", std::vector<int64_t>{0, -1, 128}}});
+  b.output(b.op("add", {x, b.op("matmul", {flat, weight("wo")})}));
+  return b.build();
+}
+
 void checkSymbolicDims(Target target) {
   SECTION("rows, f32") {
     checkSizes(rowsGraph(DType::F32), {{1}, {7}, {300}, {100}, {7}}, DType::F32,
@@ -228,6 +303,24 @@ void checkSymbolicDims(Target target) {
   SECTION("attention, matmul softmax matmul") {
     checkSizes(attentionGraph(DType::F32), {{2}, {6}, {1}}, DType::F32, target,
                /*fusedAttention=*/false);
+  }
+  SECTION("a sequence length after a fixed dim: layout, broadcasts, rows") {
+    checkSizes(sequenceLayoutGraph(), {{1}, {17}, {40}, {2}}, DType::F32,
+               target);
+  }
+  SECTION("a sequence length after a fixed dim: attention") {
+    for (DType dtype : {DType::F32, DType::F16}) {
+      INFO(dtypeName(dtype));
+      checkSizes(sequenceAttentionGraph(dtype), {{1}, {33}, {70}, {9}}, dtype,
+                 target);
+      Program program = lowerGraph(sequenceAttentionGraph(dtype),
+                                   test::testOptions(true, target))
+                            .program;
+      CHECK(std::count_if(program.kernels.begin(), program.kernels.end(),
+                          [](const KernelDesc &kernel) {
+                            return kernel.schedule == "attention";
+                          }) == 1);
+    }
   }
   SECTION("batch and seq") {
     checkSizes(twoSymbolGraph(), {{1, 1}, {2, 17}, {4, 40}, {3, 9}}, DType::F32,
@@ -280,23 +373,23 @@ TEST_CASE("symbolic dims: sizes outside the range and unsupported ops are "
                     Catch::Contains("input 'c' dim 0 ('n') is 5, but input "
                                     "'a' dim 0 made 'n' 3"));
 
-  // Ops that cannot take symbolic dims yet are named.
-  GraphBuilder gathered("gathered");
-  gathered.symbol("n", 1, 8);
-  std::string x = gathered.input("x", DType::F32, {-1, 4}, {"n", ""});
-  std::string at = gathered.constant("at", Tensor(DType::I64, {2}));
-  gathered.output(gathered.op("gather", {x, at}, {{"axis", int64_t(1)}}));
+  // Ops that cannot take symbolic dims yet are named: a concat along one.
+  GraphBuilder joined("joined");
+  joined.symbol("n", 1, 8);
+  std::string x = joined.input("x", DType::F32, {-1, 4}, {"n", ""});
+  joined.output(joined.op("concat", {x, x}, {{"axis", int64_t(0)}}));
   CHECK_THROWS_WITH(
-      compile(gathered.build(), test::testOptions(true, Target::Cpu)),
-      Catch::Contains("'fuse.gather' with symbolic dims: not supported yet"));
+      compile(joined.build(), test::testOptions(true, Target::Cpu)),
+      Catch::Contains("'fuse.concat' with symbolic dims: the concatenated dim "
+                      "0 ('n') must have a fixed size for now"));
 
-  // A transpose that moves the symbolic dim behind a fixed one.
+  // A reduction whose rows read a value broadcast along a fixed dim
+  // before the symbolic one ([n, 4] at each of [3, n, 4]'s rows).
   GraphBuilder moved("moved");
   moved.symbol("n", 1, 8);
-  std::string m = moved.input("m", DType::F32, {-1, 4}, {"n", ""});
-  moved.output(moved.op("sin", {m}));
-  moved.output(moved.op("transpose", {moved.op("cos", {m})},
-                        {{"perm", std::vector<int64_t>{1, 0}}}));
+  std::string m = moved.input("m", DType::F32, {3, -1, 4}, {"", "n", ""});
+  std::string per = moved.input("per", DType::F32, {-1, 4}, {"n", ""});
+  moved.output(moved.op("softmax", {moved.op("add", {m, per})}));
   CHECK_THROWS_WITH(
       compile(moved.build(), test::testOptions(true, Target::Cpu)),
       Catch::Contains("has a symbolic dim after a fixed one"));
