@@ -533,10 +533,6 @@ CompiledModel load(Program program, const CompileOptions &options) {
 
 void compileToPackage(Program program, const CompileOptions &options,
                       const std::string &path) {
-  if (program.isSymbolic())
-    throw Error("fusec: '" + program.name +
-                "' has symbolic dims: a package holds a model compiled for "
-                "fixed sizes (compile it with --input-shape)");
   if (program.target == Target::Cpu) {
     load(std::move(program), options).save(path);
     return;

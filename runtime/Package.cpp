@@ -2,6 +2,8 @@
 
 #include "runtime/Package.h"
 
+#include "runtime/SymbolicExecutable.h"
+
 #include "runtime/cache/Hash.h"
 #include "runtime/cache/HostCompiler.h"
 #include "runtime/core/ByteStream.h"
@@ -509,7 +511,21 @@ std::shared_ptr<Executable> loadPackage(const std::string &path) {
                      missing + " (compile the model on this machine)");
   }
   trace::Scope scope("load package " + path, "load", {{"model", program.name}});
-  return makeExecutable(std::move(program), std::move(contents.image));
+  if (!program.isSymbolic())
+    return makeExecutable(std::move(program), std::move(contents.image));
+  // Each size runs an instance of the program over the package's kernels,
+  // which read the sizes; the one at the minima is made now, as a compile
+  // makes it (compiler/Compiler.cpp: load).
+  std::vector<int64_t> minima;
+  for (const DimSymbol &symbol : program.symbols)
+    minima.push_back(symbol.min);
+  std::shared_ptr<const ExecutableImage> kernels = std::move(contents.image);
+  auto executable = std::make_shared<SymbolicExecutable>(
+      std::move(program), [kernels](Program instance) {
+        return makeExecutable(std::move(instance), kernels);
+      });
+  executable->instanceFor(minima);
+  return executable;
 }
 
 } // namespace fusec

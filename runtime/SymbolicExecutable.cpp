@@ -95,9 +95,12 @@ void SymbolicExecutable::synchronize() {
 }
 
 ExecutableImage SymbolicExecutable::image() const {
-  throw Error("fusec: '" + prog.name +
-              "' has symbolic dims: a package holds a model compiled for "
-              "fixed sizes (compile it with --input-shape)");
+  // Every instance runs the same kernels (they read the sizes): any
+  // instance's compiled code serves the symbolic program.
+  if (instances.empty())
+    throw Error("fusec: '" + prog.name +
+                "' has no compiled instance to take its kernels from");
+  return instances.begin()->second.executable->image();
 }
 
 } // namespace fusec

@@ -35,7 +35,9 @@ public:
   void synchronize() override;
   void runTimed(const std::vector<Tensor> &inputs, std::vector<Tensor> &outputs,
                 std::vector<double> &stepMicros) override;
-  /// Throws: a package holds a static program (docs/dynamic-shapes.md).
+  /// The kernels of an instance, which serve every size: with the
+  /// symbolic program, a package of the model (its specializations are
+  /// not kept).
   ExecutableImage image() const override;
 
   /// Runs whose size of symbol `symbol` is `size` run `executable`, the

@@ -37,6 +37,48 @@ template <typename Enum> void putEnum(ByteWriter &out, Enum value) {
   out.put<uint8_t>(static_cast<uint8_t>(value));
 }
 
+void putSize(ByteWriter &out, const SymbolicSize &size) {
+  out.put<int64_t>(size.factor);
+  out.putList(size.symbols);
+}
+
+SymbolicSize getSize(ByteReader &in) {
+  SymbolicSize size;
+  size.factor = in.get<int64_t>();
+  size.symbols = in.getList<int>();
+  return size;
+}
+
+void putOptionalSize(ByteWriter &out, const std::optional<SymbolicSize> &size) {
+  out.put<uint8_t>(size.has_value());
+  if (size)
+    putSize(out, *size);
+}
+
+std::optional<SymbolicSize> getOptionalSize(ByteReader &in) {
+  if (!in.getBool())
+    return std::nullopt;
+  return getSize(in);
+}
+
+void putGrid(ByteWriter &out,
+             const std::optional<KernelDesc::DynamicGrid> &grid) {
+  out.put<uint8_t>(grid.has_value());
+  if (!grid)
+    return;
+  putSize(out, grid->items);
+  out.put<int64_t>(grid->itemsPerBlock);
+}
+
+std::optional<KernelDesc::DynamicGrid> getGrid(ByteReader &in) {
+  if (!in.getBool())
+    return std::nullopt;
+  KernelDesc::DynamicGrid grid;
+  grid.items = getSize(in);
+  grid.itemsPerBlock = in.get<int64_t>();
+  return grid;
+}
+
 } // namespace
 
 std::string encodeProgram(const Program &program) {
@@ -45,6 +87,13 @@ std::string encodeProgram(const Program &program) {
   putEnum(out, program.target);
   out.putString(program.prelude);
   out.putString(program.source);
+  out.put<uint64_t>(program.symbols.size());
+  for (const DimSymbol &symbol : program.symbols) {
+    out.putString(symbol.name);
+    out.put<int64_t>(symbol.min);
+    out.put<int64_t>(symbol.max);
+  }
+  out.putList(program.dimSizes);
   out.put<uint64_t>(program.buffers.size());
   for (const BufferDesc &buffer : program.buffers) {
     out.putString(buffer.name);
@@ -53,6 +102,9 @@ std::string encodeProgram(const Program &program) {
     putEnum(out, buffer.role);
     out.put<int32_t>(buffer.aliasOf);
     out.put<int32_t>(buffer.updatesInput);
+    out.put<uint64_t>(buffer.symbolicShape.size());
+    for (const SymbolicSize &dim : buffer.symbolicShape)
+      putSize(out, dim);
   }
   out.put<uint64_t>(program.kernels.size());
   for (const KernelDesc &kernel : program.kernels) {
@@ -74,6 +126,9 @@ std::string encodeProgram(const Program &program) {
     out.put<int64_t>(kernel.scratchBytes);
     out.put<int32_t>(kernel.scratch);
     out.put<double>(kernel.flops);
+    out.put<uint8_t>(kernel.readsDimSizes);
+    putGrid(out, kernel.dynamicGrid);
+    putGrid(out, kernel.dynamicGridY);
   }
   out.put<uint64_t>(program.matmuls.size());
   for (const MatmulCall &call : program.matmuls) {
@@ -88,6 +143,8 @@ std::string encodeProgram(const Program &program) {
     out.put<uint8_t>(call.transposeB);
     out.put<double>(call.alpha);
     putEnum(out, call.epilogue);
+    putOptionalSize(out, call.symbolicM);
+    putOptionalSize(out, call.symbolicBatch);
   }
   out.put<uint64_t>(program.steps.size());
   for (const Step &step : program.steps) {
@@ -108,7 +165,14 @@ Program decodeProgram(std::string_view bytes, const std::string &what) {
   program.prelude = in.getString();
   program.source = in.getString();
   // The smallest encoding of each item bounds its count.
-  program.buffers.resize(in.getCount(8 + 8 + 8 + 1 + 4 + 4));
+  program.symbols.resize(in.getCount(8 + 8 + 8));
+  for (DimSymbol &symbol : program.symbols) {
+    symbol.name = in.getString();
+    symbol.min = in.get<int64_t>();
+    symbol.max = in.get<int64_t>();
+  }
+  program.dimSizes = in.getList<int64_t>();
+  program.buffers.resize(in.getCount(8 + 8 + 8 + 1 + 4 + 4 + 8));
   for (BufferDesc &buffer : program.buffers) {
     buffer.name = in.getString();
     buffer.dtype = getDType(in);
@@ -116,8 +180,12 @@ Program decodeProgram(std::string_view bytes, const std::string &what) {
     buffer.role = getEnum(in, BufferRole::Scratch, "buffer role");
     buffer.aliasOf = in.get<int32_t>();
     buffer.updatesInput = in.get<int32_t>();
+    buffer.symbolicShape.resize(in.getCount(8 + 8));
+    for (SymbolicSize &dim : buffer.symbolicShape)
+      dim = getSize(in);
   }
-  program.kernels.resize(in.getCount(7 * 8 + 8 + 5 * 4 + 1 + 8 + 4 + 8));
+  program.kernels.resize(
+      in.getCount(7 * 8 + 8 + 5 * 4 + 1 + 8 + 4 + 8 + 1 + 1 + 1));
   for (KernelDesc &kernel : program.kernels) {
     kernel.name = in.getString();
     kernel.ops = in.getStrings();
@@ -137,8 +205,12 @@ Program decodeProgram(std::string_view bytes, const std::string &what) {
     kernel.scratchBytes = in.get<int64_t>();
     kernel.scratch = in.get<int32_t>();
     kernel.flops = in.get<double>();
+    kernel.readsDimSizes = in.getBool();
+    kernel.dynamicGrid = getGrid(in);
+    kernel.dynamicGridY = getGrid(in);
   }
-  program.matmuls.resize(in.getCount(4 * 4 + 2 * 8 + 6 * 8 + 2 + 8 + 1));
+  program.matmuls.resize(
+      in.getCount(4 * 4 + 2 * 8 + 6 * 8 + 2 + 8 + 1 + 1 + 1));
   for (MatmulCall &call : program.matmuls) {
     for (int *id : {&call.a, &call.b, &call.output, &call.bias})
       *id = in.get<int32_t>();
@@ -153,6 +225,8 @@ Program decodeProgram(std::string_view bytes, const std::string &what) {
     call.transposeB = in.getBool();
     call.alpha = in.get<double>();
     call.epilogue = getEnum(in, Epilogue::GeluTanh, "epilogue");
+    call.symbolicM = getOptionalSize(in);
+    call.symbolicBatch = getOptionalSize(in);
   }
   program.steps.resize(in.getCount(1 + 4));
   for (Step &step : program.steps) {
@@ -176,9 +250,58 @@ void checkProgram(const Program &program, const std::string &what) {
       fail(user + " names buffer " + std::to_string(id) + " of " +
            std::to_string(buffers.size()));
   };
+  // Symbols: ranges within the compiler's limit; every size names them,
+  // with a factor that keeps it positive and below 2^48 at the maxima (so
+  // that evaluating it cannot overflow).
+  constexpr int64_t kMaxSymbol = int64_t(1) << 48;
+  for (const DimSymbol &symbol : program.symbols)
+    if (symbol.name.empty() || symbol.min < 1 || symbol.max < symbol.min ||
+        symbol.max > kMaxSymbol)
+      fail("symbol '" + symbol.name + "' has the range " +
+           std::to_string(symbol.min) + ".." + std::to_string(symbol.max));
+  if (!program.dimSizes.empty() && !program.symbols.empty())
+    fail("a program with symbols holds no sizes of its own");
+  auto checkSize = [&](const SymbolicSize &size, const std::string &user) {
+    if (size.factor < 0 || size.factor > kMaxElements ||
+        size.symbols.size() > 8)
+      fail(user + " has a size out of range");
+    int64_t atMaxima = size.factor;
+    for (int symbol : size.symbols) {
+      if (symbol < 0 || static_cast<size_t>(symbol) >= program.symbols.size())
+        fail(user + " names symbol " + std::to_string(symbol) + " of " +
+             std::to_string(program.symbols.size()));
+      int64_t max = program.symbols[symbol].max;
+      if (atMaxima > 0 && max > kMaxElements / atMaxima)
+        fail(user + " has a size above 2^48 at the symbols' maxima");
+      atMaxima *= max;
+    }
+  };
+  for (const KernelDesc &kernel : program.kernels) {
+    std::string user = "kernel '" + kernel.name + "'";
+    for (const auto *grid : {&kernel.dynamicGrid, &kernel.dynamicGridY})
+      if (*grid) {
+        checkSize((*grid)->items, user);
+        if ((*grid)->itemsPerBlock < 1)
+          fail(user + " has a grid of no items per block");
+      }
+    if (kernel.readsDimSizes && program.symbols.empty() &&
+        program.dimSizes.empty())
+      fail(user + " reads sizes the program does not have");
+  }
+  for (size_t i = 0; i < program.matmuls.size(); ++i)
+    for (const auto *size :
+         {&program.matmuls[i].symbolicM, &program.matmuls[i].symbolicBatch})
+      if (*size)
+        checkSize(**size, "matmul " + std::to_string(i));
+
   int64_t totalBytes = 0;
   for (size_t id = 0; id < buffers.size(); ++id) {
     const BufferDesc &buffer = buffers[id];
+    if (!buffer.symbolicShape.empty() &&
+        buffer.symbolicShape.size() != buffer.shape.size())
+      fail("buffer '" + buffer.name + "' has a symbolic shape of another rank");
+    for (const SymbolicSize &dim : buffer.symbolicShape)
+      checkSize(dim, "buffer '" + buffer.name + "'");
     int64_t elements = 1;
     for (int64_t dim : buffer.shape) {
       if (dim < 0)

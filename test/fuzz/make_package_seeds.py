@@ -2,7 +2,7 @@
 """Writes fuzz-package's seeds (test/fuzz/corpus/package/) from packages the
 built `fusec` compiles, so they follow the current package format
 (docs/packages.md): the example, gemm_relu and linear_bias_gelu for the CPU
-and softmax for CUDA (through NVRTC, no GPU needed), each with its code and
+and softmax and a symbolic model for CUDA (through NVRTC, no GPU needed), each with its code and
 PTX sections cut to 64 bytes (the harness never loads code; small seeds
 mutate faster) and the table, hashes and size rewritten to match; and the
 first 2000 bytes of one, a truncated package.
@@ -62,17 +62,20 @@ def shrink(package):
 def main():
     fusec = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
         ROOT, "build", "tools", "fusec")
-    models = [("seed-cpu", "examples/seed.json", "cpu"),
-              ("gemm-cpu", "test/models/gemm_relu.json", "cpu"),
-              ("linear-cpu", "test/models/linear_bias_gelu.json", "cpu"),
-              ("softmax-cuda", "test/models/softmax.json", "cuda")]
+    models = [("seed-cpu", "examples/seed.json", "cpu", []),
+              ("gemm-cpu", "test/models/gemm_relu.json", "cpu", []),
+              ("linear-cpu", "test/models/linear_bias_gelu.json", "cpu", []),
+              ("softmax-cuda", "test/models/softmax.json", "cuda", []),
+              # A symbolic program: symbols, symbolic shapes, dynamic grids.
+              ("symbolic-cuda", "test/models/symbolic_sequence.json", "cuda",
+               ["--dim", "seq=1..64"])]
     corpus = os.path.join(HERE, "corpus", "package")
     with tempfile.TemporaryDirectory() as work:
-        for name, model, target in models:
+        for name, model, target, extra in models:
             path = os.path.join(work, name + ".fusec")
             subprocess.run([fusec, os.path.join(ROOT, model),
                             "--target=" + target, "--emit=package", "-o",
-                            path], check=True)
+                            path] + extra, check=True)
             with open(path, "rb") as f:
                 seed = shrink(f.read())
             with open(os.path.join(corpus, name), "wb") as f:
