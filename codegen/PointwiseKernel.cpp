@@ -77,15 +77,19 @@ analyzePointwiseRegion(FusionOp fusion, unsigned index,
   // order); only inputs and constants may be smaller (and are then read
   // through broadcasting).
   for (Operation &op : body.without_terminator()) {
-    if (isa<ConstantOp>(op))
+    if (isa<ConstantOp>(op)) // one element, read by every one
       continue;
+    if (isa<DimSizeOp>(op)) { // the same: a size the kernel takes
+      kernel.ops.push_back(op.getName().stripDialect().str());
+      continue;
+    }
     if (numElementsOf(op.getResult(0)) != kernel.numElements())
       return op.emitError() << "codegen: " << describeOp(&op)
                             << " computes a different number of elements "
                                "than its region ("
                             << fusec::formatShape(kernel.iterationShape)
                             << "); only region inputs may be broadcast";
-    if (!isa<BroadcastToOp, CastOp, BitcastOp, SelectOp, ReshapeOp,
+    if (!isa<BroadcastToOp, CastOp, BitcastOp, SelectOp, ReshapeOp, IotaOp,
              ElementwiseOpInterface>(op))
       return op.emitError() << "codegen: " << describeOp(&op)
                             << " cannot be part of a pointwise kernel";
@@ -120,6 +124,27 @@ analyzePointwiseRegion(FusionOp fusion, unsigned index,
     input.value = "a" + std::to_string(arg.getArgNumber());
     builder->bind(arg, input.value);
     kernel.inputs.push_back(input);
+  }
+  // A symbolic size is an expression of the sizes the kernel takes; an
+  // iota's element is its index (views keep the element order).
+  for (Operation &op : body.without_terminator()) {
+    if (!isa<DimSizeOp, IotaOp>(op))
+      continue;
+    if (!symbolic)
+      return op.emitError()
+             << "codegen: " << describeOp(&op) << " outside a symbolic program";
+    if (auto size = dyn_cast<DimSizeOp>(op)) {
+      std::optional<fusec::SymbolicSize> value =
+          symbolic->sizeNamed(size.getSymbols(), size.getFactor());
+      if (!value)
+        return op.emitError() << "codegen: " << describeOp(&op)
+                              << " names a symbol the program lacks";
+      builder->bind(size.getResult(),
+                    "(" + value->cExpression("fusec_dims") + ")");
+    } else {
+      builder->bind(op.getResult(0), "((int64_t)i)");
+      kernel.readsElementIndex = true;
+    }
   }
   if (failed(builder->build(body, kernel.lets)))
     return failure();

@@ -78,6 +78,9 @@ struct PointwiseKernel {
   bool readsDimSizes() const { return symbolicElements.has_value(); }
   /// The count as C: a literal, or an expression of `fusec_dims`.
   std::string countExpression() const;
+  /// An iota's element is the linear index `i`: the loops must define it
+  /// (no row loop, no staged tiles; CUDA's vector lanes compute it).
+  bool readsElementIndex = false;
   /// Some value of the region (input, intermediate, output) is f16/bf16.
   bool usesHalfTypes = false;
   /// (input, output) pairs whose memory may be one (an output updating a

@@ -431,14 +431,18 @@ private:
               "dims both operands have";
   }
 
-  /// Some input or result of the region has a symbolic dim.
+  /// Some input or result of the region has a symbolic dim, or it computes
+  /// with a symbolic size (fuse.dim_size, fuse.iota).
   bool hasSymbolicValues(FusionOp fusion) const {
     if (!symbolic || symbolic->empty())
       return false;
     auto isSymbolic = [&](Value value) {
       return !fusec::isStaticShape(symbolic->shapeOf(value));
     };
-    return llvm::any_of(fusion.getInputs(), isSymbolic) ||
+    bool readsSizes = false;
+    fusion.getBody().walk(
+        [&](Operation *op) { readsSizes |= isa<DimSizeOp, IotaOp>(op); });
+    return readsSizes || llvm::any_of(fusion.getInputs(), isSymbolic) ||
            llvm::any_of(fusion.getResults(), isSymbolic);
   }
 

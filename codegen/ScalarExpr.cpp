@@ -35,6 +35,12 @@ LogicalResult ScalarExprBuilder::build(Block &body, ScalarLets &lets) {
 }
 
 LogicalResult ScalarExprBuilder::build(Operation &op, ScalarLets &lets) {
+  // A value the kernel binds itself (a symbolic size, the element index).
+  if (op.getNumResults() == 1 && isBound(op.getResult(0)))
+    return success();
+  if (isa<DimSizeOp, IotaOp>(op))
+    return op.emitError() << "codegen: " << describeOp(&op)
+                          << " needs a pointwise kernel of a symbolic program";
   if (isa<BroadcastToOp, ReshapeOp>(op)) {
     // Inputs are read at broadcast indices already, and views keep the
     // element order: nothing to compute.

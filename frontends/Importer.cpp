@@ -13,6 +13,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/SourceMgr.h"
 
 #include <map>
@@ -354,11 +355,91 @@ private:
     return Type(RankedTensorType::get(dims, operandType.getElementType()));
   }
 
+  /// dim_size and iota: a size given as "seq", "batch*seq" or
+  /// "2*seq" (attr "size"). A symbol `--dim` fixes counts as its size; with
+  /// none left the result is a constant.
+  FailureOr<Value> importSymbolicSize(const GraphNode &node, Location loc) {
+    if (!node.inputs.empty())
+      return emitError(loc) << "'" << node.op << "' takes no inputs";
+    auto attr = node.attrs.find("size");
+    const std::string *text = attr == node.attrs.end()
+                                  ? nullptr
+                                  : std::get_if<std::string>(&attr->second);
+    if (!text || text->empty())
+      return emitError(loc) << "'" << node.op
+                            << "' needs attr \"size\", a product of symbols "
+                               "and integers such as \"batch*seq\"";
+    auto func = cast<func::FuncOp>(builder.getInsertionBlock()->getParentOp());
+    auto declared = func->getAttrOfType<ArrayAttr>(kSymbolsAttrName);
+    int64_t factor = 1;
+    SmallVector<Attribute> symbols;
+    for (StringRef factorText : llvm::split(StringRef(*text), '*')) {
+      int64_t number = 0;
+      if (!factorText.getAsInteger(10, number)) {
+        if (number < 1)
+          return emitError(loc) << "'" << node.op << "' size \"" << *text
+                                << "\" has a factor below 1";
+        factor *= number;
+        continue;
+      }
+      bool isSymbol =
+          declared && llvm::any_of(declared, [&](Attribute entry) {
+            auto triple = dyn_cast<ArrayAttr>(entry);
+            return triple && !triple.empty() &&
+                   cast<StringAttr>(triple[0]).getValue() == factorText;
+          });
+      auto fixed = dimRanges.find(factorText.str());
+      if (isSymbol)
+        symbols.push_back(builder.getStringAttr(factorText));
+      else if (fixed != dimRanges.end() &&
+               fixed->second.min == fixed->second.max)
+        factor *= fixed->second.min;
+      else
+        return emitError(loc)
+               << "'" << node.op << "' size \"" << *text << "\" names '"
+               << factorText << "', which is not a symbol of the graph";
+    }
+    auto i64 = builder.getI64Type();
+    if (node.op == "dim_size") {
+      auto type = RankedTensorType::get({}, i64);
+      if (symbols.empty())
+        return ConstantOp::create(
+                   builder, loc,
+                   DenseElementsAttr::get(
+                       type, builder.getI64IntegerAttr(factor).getValue()))
+            .getResult();
+      return DimSizeOp::create(builder, loc, type,
+                               builder.getArrayAttr(symbols), factor)
+          .getResult();
+    }
+    if (symbols.empty()) {
+      SmallVector<APInt> elements;
+      for (int64_t k = 0; k < factor; ++k)
+        elements.push_back(APInt(64, k));
+      return ConstantOp::create(
+                 builder, loc,
+                 DenseElementsAttr::get(RankedTensorType::get({factor}, i64),
+                                        elements))
+          .getResult();
+    }
+    return IotaOp::create(builder, loc,
+                          RankedTensorType::get({ShapedType::kDynamic}, i64),
+                          builder.getArrayAttr(symbols), factor)
+        .getResult();
+  }
+
   LogicalResult importNode(const GraphNode &node) {
     Location loc = nodeLoc(node.name);
     if (node.outputs.size() != 1)
       return emitError(loc) << "'" << node.op << "' produces 1 output but "
                             << node.outputs.size() << " were named";
+    if (node.op == "dim_size" || node.op == "iota") {
+      FailureOr<Value> size = importSymbolicSize(node, loc);
+      if (failed(size) || failed(verify(size->getDefiningOp())))
+        return failure();
+      values[node.outputs[0]] = *size;
+      return success();
+    }
     NodeImport import{node, builder, loc, {}};
     for (const std::string &input : node.inputs)
       import.operands.push_back(input.empty() ? Value() : values.at(input));

@@ -2,6 +2,7 @@
 
 #include "ir/FuseDialect.h"
 #include "ir/LayoutOps.h"
+#include "ir/SymbolicDims.h"
 #include "ir/TypeUtils.h"
 
 #include "mlir/IR/Builders.h"
@@ -289,6 +290,44 @@ LogicalResult BitcastOp::verify() {
                          << typeString(to.getElementType())
                          << "): the widths must be equal";
   return success();
+}
+
+/// A symbolic size's names must be symbols of the enclosing function
+/// (`fuse.symbols`), its factor positive.
+static LogicalResult verifySymbolicSize(Operation *op, ArrayAttr symbols,
+                                        int64_t factor) {
+  if (symbols.empty())
+    return op->emitOpError() << "needs at least one symbol";
+  if (factor < 1)
+    return op->emitOpError()
+           << "factor must be positive (got " << factor << ")";
+  auto function = op->getParentOfType<func::FuncOp>();
+  auto declared =
+      function ? function->getAttrOfType<ArrayAttr>(kSymbolsAttrName) : nullptr;
+  for (Attribute symbol : symbols) {
+    StringRef name = cast<StringAttr>(symbol).getValue();
+    bool found = declared && llvm::any_of(declared, [&](Attribute entry) {
+                   auto triple = dyn_cast<ArrayAttr>(entry);
+                   auto named = triple && !triple.empty()
+                                    ? dyn_cast<StringAttr>(triple[0])
+                                    : nullptr;
+                   return named && named.getValue() == name;
+                 });
+    if (!found)
+      return op->emitOpError()
+             << "names '" << name << "', which is not a symbol of the function";
+  }
+  return success();
+}
+
+LogicalResult DimSizeOp::verify() {
+  return verifySymbolicSize(*this, getSymbols(), getFactor());
+}
+
+LogicalResult IotaOp::verify() {
+  if (!cast<RankedTensorType>(getType()).isDynamicDim(0))
+    return emitOpError() << "has a fixed length: a fixed range is a constant";
+  return verifySymbolicSize(*this, getSymbols(), getFactor());
 }
 
 LogicalResult BroadcastToOp::verify() {

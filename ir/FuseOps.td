@@ -125,6 +125,38 @@ def Fuse_BitcastOp : Fuse_Op<"bitcast", [Pure, Fuse_FusionKindOpInterface]> {
   let hasVerifier = 1;
 }
 
+def Fuse_DimSizeOp : Fuse_Op<"dim_size", [Pure, Fuse_FusionKindOpInterface]> {
+  let extraClassDeclaration = Fuse_KindIs<"Elementwise">.kindDeclaration;
+  let summary = "a symbolic size at run time, as a 0-d i64 tensor";
+  let description = [{
+    `factor` times the product of the function's symbols named in
+    `symbols` (`fuse.symbols`), at the sizes a run binds: how a model's
+    shape computation over symbolic dims (ONNX `Shape` of `[1, seq]`)
+    reaches its data, as in `next_len = past_len + seq`. Kernels read it
+    as one of the sizes they take.
+  }];
+  let arguments = (ins StrArrayAttr:$symbols,
+                       DefaultValuedAttr<I64Attr, "1">:$factor);
+  let results = (outs 0DTensorOf<[I64]>:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Fuse_IotaOp : Fuse_Op<"iota", [Pure, Fuse_FusionKindOpInterface]> {
+  let extraClassDeclaration = Fuse_KindIs<"Elementwise">.kindDeclaration;
+  let summary = "0, 1, ..., n - 1 for a symbolic n, as a 1-D i64 tensor";
+  let description = [{
+    n is `factor` times the product of the function's symbols named in
+    `symbols`: an ONNX `Range(0, seq, 1)` over a symbolic `seq` (a fixed
+    range folds to a constant). The result's one dim is dynamic.
+  }];
+  let arguments = (ins StrArrayAttr:$symbols,
+                       DefaultValuedAttr<I64Attr, "1">:$factor);
+  let results = (outs 1DTensorOf<[I64]>:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Fuse_BroadcastToOp : Fuse_Op<"broadcast_to",
     [Pure, Fuse_FusionKindOpInterface]> {
   let extraClassDeclaration = Fuse_KindIs<"Broadcast">.kindDeclaration;

@@ -196,6 +196,13 @@ LogicalResult SymbolicDims::derive(Operation *op) {
     return op->emitError() << "'" << op->getName().getStringRef()
                            << "' with symbolic dims: " << why;
   };
+  if (auto iota = dyn_cast<IotaOp>(op)) {
+    std::optional<SymbolicSize> length =
+        sizeNamed(iota.getSymbols(), iota.getFactor());
+    if (!length)
+      return unsupported("names a symbol the function lacks");
+    return record(op, iota.getResult(), {*length});
+  }
   if (op->getNumResults() != 1)
     return unsupported("not supported yet");
   Value result = op->getResult(0);
@@ -495,6 +502,20 @@ LogicalResult SymbolicDims::derive(Operation *op) {
   if (failed(shape))
     return failure();
   return record(op, result, std::move(*shape));
+}
+
+std::optional<SymbolicSize> SymbolicDims::sizeNamed(ArrayAttr symbols,
+                                                    int64_t factor) const {
+  SymbolicSize size = SymbolicSize::constant(factor);
+  for (Attribute symbol : symbols) {
+    StringRef name = cast<StringAttr>(symbol).getValue();
+    auto found = llvm::find_if(
+        syms, [&](const fusec::DimSymbol &s) { return s.name == name; });
+    if (found == syms.end())
+      return std::nullopt;
+    size = size * SymbolicSize::symbol(static_cast<int>(found - syms.begin()));
+  }
+  return size;
 }
 
 void setSymbolicDims(func::FuncOp function,

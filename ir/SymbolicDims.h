@@ -20,6 +20,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 
+#include <optional>
 #include <vector>
 
 namespace fuse {
@@ -40,6 +41,10 @@ public:
   bool empty() const { return syms.empty(); }
   /// Every ranked tensor value's dims (static ones from its type).
   fusec::SymbolicShape shapeOf(mlir::Value value) const;
+  /// The size `factor` times the symbols named in `symbols` (fuse.dim_size,
+  /// fuse.iota), or nullopt when one is not a symbol of the function.
+  std::optional<fusec::SymbolicSize> sizeNamed(mlir::ArrayAttr symbols,
+                                               int64_t factor) const;
 
 private:
   mlir::LogicalResult deriveBlock(mlir::Block &block);

@@ -130,6 +130,7 @@ static void printCudaLoops(mlir::raw_indented_ostream &os,
     {
       auto laneLoop = os.scope("", "}\n");
       bool elementIndexNeeded =
+          kernel.readsElementIndex ||
           llvm::any_of(kernel.inputs, [&](const KernelInput &input) {
             return input.access == InputAccess::Broadcast &&
                    !isVectorBroadcast(input, width);

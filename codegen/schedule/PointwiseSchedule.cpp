@@ -140,9 +140,10 @@ ScheduledPointwise schedulePointwise(const PointwiseKernel &kernel,
   // (Rows of a fixed length: a symbolic one would need a run-time count.)
   p.rowLoop = kernel.hasBroadcastInput() &&
               kernel.broadcastsInIterationShape() &&
-              kernel.symbolicIterationShape.back().isStatic();
+              kernel.symbolicIterationShape.back().isStatic() &&
+              !kernel.readsElementIndex;
   // (Kernels of one tile or less keep the plain loop: nothing to overlap.)
-  if (!p.rowLoop && count > kCpuStageTile) {
+  if (!p.rowLoop && count > kCpuStageTile && !kernel.readsElementIndex) {
     s.stages = vectorMathStages(kernel.lets);
     bool streaming = streamsOutputs(kernel);
     if (s.stages.empty() && streaming) { // one stage: the tiles to stream
