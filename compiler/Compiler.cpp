@@ -219,9 +219,13 @@ Lowering lower(const CompileOptions &options, bool captureIR, Stage stopAfter,
     diagnostics.fail("fusec: the model could not be imported");
   // Every op's symbolic dims are derived before any pass runs, so that an
   // op that cannot take them yet is reported at its node.
-  for (auto function : module->getOps<func::FuncOp>())
-    if (failed(fuse::SymbolicDims::analyze(function)))
+  // The sizes of dims taken as data (fuse.dim_of) become constants or
+  // symbolic sizes here.
+  for (auto function : module->getOps<func::FuncOp>()) {
+    FailureOr<fuse::SymbolicDims> dims = fuse::SymbolicDims::analyze(function);
+    if (failed(dims) || failed(fuse::resolveDimSizes(function, *dims)))
       diagnostics.fail("fusec: the model's symbolic dims are not supported");
+  }
   Lowering lowering;
   if (captureIR)
     lowering.importedIR = printModule(*module);

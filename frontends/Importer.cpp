@@ -143,7 +143,17 @@ public:
     };
     for (; importedInputs < graph.inputs.size(); ++importedInputs) {
       const fusec::GraphInput &input = graph.inputs[importedInputs];
-      addArgument(input.name, input.dtype, input.shape);
+      // A symbolic dim (named, -1 here) is dynamic.
+      fusec::Shape shape = input.shape;
+      for (size_t d = 0; d < shape.size() && d < input.dimNames.size(); ++d)
+        if (!input.dimNames[d].empty() && shape[d] < 0)
+          shape[d] = ShapedType::kDynamic;
+      if (shape != input.shape)
+        values.try_emplace(input.name,
+                           body->addArgument(tensorType(input.dtype, shape),
+                                             nodeLoc(input.name)));
+      else
+        addArgument(input.name, input.dtype, input.shape);
     }
     for (; importedConstants < graph.constants.size(); ++importedConstants) {
       const fusec::GraphConstant &constant = graph.constants[importedConstants];
@@ -433,6 +443,23 @@ private:
     if (node.outputs.size() != 1)
       return emitError(loc) << "'" << node.op << "' produces 1 output but "
                             << node.outputs.size() << " were named";
+    if (node.op == "dim_of") {
+      if (node.inputs.size() != 1 || !values.count(node.inputs[0]))
+        return emitError(loc) << "'dim_of' takes one input";
+      auto attr = node.attrs.find("dim");
+      const int64_t *dim = attr == node.attrs.end()
+                               ? nullptr
+                               : std::get_if<int64_t>(&attr->second);
+      if (!dim)
+        return emitError(loc) << "'dim_of' needs integer attr \"dim\"";
+      auto op = DimOfOp::create(builder, loc,
+                                RankedTensorType::get({}, builder.getI64Type()),
+                                values.at(node.inputs[0]), *dim);
+      if (failed(verify(op)))
+        return failure();
+      values[node.outputs[0]] = op.getResult();
+      return success();
+    }
     if (node.op == "dim_size" || node.op == "iota") {
       FailureOr<Value> size = importSymbolicSize(node, loc);
       if (failed(size) || failed(verify(size->getDefiningOp())))
@@ -559,6 +586,9 @@ struct GraphValueTypes::State {
     builder.setInsertionPointToEnd(module->getBody());
     auto func = func::FuncOp::create(builder, loc, "typing",
                                      builder.getFunctionType({}, {}));
+    // Symbolic sizes (dim_size, iota) name the graph's symbols.
+    if (!graph.symbols.empty())
+      setSymbolicDims(func, graph.symbols, {});
     body = func.addEntryBlock();
   }
 

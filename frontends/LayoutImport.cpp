@@ -12,6 +12,7 @@
 
 #include "ir/LayoutOps.h"
 
+#include <limits>
 #include <numeric>
 
 using namespace mlir;
@@ -95,6 +96,27 @@ FailureOr<Value> importSlice(NodeImport &node, EmitErrorFn emitError) {
   auto steps = getOptionalInts(node, "steps");
   if (failed(steps))
     return failure();
+  // The last element along a symbolic dim (x[:, -1:], a decoder's last
+  // position): a gather of index -1, which any size has.
+  if (starts->size() == 1 && ends->size() == 1 && (*starts)[0] == -1 &&
+      (*ends)[0] >= std::numeric_limits<int32_t>::max() &&
+      (!*steps || (**steps)[0] == 1) && *axes) {
+    int64_t rank = type.getRank(), axis = (**axes)[0];
+    if (axis < 0)
+      axis += rank;
+    if (axis >= 0 && axis < rank && type.isDynamicDim(axis)) {
+      OpBuilder &b = node.builder;
+      auto indexType = RankedTensorType::get({1}, b.getI64Type());
+      Value index = ConstantOp::create(
+          b, node.loc,
+          DenseElementsAttr::get(indexType, ArrayRef<int64_t>{-1}));
+      SmallVector<int64_t> shape(type.getShape());
+      shape[axis] = 1;
+      return GatherOp::create(b, node.loc, type.clone(shape), operand, index,
+                              b.getI64IntegerAttr(axis))
+          .getResult();
+    }
+  }
   FailureOr<ResolvedSlice> slice = resolveSlice(
       type.getShape(), *starts, *ends, asRef(*axes), asRef(*steps), emitError);
   if (failed(slice))

@@ -324,6 +324,13 @@ LogicalResult DimSizeOp::verify() {
   return verifySymbolicSize(*this, getSymbols(), getFactor());
 }
 
+LogicalResult DimOfOp::verify() {
+  int64_t rank = cast<RankedTensorType>(getOperand().getType()).getRank();
+  if (getDim() < 0 || getDim() >= rank)
+    return emitOpError() << "dim " << getDim() << " is outside rank " << rank;
+  return success();
+}
+
 LogicalResult IotaOp::verify() {
   if (!cast<RankedTensorType>(getType()).isDynamicDim(0))
     return emitOpError() << "has a fixed length: a fixed range is a constant";

@@ -142,6 +142,20 @@ def Fuse_DimSizeOp : Fuse_Op<"dim_size", [Pure, Fuse_FusionKindOpInterface]> {
   let hasVerifier = 1;
 }
 
+def Fuse_DimOfOp : Fuse_Op<"dim_of", [Pure]> {
+  let summary = "the size of one dim of a tensor, as a 0-d i64 tensor";
+  let description = [{
+    Dim `dim` of `operand` at run time (ONNX `Shape(x)[d]` where the
+    frontend cannot name the dim's symbols). Before any pass runs it becomes
+    a constant (a fixed dim) or a fuse.dim_size of the dim's symbols
+    (resolveDimSizes, from SymbolicDims).
+  }];
+  let arguments = (ins Fuse_AnyTensor:$operand, I64Attr:$dim);
+  let results = (outs 0DTensorOf<[I64]>:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($operand) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Fuse_IotaOp : Fuse_Op<"iota", [Pure, Fuse_FusionKindOpInterface]> {
   let extraClassDeclaration = Fuse_KindIs<"Elementwise">.kindDeclaration;
   let summary = "0, 1, ..., n - 1 for a symbolic n, as a 1-D i64 tensor";

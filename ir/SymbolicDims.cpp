@@ -196,6 +196,8 @@ LogicalResult SymbolicDims::derive(Operation *op) {
     return op->emitError() << "'" << op->getName().getStringRef()
                            << "' with symbolic dims: " << why;
   };
+  if (isa<DimOfOp>(op))
+    return success(); // a 0-d size (resolveDimSizes replaces it)
   if (auto iota = dyn_cast<IotaOp>(op)) {
     std::optional<SymbolicSize> length =
         sizeNamed(iota.getSymbols(), iota.getFactor());
@@ -488,13 +490,23 @@ LogicalResult SymbolicDims::derive(Operation *op) {
       for (Operation *user : reached[next].getUsers()) {
         if (isa<CastOp>(user) && user->getNumResults() == 1)
           reached.push_back(user->getResult(0));
-        for (Value other : user->getOperands())
-          if (!llvm::is_contained(reached, other) &&
-              isa<RankedTensorType>(other.getType()) &&
-              (shapes.count(other) || !hasDynamicDims(other)) &&
-              cast<RankedTensorType>(other.getType()).getRank() ==
+        for (Value other : user->getOperands()) {
+          if (llvm::is_contained(reached, other) ||
+              !isa<RankedTensorType>(other.getType()) ||
+              cast<RankedTensorType>(other.getType()).getRank() !=
                   resultType.getRank())
+            continue;
+          if (shapes.count(other) || !hasDynamicDims(other)) {
             operands.push_back(shapeOf(other));
+            continue;
+          }
+          // Another explicit broadcast, later in the block: its operand's
+          // dims (right-aligned) say what it has.
+          if (auto broadcast = other.getDefiningOp<BroadcastToOp>())
+            if (shapes.count(broadcast.getOperand()) ||
+                !hasDynamicDims(broadcast.getOperand()))
+              operands.push_back(shapeOf(broadcast.getOperand()));
+        }
       }
   }
   FailureOr<SymbolicShape> shape =
@@ -516,6 +528,32 @@ std::optional<SymbolicSize> SymbolicDims::sizeNamed(ArrayAttr symbols,
     size = size * SymbolicSize::symbol(static_cast<int>(found - syms.begin()));
   }
   return size;
+}
+
+LogicalResult resolveDimSizes(func::FuncOp function, const SymbolicDims &dims) {
+  SmallVector<DimOfOp> sizes;
+  function.walk([&](DimOfOp op) { sizes.push_back(op); });
+  for (DimOfOp op : sizes) {
+    SymbolicSize size = dims.shapeOf(op.getOperand())[op.getDim()];
+    OpBuilder builder(op);
+    auto type = cast<RankedTensorType>(op.getType());
+    Value replacement;
+    if (size.isStatic()) {
+      replacement = ConstantOp::create(
+          builder, op.getLoc(),
+          DenseElementsAttr::get(
+              type, builder.getI64IntegerAttr(size.factor).getValue()));
+    } else {
+      SmallVector<Attribute> names;
+      for (int symbol : size.symbols)
+        names.push_back(builder.getStringAttr(dims.symbols()[symbol].name));
+      replacement = DimSizeOp::create(builder, op.getLoc(), type,
+                                      builder.getArrayAttr(names), size.factor);
+    }
+    op.replaceAllUsesWith(replacement);
+    op.erase();
+  }
+  return success();
 }
 
 void setSymbolicDims(func::FuncOp function,

@@ -58,6 +58,11 @@ private:
   llvm::DenseMap<mlir::Value, fusec::SymbolicShape> shapes;
 };
 
+/// Replaces each fuse.dim_of in `function` by the size `dims` derives: a
+/// constant, or a fuse.dim_size of its symbols.
+mlir::LogicalResult resolveDimSizes(mlir::func::FuncOp function,
+                                    const SymbolicDims &dims);
+
 /// Writes the symbols and each argument's dims onto `function`.
 void setSymbolicDims(mlir::func::FuncOp function,
                      const std::vector<fusec::DimSymbol> &symbols,

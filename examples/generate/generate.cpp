@@ -238,7 +238,7 @@ Generated generateOnDevice(CompiledModel &prefill, CompiledModel &decode,
 int usage(const std::string &message) {
   std::cerr << "fusec-generate: " << message
             << "\nusage: fusec-generate DIR [--tokens N] [--target cpu|cuda] "
-               "[--check-only]\n";
+               "[--symbolic] [--check-only]\n";
   return 2;
 }
 
@@ -247,7 +247,7 @@ int usage(const std::string &message) {
 int main(int argc, char **argv) {
   std::string dir;
   int64_t count = 32;
-  bool checkOnly = false;
+  bool checkOnly = false, symbolic = false;
   CompileOptions options;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -264,6 +264,8 @@ int main(int argc, char **argv) {
       options.target = target == "cpu" ? Target::Cpu : Target::Cuda;
     } else if (arg == "--check-only") {
       checkOnly = true;
+    } else if (arg == "--symbolic") {
+      symbolic = true;
     } else if (dir.empty() && arg.rfind("-", 0) != 0) {
       dir = arg;
     } else {
@@ -291,12 +293,25 @@ int main(int argc, char **argv) {
       return compiled;
     };
     double prefillCompile = 0, decodeCompile = 0;
-    CompiledModel prefill = compileAt(prompt.shape[1], prefillCompile);
     CompiledModel decode = compileAt(1, decodeCompile);
     StepLayout layout(decode.program());
     const int64_t maxCache = layout.cacheShape[2];
+    // --symbolic: one prefill compile for every prompt length the cache
+    // holds (`seq` symbolic, 1..max_cache), as a server would compile it.
+    CompiledModel prefill = [&] {
+      if (!symbolic)
+        return compileAt(prompt.shape[1], prefillCompile);
+      CompileOptions ranged = options;
+      ranged.dimRanges["seq"] = {"seq", 1, maxCache};
+      auto start = std::chrono::steady_clock::now();
+      CompiledModel compiled = compileFile(model, ranged);
+      prefillCompile = millisSince(start);
+      return compiled;
+    }();
     const bool onGpu = decode.program().target == Target::Cuda;
-    std::cout << model << ": compiled for " << prompt.shape[1]
+    std::cout << model << ": compiled for "
+              << (symbolic ? "1.." + std::to_string(maxCache)
+                           : std::to_string(prompt.shape[1]))
               << " tokens (prefill) and 1 (decode), " << decode.kernels().size()
               << " kernels per decode step, on " << (onGpu ? "cuda" : "cpu")
               << "\n";
@@ -330,12 +345,17 @@ int main(int argc, char **argv) {
     std::printf(
         "{\"case\": \"generate\", \"target\": \"%s\", \"prompt\": %lld, "
         "\"tokens\": %lld, \"max_cache\": %lld, \"compile_ms\": %.1f, "
+        "\"prefill_compile_ms\": %.1f, \"prefill_lengths\": \"%s\", "
         "\"compiles\": 2, \"prefill_ms\": %.3f, \"us_per_token\": %.1f, "
         "\"tokens_per_s\": %.1f, \"max_rel_l2_vs_torch\": %.3g}\n",
         onGpu ? "cuda" : "cpu", static_cast<long long>(prompt.shape[1]),
         static_cast<long long>(count), static_cast<long long>(maxCache),
-        prefillCompile + decodeCompile, run.prefillMillis, perToken,
-        perToken > 0 ? 1e6 / perToken : 0.0, error);
+        prefillCompile + decodeCompile, prefillCompile,
+        (symbolic ? "1.." + std::to_string(maxCache)
+                  : std::to_string(prompt.shape[1]))
+            .c_str(),
+        run.prefillMillis, perToken, perToken > 0 ? 1e6 / perToken : 0.0,
+        error);
     return 0;
   } catch (const Error &e) {
     std::cerr << e.what() << "\n";

@@ -165,6 +165,21 @@ public:
     return it->second;
   }
 
+  /// The elements of `name` when it is a shape value over symbolic dims
+  /// (`Shape` of [1, seq], and what Gather, Slice, Concat, Squeeze or
+  /// Unsqueeze make of it: ONNX's data propagation), else null. Each
+  /// element is a size of the graph's symbols.
+  const std::vector<SymbolicSize> *
+  symbolicValueOrNull(const std::string &name) const {
+    auto it = symbolicShapeValues.find(name);
+    return it == symbolicShapeValues.end() ? nullptr : &it->second;
+  }
+  /// A size as the graph's dim_size and iota ops name it: "seq",
+  /// "2*batch*seq".
+  std::string sizeText(const SymbolicSize &size) const {
+    return size.format(graph.symbols);
+  }
+
   /// The static shape of `name` (graph input, inferred or constant).
   std::optional<Shape> shapeOf(const std::string &name) const;
   /// The dtype of `name` (graph input, constant or inferred).
@@ -172,7 +187,11 @@ public:
   /// Records the shape and dtype of a value converted here that ONNX's
   /// inference left unknown, for the converters after it that need them.
   void recordValue(const std::string &name, const Shape &shape, DType dtype) {
-    inferredShapes.emplace(name, shape);
+    // A symbolic dim (negative here) leaves the shape to the converted
+    // types (convertedTypeOf), which know it is dynamic.
+    if (std::all_of(shape.begin(), shape.end(),
+                    [](int64_t dim) { return dim >= 0; }))
+      inferredShapes.emplace(name, shape);
     inferredTypes.emplace(name, dtype);
   }
   /// The rank of a graph input or of a value ONNX's inference shaped.
@@ -261,6 +280,7 @@ private:
   std::set<std::string> uninferredOutputs;
   bool foldToConstants(const onnx::NodeProto &node);
   bool foldShapeNode(const onnx::NodeProto &node);
+  bool foldToSymbolicSizes(const onnx::NodeProto &node);
   void convertNode(const onnx::NodeProto &node);
   /// A node of the model or of a subgraph: folded to constants where its
   /// inputs allow, converted otherwise.
@@ -302,6 +322,8 @@ private:
   /// Concat -> ...), which become constants.
   std::map<std::string, Shape> inferredShapes;
   std::map<std::string, std::vector<int64_t>> shapeValues;
+  /// Shape values with symbolic elements (symbolicValueOrNull).
+  std::map<std::string, std::vector<SymbolicSize>> symbolicShapeValues;
   std::map<std::string, DType> inferredTypes;
   /// The types of converted values ONNX's inference left unknown, from the
   /// fuse ops they became (made on the first such value).

@@ -162,8 +162,11 @@ void OnnxConverter::inferShapes(const onnx::ModelProto &model) {
     declared->set_name(output);
     auto *tensorType = declared->mutable_type()->mutable_tensor_type();
     tensorType->set_elem_type(onnxTypeOf(*dtype));
-    for (int64_t dim : *shape)
-      tensorType->mutable_shape()->add_dim()->set_dim_value(dim);
+    for (int64_t dim : *shape) {
+      auto *declaredDim = tensorType->mutable_shape()->add_dim();
+      if (dim >= 0) // a symbolic dim stays unknown
+        declaredDim->set_dim_value(dim);
+    }
   }
   // ONNX 1.12's shape inference reads out of bounds on some malformed
   // nodes (a Conv whose input has the wrong rank: fuzz-onnx). A node fusec
@@ -320,15 +323,32 @@ void OnnxConverter::inferShapes(const onnx::ModelProto &model) {
     record(info);
   for (const onnx::ValueInfoProto &info : graph.output())
     record(info);
+  // A dim_param that is one of the graph's symbols: a symbolic element.
+  auto symbolNamed = [&](const std::string &name) -> std::optional<int> {
+    for (size_t s = 0; s < this->graph.symbols.size(); ++s)
+      if (this->graph.symbols[s].name == name)
+        return static_cast<int>(s);
+    return std::nullopt;
+  };
   for (const auto &[name, shape] : data) {
     std::vector<int64_t> values;
+    std::vector<SymbolicSize> sizes;
     for (const auto &dim : shape.dim()) {
-      if (!dim.has_dim_value())
+      if (dim.has_dim_value()) {
+        values.push_back(dim.dim_value());
+        sizes.push_back(SymbolicSize::constant(dim.dim_value()));
+      } else if (std::optional<int> symbol = dim.has_dim_param()
+                                                 ? symbolNamed(dim.dim_param())
+                                                 : std::nullopt) {
+        sizes.push_back(SymbolicSize::symbol(*symbol));
+      } else {
         break;
-      values.push_back(dim.dim_value());
+      }
     }
     if (values.size() == static_cast<size_t>(shape.dim_size()))
       shapeValues[name] = values;
+    else if (sizes.size() == static_cast<size_t>(shape.dim_size()))
+      symbolicShapeValues[name] = sizes;
   }
 }
 
@@ -530,8 +550,74 @@ void OnnxConverter::convertIdentity(const onnx::NodeProto &node) {
 }
 
 void OnnxConverter::convertOrFold(const onnx::NodeProto &node) {
-  if (!foldShapeNode(node) && !foldToConstants(node))
+  if (!foldShapeNode(node) && !foldToConstants(node) &&
+      !foldToSymbolicSizes(node))
     convertNode(node);
+}
+
+/// A shape computation whose value holds symbolic dims (Shape of [1, seq],
+/// then Gather, Squeeze, Concat, ...; ONNX's data propagation says which
+/// sizes): the value is computed from the run's sizes (dim_size ops), and
+/// its elements are kept for the ops that read it as a shape (Range,
+/// Reshape: symbolicValueOrNull).
+bool OnnxConverter::foldToSymbolicSizes(const onnx::NodeProto &node) {
+  if (node.output_size() != 1)
+    return false;
+  static const std::set<std::string> kShapeOps = {
+      "Shape",     "Gather",   "Slice", "Concat", "Squeeze",
+      "Unsqueeze", "Identity", "Cast",  "Reshape"};
+  if (!kShapeOps.count(node.op_type()))
+    return false;
+  const std::string &output = node.output(0);
+  auto value = symbolicShapeValues.find(output);
+  auto shape = inferredShapes.find(output);
+  auto type = inferredTypes.find(output);
+  if (value == symbolicShapeValues.end() || shape == inferredShapes.end() ||
+      type == inferredTypes.end() || type->second != DType::I64 ||
+      shape->second.size() > 1 ||
+      numElements(shape->second) != static_cast<int64_t>(value->second.size()))
+    return false;
+  // Shape's input is data; the others must read shape values only.
+  for (int i = node.op_type() == "Shape" ? 1 : 0; i < node.input_size(); ++i) {
+    const std::string &input = node.input(i);
+    if (!input.empty() && !constants.count(resolve(input)) &&
+        !symbolicShapeValues.count(resolve(input)) &&
+        !symbolicShapeValues.count(input))
+      return false;
+  }
+  GraphNode owner;
+  owner.name = node.name();
+  owner.outputs = {output};
+  const std::vector<SymbolicSize> &sizes = value->second;
+  auto element = [&](size_t k, const std::string &name) {
+    if (sizes[k].isStatic()) {
+      Tensor constant(DType::I64, shape->second.empty() ? Shape{} : Shape{1});
+      constant.set(0, static_cast<double>(sizes[k].factor));
+      addConstant(name, std::move(constant));
+      return;
+    }
+    if (shape->second.empty()) {
+      addOutputStep(owner, "dim_size", {}, name,
+                    {{"size", sizeText(sizes[k])}});
+      return;
+    }
+    std::string scalar = name + "_size";
+    addOutputStep(owner, "dim_size", {}, scalar,
+                  {{"size", sizeText(sizes[k])}});
+    addOutputStep(owner, "reshape", {scalar}, name,
+                  {{"shape", std::vector<int64_t>{1}}});
+  };
+  if (sizes.size() == 1) {
+    element(0, output);
+  } else {
+    std::vector<std::string> parts;
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      parts.push_back(output + "_" + std::to_string(k));
+      element(k, parts.back());
+    }
+    addOutputStep(owner, "concat", parts, output, {{"axis", int64_t(0)}});
+  }
+  return true;
 }
 
 std::string OnnxConverter::expand(const onnx::NodeProto &owner,
@@ -690,7 +776,8 @@ Graph OnnxConverter::convert(onnx::ModelProto &model) {
                        ": error: " + reason);
     };
     try {
-      if (foldShapeNode(node) || foldToConstants(node))
+      if (foldShapeNode(node) || foldToConstants(node) ||
+          foldToSymbolicSizes(node))
         continue;
       convertNode(node);
       if (std::any_of(node.output().begin(), node.output().end(),

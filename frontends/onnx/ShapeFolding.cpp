@@ -848,8 +848,18 @@ foldShapeComputation(const onnx::NodeProto &node, int64_t opset,
   if (op == "Shape" || op == "Size") {
     if (!inputShape)
       return std::nullopt;
-    if (op == "Shape")
-      return tensorOf(foldShape(node, *inputShape));
+    // A symbolic dim (-1 here) is no constant: OnnxConverter computes it
+    // from the run's sizes (foldToSymbolicSizes).
+    if (op == "Shape") {
+      Ints shape = foldShape(node, *inputShape);
+      if (std::any_of(shape.values.begin(), shape.values.end(),
+                      [](int64_t dim) { return dim < 0; }))
+        return std::nullopt;
+      return tensorOf(shape);
+    }
+    if (std::any_of(inputShape->begin(), inputShape->end(),
+                    [](int64_t dim) { return dim < 0; }))
+      return std::nullopt;
     return tensorOf(Ints{DType::I64, {}, {numElements(*inputShape)}});
   }
   std::vector<std::optional<Ints>> operands;

@@ -571,6 +571,88 @@ void scatterND(OnnxConverter &converter, const onnx::NodeProto &proto,
   becomeView(node, result, shape);
 }
 
+/// TensorScatter whose update length W is symbolic (a prefill of any
+/// length): cache position p of row r reads update position p - start_r
+/// where that lies in [0, W), through one gather from the update's rows
+/// ([prefix * W, suffix], index (prefix index) * W + clamped position), and
+/// keeps the cache elsewhere. Linear mode only.
+void symbolicTensorScatter(OnnxConverter &converter, GraphNode &node,
+                           const std::string &mode, int64_t axis) {
+  if (mode != "linear")
+    throw Unsupported{"TensorScatter with a symbolic update length is "
+                      "supported in linear mode only"};
+  const std::string cache = node.inputs[0], update = node.inputs[1];
+  const std::string writeIndices = node.inputs.size() > 2 ? node.inputs[2] : "";
+  const Shape shape = converter.requireShape(cache, "TensorScatter");
+  const int64_t rank = shape.size(), length = shape[axis];
+  int64_t prefix = 1, suffix = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    prefix *= shape[d];
+  for (int64_t d = axis + 1; d < rank; ++d)
+    suffix *= shape[d];
+  auto constant = [&](const std::string &name, Tensor value) {
+    return converter.addStepConstant(node, name, std::move(value));
+  };
+  auto step = [&](const std::string &op, std::vector<std::string> inputs,
+                  const std::string &name,
+                  std::map<std::string, AttrValue> attrs = {}) {
+    return converter.addStep(node, op, std::move(inputs), name,
+                             std::move(attrs));
+  };
+  std::string rows = step("reshape", {update}, "update_rows",
+                          {{"shape", std::vector<int64_t>{-1, suffix}}});
+  std::string written = step("dim_of", {update}, "written", {{"dim", axis}});
+  // Positions [1, .., 1, L] relative to each row's start [B, 1, .., 1].
+  std::string relative =
+      constant("cache_positions", indicesAlong(axis + 1, axis, length));
+  if (!writeIndices.empty()) {
+    if (converter.requireShape(writeIndices, "TensorScatter") !=
+        Shape{shape[0]})
+      throw Unsupported{"write_indices must be [" + std::to_string(shape[0]) +
+                        "]"};
+    Shape perBatch(axis + 1, 1);
+    perBatch[0] = shape[0];
+    std::string start =
+        viewStep(converter, node, writeIndices, perBatch, "write_start");
+    if (converter.requireDType(writeIndices, "TensorScatter") != DType::I64)
+      start = step("cast", {start}, "write_start_i64",
+                   {{"dtype", std::string("i64")}});
+    relative = step("sub", {relative, start}, "relative");
+  }
+  std::string zero = constant("zero", scalarTensor(DType::I64, 0));
+  std::string inRange = step("and",
+                             {step("ge", {relative, zero}, "after_start"),
+                              step("lt", {relative, written}, "before_end")},
+                             "in_range");
+  std::string last = step(
+      "sub", {written, constant("one", scalarTensor(DType::I64, 1))}, "last");
+  std::string clamped = step(
+      "max", {step("min", {relative, last}, "below_end"), zero}, "clamped");
+  // Each prefix point's first update row: its linear index times W.
+  Shape prefixShape(shape.begin(), shape.begin() + axis);
+  prefixShape.push_back(1);
+  Tensor firstRows(DType::I64, prefixShape);
+  for (int64_t i = 0; i < prefix; ++i)
+    firstRows.as<int64_t>()[i] = i;
+  std::string index = step(
+      "add",
+      {step("mul", {constant("prefix_rows", std::move(firstRows)), written},
+            "first_rows"),
+       clamped},
+      "update_index");
+  std::string gathered =
+      step("gather", {rows, index}, "gathered", {{"axis", int64_t(0)}});
+  Shape keep(axis + 1, 1);
+  keep[0] = writeIndices.empty() ? 1 : shape[0];
+  keep[axis] = length;
+  keep.resize(rank, 1);
+  node.op = "select";
+  node.inputs = {viewStep(converter, node, inRange, keep, "in_range_view"),
+                 viewStep(converter, node, gathered, shape, "gathered_view"),
+                 cache};
+  node.attrs.clear();
+}
+
 /// TensorScatter (opset 24): the update's sequence written into the cache
 /// along `axis` from each batch's write index (wrapping around the cache
 /// in circular mode). Each cache position searches the update positions
@@ -603,6 +685,10 @@ void tensorScatter(OnnxConverter &converter, const onnx::NodeProto &proto,
       throw Unsupported{"update [" + formatShape(updateShape) +
                         "] does not fit past_cache [" + formatShape(shape) +
                         "] along axis " + std::to_string(axis)};
+  if (updateShape[axis] < 0) {
+    symbolicTensorScatter(converter, node, mode, axis);
+    return;
+  }
   const int64_t length = shape[axis], written = updateShape[axis];
   if (length == 0 || written == 0) { // nothing is written
     becomeView(node, cache, shape);

@@ -238,8 +238,11 @@ void recordReshapeResult(OnnxConverter &converter, const onnx::NodeProto &,
   auto target = node.attrs.find("shape");
   std::optional<Shape> input = converter.shapeOf(node.inputs.at(0));
   std::optional<DType> dtype = converter.dtypeOf(node.inputs.at(0));
+  // (A symbolic input's result is typed by the import: it is dynamic.)
   if (target == node.attrs.end() || !input || !dtype ||
-      converter.shapeOf(node.outputs.at(0)))
+      converter.shapeOf(node.outputs.at(0)) ||
+      std::any_of(input->begin(), input->end(),
+                  [](int64_t dim) { return dim < 0; }))
     return;
   const auto *dims = std::get_if<std::vector<int64_t>>(&target->second);
   if (!dims)
@@ -629,9 +632,47 @@ void convertConstantOfShape(OnnxConverter &converter,
 
 /// Range over constant start, limit and delta: a constant, as ONNX
 /// defines it (max(ceil((limit - start) / delta), 0) elements).
+/// Range(0, n, 1) over a symbolic n (a shape value: OnnxConverter::
+/// symbolicValueOrNull): an iota of n elements, in the start's dtype.
+bool convertSymbolicRange(OnnxConverter &converter,
+                          const onnx::NodeProto &node) {
+  const std::vector<SymbolicSize> *limit =
+      converter.symbolicValueOrNull(converter.resolve(node.input(1)));
+  if (!limit)
+    return false;
+  const Tensor *start =
+      converter.constantOrNull(converter.resolve(node.input(0)));
+  const Tensor *delta =
+      converter.constantOrNull(converter.resolve(node.input(2)));
+  if (!start || !delta || limit->size() != 1 || start->numElements() != 1 ||
+      delta->numElements() != 1 || start->at(0) != 0 || delta->at(0) != 1 ||
+      (start->dtype != DType::I64 && start->dtype != DType::I32))
+    throw Unsupported{"Range over a symbolic limit takes start 0 and delta "
+                      "1 (integers), so that its length is the limit"};
+  GraphNode iota;
+  iota.name = node.name();
+  iota.op = "iota";
+  iota.outputs = {start->dtype == DType::I64 ? node.output(0)
+                                             : node.output(0) + "_i64"};
+  iota.attrs["size"] = converter.sizeText(limit->front());
+  converter.addNode(iota);
+  if (start->dtype != DType::I64) {
+    GraphNode cast;
+    cast.name = node.name();
+    cast.op = "cast";
+    cast.inputs = iota.outputs;
+    cast.outputs = {node.output(0)};
+    cast.attrs["dtype"] = std::string(dtypeName(start->dtype));
+    converter.addNode(std::move(cast));
+  }
+  return true;
+}
+
 void convertRange(OnnxConverter &converter, const onnx::NodeProto &node) {
   if (node.input_size() != 3)
     throw Unsupported{"Range takes start, limit and delta"};
+  if (convertSymbolicRange(converter, node))
+    return;
   const Tensor &start =
       converter.constantValue(converter.resolve(node.input(0)), "start");
   const Tensor &limit =
