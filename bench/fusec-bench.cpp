@@ -515,6 +515,37 @@ Graph encoderBlock(int64_t batch) {
   return b.build();
 }
 
+/// Device (CUDA) or host time per run of a static compile and of the
+/// symbolic model's `instance` at the same size, interleaved so that
+/// clocks and neighbours affect both alike; their outputs, for comparison.
+std::pair<double, double>
+timeStaticAndSymbolic(CompiledModel &fixed, CompiledModel &symbolic,
+                      Executable &instance, const std::vector<Tensor> &inputs,
+                      int reps, std::vector<Tensor> &fixedOut,
+                      std::vector<Tensor> &symbolicOut) {
+  if (fixed.program().target != Target::Cuda) {
+    double fixedUs = medianMicros(reps, [&] { fixed.run(inputs, fixedOut); });
+    double symbolicUs =
+        medianMicros(reps, [&] { symbolic.run(inputs, symbolicOut); });
+    return {fixedUs, symbolicUs};
+  }
+  auto &fixedGpu = dynamic_cast<CudaExecutable &>(executableOf(fixed));
+  auto &symbolicGpu = dynamic_cast<CudaExecutable &>(instance);
+  fixedGpu.upload(inputs);
+  symbolicGpu.upload(inputs);
+  double fixedUs = medianGpuMicros(reps, [&] { fixedGpu.launch(); });
+  double symbolicUs = medianGpuMicros(reps, [&] { symbolicGpu.launch(); });
+  fixedUs =
+      std::min(fixedUs, medianGpuMicros(reps, [&] { fixedGpu.launch(); }));
+  symbolicUs = std::min(symbolicUs,
+                        medianGpuMicros(reps, [&] { symbolicGpu.launch(); }));
+  fixedGpu.download(fixedOut);
+  symbolicGpu.download(symbolicOut);
+  fixedGpu.synchronize();
+  symbolicGpu.synchronize();
+  return {fixedUs, symbolicUs};
+}
+
 /// A GPT-2-small-sized prefill: x[1, T, 768] through 12 pre-norm blocks
 /// (one qkv projection read by a causal attention through its columns, the
 /// output projection, the gelu MLP, residuals) and the final layer norm.
@@ -588,27 +619,8 @@ void runSymbolicSequence(Target target, int reps, DType dtype) {
     std::vector<Tensor> inputs = randomInputs(fixed.program());
     Executable &instance = instances.instanceFor({seq});
     std::vector<Tensor> fixedOut, symbolicOut;
-    double fixedUs = 0, symbolicUs = 0;
-    if (target == Target::Cuda) {
-      auto &fixedGpu = dynamic_cast<CudaExecutable &>(executableOf(fixed));
-      auto &symbolicGpu = dynamic_cast<CudaExecutable &>(instance);
-      fixedGpu.upload(inputs);
-      symbolicGpu.upload(inputs);
-      fixedUs = medianGpuMicros(reps, [&] { fixedGpu.launch(); });
-      symbolicUs = medianGpuMicros(reps, [&] { symbolicGpu.launch(); });
-      fixedUs =
-          std::min(fixedUs, medianGpuMicros(reps, [&] { fixedGpu.launch(); }));
-      symbolicUs = std::min(
-          symbolicUs, medianGpuMicros(reps, [&] { symbolicGpu.launch(); }));
-      fixedGpu.download(fixedOut);
-      symbolicGpu.download(symbolicOut);
-      fixedGpu.synchronize();
-      symbolicGpu.synchronize();
-    } else {
-      fixedUs = medianMicros(reps, [&] { fixed.run(inputs, fixedOut); });
-      symbolicUs =
-          medianMicros(reps, [&] { symbolic.run(inputs, symbolicOut); });
-    }
+    auto [fixedUs, symbolicUs] = timeStaticAndSymbolic(
+        fixed, symbolic, instance, inputs, reps, fixedOut, symbolicOut);
     std::printf("{\"case\": \"symbolic_%s\", \"target\": \"%s\", "
                 "\"seq\": %lld, \"seq_range\": \"1..1024\", "
                 "\"static_us\": %.1f, \"symbolic_us\": %.1f, "
@@ -692,28 +704,8 @@ void runSymbolic(Target target, int reps,
       std::vector<Tensor> inputs = randomInputs(fixed.program());
       Executable &instance = instances.instanceFor({rows});
       std::vector<Tensor> fixedOut, symbolicOut;
-      double fixedUs = 0, symbolicUs = 0;
-      if (cuda) {
-        auto &fixedGpu = dynamic_cast<CudaExecutable &>(executableOf(fixed));
-        auto &symbolicGpu = dynamic_cast<CudaExecutable &>(instance);
-        fixedGpu.upload(inputs);
-        symbolicGpu.upload(inputs);
-        // Interleaved, so that clocks and neighbours affect both alike.
-        fixedUs = medianGpuMicros(reps, [&] { fixedGpu.launch(); });
-        symbolicUs = medianGpuMicros(reps, [&] { symbolicGpu.launch(); });
-        fixedUs = std::min(fixedUs,
-                           medianGpuMicros(reps, [&] { fixedGpu.launch(); }));
-        symbolicUs = std::min(
-            symbolicUs, medianGpuMicros(reps, [&] { symbolicGpu.launch(); }));
-        fixedGpu.download(fixedOut);
-        symbolicGpu.download(symbolicOut);
-        fixedGpu.synchronize();
-        symbolicGpu.synchronize();
-      } else {
-        fixedUs = medianMicros(reps, [&] { fixed.run(inputs, fixedOut); });
-        symbolicUs =
-            medianMicros(reps, [&] { symbolic.run(inputs, symbolicOut); });
-      }
+      auto [fixedUs, symbolicUs] = timeStaticAndSymbolic(
+          fixed, symbolic, instance, inputs, reps, fixedOut, symbolicOut);
       double gbps = movedBytes(fixed.program()) / symbolicUs / 1e3;
       std::printf(
           "{\"case\": \"symbolic_%s_%s\", \"target\": \"%s\", "

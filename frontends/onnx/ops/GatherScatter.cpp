@@ -571,6 +571,23 @@ void scatterND(OnnxConverter &converter, const onnx::NodeProto &proto,
   becomeView(node, result, shape);
 }
 
+/// TensorScatter's write_indices ([batch], i32 or i64) as i64 of shape
+/// [batch, 1, ..., 1] (`rank` dims), to broadcast over each row's positions.
+std::string writeStarts(OnnxConverter &converter, GraphNode &node,
+                        const std::string &writeIndices, int64_t batch,
+                        int64_t rank) {
+  if (converter.requireShape(writeIndices, "TensorScatter") != Shape{batch})
+    throw Unsupported{"write_indices must be [" + std::to_string(batch) + "]"};
+  Shape perBatch(rank, 1);
+  perBatch[0] = batch;
+  std::string start =
+      viewStep(converter, node, writeIndices, perBatch, "write_start");
+  if (converter.requireDType(writeIndices, "TensorScatter") != DType::I64)
+    start = converter.addStep(node, "cast", {start}, "write_start_i64",
+                              {{"dtype", std::string("i64")}});
+  return start;
+}
+
 /// TensorScatter whose update length W is symbolic (a prefill of any
 /// length): cache position p of row r reads update position p - start_r
 /// where that lies in [0, W), through one gather from the update's rows
@@ -605,20 +622,11 @@ void symbolicTensorScatter(OnnxConverter &converter, GraphNode &node,
   // Positions [1, .., 1, L] relative to each row's start [B, 1, .., 1].
   std::string relative =
       constant("cache_positions", indicesAlong(axis + 1, axis, length));
-  if (!writeIndices.empty()) {
-    if (converter.requireShape(writeIndices, "TensorScatter") !=
-        Shape{shape[0]})
-      throw Unsupported{"write_indices must be [" + std::to_string(shape[0]) +
-                        "]"};
-    Shape perBatch(axis + 1, 1);
-    perBatch[0] = shape[0];
-    std::string start =
-        viewStep(converter, node, writeIndices, perBatch, "write_start");
-    if (converter.requireDType(writeIndices, "TensorScatter") != DType::I64)
-      start = step("cast", {start}, "write_start_i64",
-                   {{"dtype", std::string("i64")}});
-    relative = step("sub", {relative, start}, "relative");
-  }
+  if (!writeIndices.empty())
+    relative = step("sub",
+                    {relative, writeStarts(converter, node, writeIndices,
+                                           shape[0], axis + 1)},
+                    "relative");
   std::string zero = constant("zero", scalarTensor(DType::I64, 0));
   std::string inRange = step("and",
                              {step("ge", {relative, zero}, "after_start"),
@@ -702,16 +710,8 @@ void tensorScatter(OnnxConverter &converter, const onnx::NodeProto &proto,
   std::string target = converter.addStepConstant(
       node, "update_positions", indicesAlong(rank + 1, axis + 1, written));
   if (!writeIndices.empty()) {
-    if (converter.requireShape(writeIndices, opType) != Shape{shape[0]})
-      throw Unsupported{"write_indices must be [" + std::to_string(shape[0]) +
-                        "]"};
-    Shape perBatch(rank + 1, 1);
-    perBatch[0] = shape[0];
     std::string start =
-        viewStep(converter, node, writeIndices, perBatch, "write_start");
-    if (converter.requireDType(writeIndices, opType) != DType::I64)
-      start = converter.addStep(node, "cast", {start}, "write_start_i64",
-                                {{"dtype", std::string("i64")}});
+        writeStarts(converter, node, writeIndices, shape[0], rank + 1);
     target = converter.addStep(node, "add", {start, target}, "targets");
   }
   if (mode == "circular")
