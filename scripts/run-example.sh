@@ -23,9 +23,10 @@ if [ $# -eq 0 ]; then
   build/tools/fusec "$gpt2.onnx" --run --inputs "${gpt2}_input_0.pb" \
     --expect "${gpt2}_output_0.pb" --atol 1e-4
   # Text generation with a KV cache through the C++ API: a 2-layer
-  # GPT-2-style decoder step (examples/generate/export_decoder.py), compiled
-  # for the prompt and for one token, each step's logits checked against
+  # GPT-2-style decoder step (examples/generate/export_decoder.py), its
+  # prefill compiled once for every prompt length (--symbolic) and its
+  # decode step for one token, each step's logits checked against
   # PyTorch's, then 24 tokens generated.
   echo "== greedy generation with a KV cache (examples/generate)"
-  build/examples/fusec-generate test/models/generate --tokens 24
+  build/examples/fusec-generate test/models/generate --tokens 24 --symbolic
 fi
