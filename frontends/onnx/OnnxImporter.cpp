@@ -433,9 +433,10 @@ bool OnnxConverter::foldShapeNode(const onnx::NodeProto &node) {
 void OnnxConverter::convertShapeOrSize(const onnx::NodeProto &node) {
   throw Unsupported{node.op_type() + " needs the static shape of '" +
                     node.input(0) +
-                    "', which shape inference did not give (a shape "
-                    "computed from symbolic dims is not supported yet: fix "
-                    "them with --input-shape or --dim NAME=SIZE)"};
+                    "': its symbolic dims are not ones ONNX's shape "
+                    "inference names (fusec computes a Shape from the run's "
+                    "sizes only where it does; fix the dims with "
+                    "--input-shape or --dim NAME=SIZE)"};
 }
 
 std::optional<Shape> OnnxConverter::shapeOf(const std::string &name) const {
