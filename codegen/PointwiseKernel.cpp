@@ -103,9 +103,9 @@ analyzePointwiseRegion(FusionOp fusion, unsigned index,
     input.shape = toShape(cast<RankedTensorType>(arg.getType()));
     int64_t elements = fusec::numElements(input.shape);
     FailureOr<Value> access = accessValueOf(arg, kernel.numElements());
-    if (succeeded(access))
-      input.accessShape = toShape(cast<RankedTensorType>(access->getType()));
-    if (failed(access) || !fusec::broadcastsTo(input.shape, input.accessShape))
+    if (failed(access) ||
+        !fusec::broadcastsTo(
+            input.shape, toShape(cast<RankedTensorType>(access->getType()))))
       return fusion.emitError()
              << "codegen: region input #" << arg.getArgNumber() << " of shape "
              << fusec::formatShape(input.shape)
@@ -120,7 +120,6 @@ analyzePointwiseRegion(FusionOp fusion, unsigned index,
       input.access = InputAccess::Scalar;
     else
       input.access = InputAccess::Broadcast;
-    input.strides = fusec::broadcastStrides(input.shape, input.accessShape);
     input.value = "a" + std::to_string(arg.getArgNumber());
     builder->bind(arg, input.value);
     kernel.inputs.push_back(input);

@@ -37,11 +37,9 @@ struct KernelInput {
   fusec::Shape shape;
   InputAccess access;
   /// The shape this input is broadcast to (the iteration shape unless a
-  /// view in the region changes it): the linear index is taken in it.
-  fusec::Shape accessShape;
-  fusec::Shape strides; ///< per dim of `accessShape`, for Broadcast
-  /// `accessShape` and `strides` with the program's symbols (the two above
-  /// hold their maxima): what a broadcast input's offsets are printed from.
+  /// view in the region changes it), in the program's symbols: the linear
+  /// index is taken in it. Broadcast inputs are read through `strides`, one
+  /// per dim of it (0 on broadcast dims).
   fusec::SymbolicShape symbolicAccessShape, symbolicStrides;
   std::string value; ///< the loaded element's variable
 

@@ -237,8 +237,10 @@ static void printCppLoops(raw_indented_ostream &os,
       std::string index = "i";
       if (input.access == InputAccess::Broadcast)
         index = nested ? pointer + "_row" +
-                             (input.strides.back() != 0 ? std::string(" + col")
-                                                        : "")
+                             (input.symbolicStrides.back() !=
+                                      fusec::SymbolicSize::constant(0)
+                                  ? std::string(" + col")
+                                  : "")
                        : input.offsetAt("i", "int64_t");
       printInputElement(os, input, pointer + "[" + index + "]");
     }
