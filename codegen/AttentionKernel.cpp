@@ -112,28 +112,25 @@ analyzeAttentionRegion(FusionOp fusion, const SymbolicDims *symbolic) {
   shape.keyLen = op.getKeyLength();
   shape.headDim = static_cast<int64_t>(op.getHeadDim());
   shape.valueHeadDim = static_cast<int64_t>(op.getValueHeadDim());
-  auto dimsOf = [&](Value value) {
-    return symbolic ? symbolic->shapeOf(value)
-                    : fusec::symbolicShapeOf(
-                          toShape(cast<RankedTensorType>(value.getType())));
-  };
   // The lengths: the query's and key's rows (dim 2 of [B, H, T, D], dim 1
   // of [B, T, C]).
   auto lengthOf = [&](Value value) {
-    SymbolicShape dims = dimsOf(value);
+    SymbolicShape dims = dimsOf(symbolic, value);
     return dims[dims.size() == 4 ? 2 : 1];
   };
   AttentionSizes &sizes = region.signature.sizes;
-  sizes.batch = dimsOf(op.getQuery())[0];
+  sizes.batch = dimsOf(symbolic, op.getQuery())[0];
   sizes.queryLen = lengthOf(op.getQuery());
   sizes.keyLen = lengthOf(op.getKey());
-  sizes.query = operandLayout(dimsOf(op.getQuery()), shape.headDim,
+  sizes.query = operandLayout(dimsOf(symbolic, op.getQuery()), shape.headDim,
                               static_cast<int64_t>(op.getQueryColumn()));
-  sizes.key = operandLayout(dimsOf(op.getKey()), shape.headDim,
+  sizes.key = operandLayout(dimsOf(symbolic, op.getKey()), shape.headDim,
                             static_cast<int64_t>(op.getKeyColumn()));
-  sizes.value = operandLayout(dimsOf(op.getValue()), shape.valueHeadDim,
-                              static_cast<int64_t>(op.getValueColumn()));
-  sizes.output = operandLayout(dimsOf(op.getResult()), shape.valueHeadDim, 0);
+  sizes.value =
+      operandLayout(dimsOf(symbolic, op.getValue()), shape.valueHeadDim,
+                    static_cast<int64_t>(op.getValueColumn()));
+  sizes.output =
+      operandLayout(dimsOf(symbolic, op.getResult()), shape.valueHeadDim, 0);
   // Every symbol at 1: a stride's fixed factor (a static program's strides
   // as they are).
   std::vector<int64_t> ones(symbolic ? symbolic->symbols().size() : 0, 1);
@@ -145,7 +142,7 @@ analyzeAttentionRegion(FusionOp fusion, const SymbolicDims *symbolic) {
     shape.bias = dtypeOf(bias.getType()) == fusec::DType::I1
                      ? AttentionBias::Keep
                      : AttentionBias::Additive;
-    sizes.bias = biasLayout(dimsOf(bias));
+    sizes.bias = biasLayout(dimsOf(symbolic, bias));
     shape.biasLayout = sizes.bias.evaluate(ones);
   }
   shape.scale = op.getScale().convertToDouble();

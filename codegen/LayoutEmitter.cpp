@@ -124,6 +124,13 @@ std::string sum(ArrayRef<std::string> terms) {
   return text.empty() ? "0" : text;
 }
 
+/// The elements of dims [begin, end) of `shape`.
+SymbolicSize elementsOf(const SymbolicShape &shape, int64_t begin,
+                        int64_t end) {
+  return fusec::symbolicElements(
+      SymbolicShape(shape.begin() + begin, shape.begin() + end));
+}
+
 bool isOne(const SymbolicSize &size) {
   return size == SymbolicSize::constant(1);
 }
@@ -131,9 +138,7 @@ bool isOne(const SymbolicSize &size) {
 } // namespace
 
 SymbolicShape LayoutEmitter::shapeOf(Value value) const {
-  return symbolic ? symbolic->shapeOf(value)
-                  : fusec::symbolicShapeOf(
-                        toShape(cast<RankedTensorType>(value.getType())));
+  return dimsOf(symbolic, value);
 }
 
 std::string LayoutEmitter::size(const SymbolicSize &size) const {
@@ -258,20 +263,6 @@ FailureOr<std::string> LayoutEmitter::print() {
   return text;
 }
 
-bool hasSymbolicDims(const SymbolicDims *symbolic, Operation *op) {
-  if (!symbolic || symbolic->empty())
-    return false;
-  auto isSymbolic = [&](Value value) {
-    return !fusec::isStaticShape(symbolic->shapeOf(value));
-  };
-  return llvm::any_of(op->getOperands(), isSymbolic) ||
-         isSymbolic(op->getResult(0));
-}
-
-bool LayoutEmitter::readsDimSizes() const {
-  return hasSymbolicDims(symbolic, op);
-}
-
 void LayoutEmitter::printLoop(DType resultType) {
   printLoopHead(fusec::symbolicElements(shapeOf(op->getResult(0)))
                     .cExpression("fusec_dims"),
@@ -322,10 +313,8 @@ void LayoutEmitter::printConcat(ConcatOp concat) {
   int64_t axis = *normalizeAxis(concat.getAxis(), shape.size());
   // The concatenated dim is fixed (SymbolicDims): a chunk's parts start at
   // fixed multiples of `inner`.
-  SymbolicSize inner = fusec::symbolicElements(
-      SymbolicShape(shape.begin() + axis + 1, shape.end()));
-  SymbolicSize outer = fusec::symbolicElements(
-      SymbolicShape(shape.begin(), shape.begin() + axis));
+  SymbolicSize inner = elementsOf(shape, axis + 1, shape.size());
+  SymbolicSize outer = elementsOf(shape, 0, axis);
   SymbolicSize chunk = shape[axis] * inner; // one outer step of the result
   std::string o = "0", w = "i";
   if (!isOne(outer)) {
@@ -365,10 +354,8 @@ void LayoutEmitter::printGather(GatherOp gather) {
   SymbolicShape data = shapeOf(gather.getData());
   int64_t axis = *normalizeAxis(gather.getAxis(), data.size());
   SymbolicSize dim = data[axis];
-  SymbolicSize inner = fusec::symbolicElements(
-      SymbolicShape(data.begin() + axis + 1, data.end()));
-  SymbolicSize outer =
-      fusec::symbolicElements(SymbolicShape(data.begin(), data.begin() + axis));
+  SymbolicSize inner = elementsOf(data, axis + 1, data.size());
+  SymbolicSize outer = elementsOf(data, 0, axis);
   SymbolicSize indices = fusec::symbolicElements(shapeOf(gather.getIndices()));
   auto [o, j, r] = split3(outer, indices, inner, "j");
   os << "int64_t k = (int64_t)" << load(1, j) << ";\n";
@@ -418,10 +405,8 @@ void LayoutEmitter::printArgReduction(OpTy reduction, bool max) {
   int64_t axis = *normalizeAxis(reduction.getAxis(), input.size());
   SymbolicSize dimSize = input[axis];
   std::string dim = size(dimSize);
-  SymbolicSize inner = fusec::symbolicElements(
-      SymbolicShape(input.begin() + axis + 1, input.end()));
-  SymbolicSize outer = fusec::symbolicElements(
-      SymbolicShape(input.begin(), input.begin() + axis));
+  SymbolicSize inner = elementsOf(input, axis + 1, input.size());
+  SymbolicSize outer = elementsOf(input, 0, axis);
   DType dtype = dtypeOf(reduction.getOperand().getType());
   const char *computeType = fusec::dtypeInfo(dtype).computeCType;
   auto [o, unused, r] = split3(outer, SymbolicSize::constant(1), inner, "");

@@ -29,8 +29,8 @@ namespace fuse::layout {
 
 /// The kernel of `op` (transpose, slice, concat, gather, pad,
 /// argmax/argmin) as C++ with OpenMP: `extern "C" void NAME(const void
-/// *const *, void *const *)`. With `symbolic` (a symbolic program's dims)
-/// a kernel whose values have symbolic dims also takes their sizes.
+/// *const *, void *const *)`. With `symbolic` (given for a kernel whose
+/// values have symbolic dims) it also takes their sizes.
 mlir::FailureOr<std::string>
 printCppLayout(FusionOp fusion, mlir::Operation *op, const LayoutParams &params,
                const std::string &name, const SymbolicDims *symbolic = nullptr);
@@ -44,21 +44,18 @@ printCudaLayout(FusionOp fusion, mlir::Operation *op,
 /// Prints a layout kernel: the operands' reads, the comment and the
 /// per-element body; a target's subclass prints the signature and opens
 /// the loop.
-/// Some operand or the result of `op` has a symbolic dim (`symbolic`: the
-/// program's dims, null for a static program).
-bool hasSymbolicDims(const SymbolicDims *symbolic, mlir::Operation *op);
-
 class LayoutEmitter {
 public:
   virtual ~LayoutEmitter() = default;
 
   mlir::FailureOr<std::string> print();
 
-  /// Symbolic programs: the values' dims, whose sizes the index arithmetic
-  /// reads from the kernel's `fusec_dims` where they are symbolic.
+  /// A kernel with symbolic dims: the values' dims, whose sizes the index
+  /// arithmetic reads from the kernel's `fusec_dims` where they are
+  /// symbolic (null for a kernel whose values are all static).
   void setSymbolicDims(const SymbolicDims *dims) { symbolic = dims; }
-  /// Some value of the kernel has a symbolic dim: it takes the sizes.
-  bool readsDimSizes() const;
+  /// The kernel takes the sizes.
+  bool readsDimSizes() const { return symbolic != nullptr; }
 
 protected:
   LayoutEmitter(FusionOp fusion, mlir::Operation *op,

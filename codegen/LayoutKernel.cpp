@@ -59,7 +59,7 @@ FailureOr<fusec::KernelDesc> buildLayoutKernel(FusionOp fusion, unsigned index,
   desc.source = std::move(*source);
   if (target == fusec::Target::Cuda)
     desc.launch = launchOf(schedule);
-  if (layout::hasSymbolicDims(symbolic, layoutOp)) {
+  if (symbolic) {
     desc.readsDimSizes = true;
     fusec::SymbolicSize elements =
         fusec::symbolicElements(symbolic->shapeOf(layoutOp->getResult(0)));

@@ -16,8 +16,8 @@ namespace fuse {
 /// `extern "C" __global__ void NAME(in0.., out0..)`) and launch geometry.
 /// Inputs and outputs are filled in by the caller. `params`, when given,
 /// receives the schedule's params (LayoutParams::toString()).
-/// `symbolic` (symbolic programs): the values' dims; a kernel with
-/// symbolic dims takes the sizes and sizes its grid per run.
+/// `symbolic` (given for a region with symbolic dims): the values' dims;
+/// the kernel takes the sizes and sizes its grid per run.
 mlir::FailureOr<fusec::KernelDesc>
 buildLayoutKernel(FusionOp fusion, unsigned index, fusec::Target target,
                   std::string *params = nullptr,

@@ -64,15 +64,10 @@ analyzePointwiseRegion(FusionOp fusion, unsigned index,
   YieldOp yield = fusion.getYield();
   if (yield.getValues().empty())
     return fusion.emitError("codegen: a fusion region must yield a value");
-  auto symbolicShapeOf = [&](Value value) {
-    return symbolic ? symbolic->shapeOf(value)
-                    : fusec::symbolicShapeOf(
-                          toShape(cast<RankedTensorType>(value.getType())));
-  };
 
   kernel.iterationShape =
       toShape(cast<RankedTensorType>(yield.getValues()[0].getType()));
-  kernel.symbolicIterationShape = symbolicShapeOf(yield.getValues()[0]);
+  kernel.symbolicIterationShape = dimsOf(symbolic, yield.getValues()[0]);
   // Every computed value is one element per iteration (views keep element
   // order); only inputs and constants may be smaller (and are then read
   // through broadcasting).
@@ -111,8 +106,8 @@ analyzePointwiseRegion(FusionOp fusion, unsigned index,
              << fusec::formatShape(input.shape)
              << " is not broadcast to one shape of the region's "
              << fusec::formatShape(kernel.iterationShape) << " elements";
-    input.symbolicAccessShape = symbolicShapeOf(*access);
-    input.symbolicStrides = fusec::broadcastStrides(symbolicShapeOf(arg),
+    input.symbolicAccessShape = dimsOf(symbolic, *access);
+    input.symbolicStrides = fusec::broadcastStrides(dimsOf(symbolic, arg),
                                                     input.symbolicAccessShape);
     if (elements == kernel.numElements())
       input.access = InputAccess::Contiguous;

@@ -326,8 +326,9 @@ LogicalResult DimSizeOp::verify() {
 
 LogicalResult DimOfOp::verify() {
   int64_t rank = cast<RankedTensorType>(getOperand().getType()).getRank();
-  if (getDim() < 0 || getDim() >= rank)
-    return emitOpError() << "dim " << getDim() << " is outside rank " << rank;
+  int64_t dim = static_cast<int64_t>(getDim());
+  if (dim < 0 || dim >= rank)
+    return emitOpError() << "dim " << dim << " is outside rank " << rank;
   return success();
 }
 

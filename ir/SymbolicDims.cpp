@@ -41,6 +41,11 @@ SymbolicShape SymbolicDims::shapeOf(Value value) const {
   return staticShape(cast<RankedTensorType>(value.getType()));
 }
 
+SymbolicShape dimsOf(const SymbolicDims *dims, Value value) {
+  return dims ? dims->shapeOf(value)
+              : staticShape(cast<RankedTensorType>(value.getType()));
+}
+
 FailureOr<SymbolicDims> SymbolicDims::analyze(func::FuncOp function) {
   SymbolicDims dims;
   auto symbolList = function->getAttrOfType<ArrayAttr>(kSymbolsAttrName);

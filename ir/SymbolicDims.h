@@ -58,6 +58,10 @@ private:
   llvm::DenseMap<mlir::Value, fusec::SymbolicShape> shapes;
 };
 
+/// A value's dims: `dims`' analysis of them, or (no analysis, a static
+/// program) its type's.
+fusec::SymbolicShape dimsOf(const SymbolicDims *dims, mlir::Value value);
+
 /// Replaces each fuse.dim_of in `function` by the size `dims` derives: a
 /// constant, or a fuse.dim_size of its symbols.
 mlir::LogicalResult resolveDimSizes(mlir::func::FuncOp function,
