@@ -380,31 +380,25 @@ private:
                             << "' needs attr \"size\", a product of symbols "
                                "and integers such as \"batch*seq\"";
     auto func = cast<func::FuncOp>(builder.getInsertionBlock()->getParentOp());
-    auto declared = func->getAttrOfType<ArrayAttr>(kSymbolsAttrName);
     int64_t factor = 1;
     SmallVector<Attribute> symbols;
     for (StringRef factorText : llvm::split(StringRef(*text), '*')) {
       int64_t number = 0;
       if (!factorText.getAsInteger(10, number)) {
-        if (number < 1)
+        if (number < 1 || __builtin_mul_overflow(factor, number, &factor))
           return emitError(loc) << "'" << node.op << "' size \"" << *text
-                                << "\" has a factor below 1";
-        factor *= number;
+                                << "\" has a factor below 1 or past int64";
         continue;
       }
-      bool isSymbol =
-          declared && llvm::any_of(declared, [&](Attribute entry) {
-            auto triple = dyn_cast<ArrayAttr>(entry);
-            return triple && !triple.empty() &&
-                   cast<StringAttr>(triple[0]).getValue() == factorText;
-          });
       auto fixed = dimRanges.find(factorText.str());
-      if (isSymbol)
+      if (declaresSymbol(func, factorText))
         symbols.push_back(builder.getStringAttr(factorText));
       else if (fixed != dimRanges.end() &&
-               fixed->second.min == fixed->second.max)
-        factor *= fixed->second.min;
-      else
+               fixed->second.min == fixed->second.max) {
+        if (__builtin_mul_overflow(factor, fixed->second.min, &factor))
+          return emitError(loc) << "'" << node.op << "' size \"" << *text
+                                << "\" is past int64";
+      } else
         return emitError(loc)
                << "'" << node.op << "' size \"" << *text << "\" names '"
                << factorText << "', which is not a symbol of the graph";
@@ -423,6 +417,12 @@ private:
           .getResult();
     }
     if (symbols.empty()) {
+      // A fixed length is a constant: held to what a constant may be.
+      constexpr int64_t kMaxConstantIota = int64_t(1) << 24;
+      if (factor > kMaxConstantIota)
+        return emitError(loc) << "'iota' of fixed size " << factor
+                              << " is larger than a constant may be ("
+                              << kMaxConstantIota << " elements)";
       SmallVector<APInt> elements;
       for (int64_t k = 0; k < factor; ++k)
         elements.push_back(APInt(64, k));

@@ -302,18 +302,9 @@ static LogicalResult verifySymbolicSize(Operation *op, ArrayAttr symbols,
     return op->emitOpError()
            << "factor must be positive (got " << factor << ")";
   auto function = op->getParentOfType<func::FuncOp>();
-  auto declared =
-      function ? function->getAttrOfType<ArrayAttr>(kSymbolsAttrName) : nullptr;
   for (Attribute symbol : symbols) {
     StringRef name = cast<StringAttr>(symbol).getValue();
-    bool found = declared && llvm::any_of(declared, [&](Attribute entry) {
-                   auto triple = dyn_cast<ArrayAttr>(entry);
-                   auto named = triple && !triple.empty()
-                                    ? dyn_cast<StringAttr>(triple[0])
-                                    : nullptr;
-                   return named && named.getValue() == name;
-                 });
-    if (!found)
+    if (!declaresSymbol(function, name))
       return op->emitOpError()
              << "names '" << name << "', which is not a symbol of the function";
   }

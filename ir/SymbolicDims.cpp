@@ -41,6 +41,18 @@ SymbolicShape SymbolicDims::shapeOf(Value value) const {
   return staticShape(cast<RankedTensorType>(value.getType()));
 }
 
+bool declaresSymbol(func::FuncOp function, StringRef name) {
+  auto declared =
+      function ? function->getAttrOfType<ArrayAttr>(kSymbolsAttrName) : nullptr;
+  return declared && llvm::any_of(declared, [&](Attribute entry) {
+           auto triple = dyn_cast<ArrayAttr>(entry);
+           auto named = triple && !triple.empty()
+                            ? dyn_cast<StringAttr>(triple[0])
+                            : nullptr;
+           return named && named.getValue() == name;
+         });
+}
+
 SymbolicShape dimsOf(const SymbolicDims *dims, Value value) {
   return dims ? dims->shapeOf(value)
               : staticShape(cast<RankedTensorType>(value.getType()));

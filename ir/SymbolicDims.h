@@ -58,6 +58,9 @@ private:
   llvm::DenseMap<mlir::Value, fusec::SymbolicShape> shapes;
 };
 
+/// Whether `function`'s `fuse.symbols` declare a symbol named `name`.
+bool declaresSymbol(mlir::func::FuncOp function, llvm::StringRef name);
+
 /// A value's dims: `dims`' analysis of them, or (no analysis, a static
 /// program) its type's.
 fusec::SymbolicShape dimsOf(const SymbolicDims *dims, mlir::Value value);
