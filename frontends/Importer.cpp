@@ -307,6 +307,19 @@ private:
       return Type(RankedTensorType::get(operandType.getShape(),
                                         toElementType(context, *dtype)));
     }
+    if (auto named = node.attrs.find("dims"); named != node.attrs.end()) {
+      const std::string *text = std::get_if<std::string>(&named->second);
+      if (!text)
+        return emitError(loc) << "'" << node.op
+                              << "' attr \"dims\" is a string of sizes, "
+                                 "\"1,seq,768\"";
+      FailureOr<std::pair<SmallVector<int64_t>, ArrayAttr>> dims =
+          parseResultDims(node, *text, loc);
+      if (failed(dims))
+        return failure();
+      return Type(
+          RankedTensorType::get(dims->first, operandType.getElementType()));
+    }
     auto it = node.attrs.find("shape");
     const std::vector<int64_t> *shape =
         it == node.attrs.end() ? nullptr
@@ -365,6 +378,71 @@ private:
     return Type(RankedTensorType::get(dims, operandType.getElementType()));
   }
 
+  /// A size given as "seq", "batch*seq" or "2*seq": its integer factor and
+  /// the symbols it names. A symbol `--dim` fixes counts as its size.
+  struct SizeProduct {
+    int64_t factor = 1;
+    SmallVector<Attribute> symbols;
+  };
+  FailureOr<SizeProduct> parseSizeProduct(const GraphNode &node, StringRef text,
+                                          Location loc) {
+    auto func = cast<func::FuncOp>(builder.getInsertionBlock()->getParentOp());
+    SizeProduct size;
+    for (StringRef factorText : llvm::split(text, '*')) {
+      int64_t number = 0;
+      if (!factorText.getAsInteger(10, number)) {
+        if (number < 1 ||
+            __builtin_mul_overflow(size.factor, number, &size.factor))
+          return emitError(loc) << "'" << node.op << "' size \"" << text
+                                << "\" has a factor below 1 or past int64";
+        continue;
+      }
+      auto fixed = dimRanges.find(factorText.str());
+      if (declaresSymbol(func, factorText))
+        size.symbols.push_back(builder.getStringAttr(factorText));
+      else if (fixed != dimRanges.end() &&
+               fixed->second.min == fixed->second.max) {
+        if (__builtin_mul_overflow(size.factor, fixed->second.min,
+                                   &size.factor))
+          return emitError(loc)
+                 << "'" << node.op << "' size \"" << text << "\" is past int64";
+      } else
+        return emitError(loc)
+               << "'" << node.op << "' size \"" << text << "\" names '"
+               << factorText << "', which is not a symbol of the graph";
+    }
+    return size;
+  }
+
+  /// reshape and broadcast_to: attr "dims", the result's sizes as
+  /// "1,seq,12,64" (each an integer or a product of symbols), names a
+  /// result with symbolic dims; returns its shape (dynamic where symbolic)
+  /// and the op's `fuse.dims` for SymbolicDims.
+  FailureOr<std::pair<SmallVector<int64_t>, ArrayAttr>>
+  parseResultDims(const GraphNode &node, const std::string &text,
+                  Location loc) {
+    SmallVector<int64_t> shape;
+    SmallVector<Attribute> dims;
+    for (StringRef dimText : llvm::split(StringRef(text), ',')) {
+      FailureOr<SizeProduct> size = parseSizeProduct(node, dimText.trim(), loc);
+      if (failed(size))
+        return failure();
+      if (size->symbols.empty()) {
+        shape.push_back(size->factor);
+        dims.push_back(builder.getI64IntegerAttr(size->factor));
+        continue;
+      }
+      std::string product =
+          size->factor == 1 ? "" : std::to_string(size->factor);
+      for (Attribute symbol : size->symbols)
+        product += (product.empty() ? "" : "*") +
+                   cast<StringAttr>(symbol).getValue().str();
+      shape.push_back(ShapedType::kDynamic);
+      dims.push_back(builder.getStringAttr(product));
+    }
+    return std::make_pair(shape, builder.getArrayAttr(dims));
+  }
+
   /// dim_size and iota: a size given as "seq", "batch*seq" or
   /// "2*seq" (attr "size"). A symbol `--dim` fixes counts as its size; with
   /// none left the result is a constant.
@@ -379,30 +457,11 @@ private:
       return emitError(loc) << "'" << node.op
                             << "' needs attr \"size\", a product of symbols "
                                "and integers such as \"batch*seq\"";
-    auto func = cast<func::FuncOp>(builder.getInsertionBlock()->getParentOp());
-    int64_t factor = 1;
-    SmallVector<Attribute> symbols;
-    for (StringRef factorText : llvm::split(StringRef(*text), '*')) {
-      int64_t number = 0;
-      if (!factorText.getAsInteger(10, number)) {
-        if (number < 1 || __builtin_mul_overflow(factor, number, &factor))
-          return emitError(loc) << "'" << node.op << "' size \"" << *text
-                                << "\" has a factor below 1 or past int64";
-        continue;
-      }
-      auto fixed = dimRanges.find(factorText.str());
-      if (declaresSymbol(func, factorText))
-        symbols.push_back(builder.getStringAttr(factorText));
-      else if (fixed != dimRanges.end() &&
-               fixed->second.min == fixed->second.max) {
-        if (__builtin_mul_overflow(factor, fixed->second.min, &factor))
-          return emitError(loc) << "'" << node.op << "' size \"" << *text
-                                << "\" is past int64";
-      } else
-        return emitError(loc)
-               << "'" << node.op << "' size \"" << *text << "\" names '"
-               << factorText << "', which is not a symbol of the graph";
-    }
+    FailureOr<SizeProduct> size = parseSizeProduct(node, *text, loc);
+    if (failed(size))
+      return failure();
+    int64_t factor = size->factor;
+    SmallVector<Attribute> &symbols = size->symbols;
     auto i64 = builder.getI64Type();
     if (node.op == "dim_size") {
       auto type = RankedTensorType::get({}, i64);
@@ -549,6 +608,15 @@ private:
         state.addAttribute(CastOp::getRoundModeAttrName(state.name),
                            builder.getStringAttr(*mode));
       }
+    if (auto named = node.attrs.find("dims"); named != node.attrs.end()) {
+      // (attrResultType read it: a string that parses.)
+      auto dims =
+          parseResultDims(node, std::get<std::string>(named->second), loc);
+      if (failed(dims))
+        return failure();
+      if (llvm::any_of(dims->first, ShapedType::isDynamic))
+        state.addAttribute(kDimsAttrName, dims->second);
+    }
     Operation *op = builder.create(state);
     if (failed(verify(op)))
       return failure();

@@ -360,7 +360,9 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
 OpFoldResult BroadcastToOp::fold(FoldAdaptor adaptor) {
   if (getOperand().getType() == getType())
     return getOperand();
-  if (auto splat = dyn_cast_or_null<SplatElementsAttr>(adaptor.getOperand()))
+  // (A broadcast to symbolic dims stays: a constant's shape is fixed.)
+  auto splat = dyn_cast_or_null<SplatElementsAttr>(adaptor.getOperand());
+  if (splat && getType().hasStaticShape())
     return SplatElementsAttr::get(cast<ShapedType>(getType()),
                                   splat.getSplatValue<Attribute>());
   return {};
@@ -369,7 +371,8 @@ OpFoldResult BroadcastToOp::fold(FoldAdaptor adaptor) {
 OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
   if (getOperand().getType() == getType())
     return getOperand();
-  if (auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getOperand()))
+  auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getOperand());
+  if (dense && getType().hasStaticShape())
     return dense.reshape(cast<ShapedType>(getType()));
   // reshape(reshape(x)) is one reshape.
   if (auto inner = getOperand().getDefiningOp<ReshapeOp>()) {

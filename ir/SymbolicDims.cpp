@@ -9,6 +9,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
+#include "llvm/ADT/StringExtras.h"
+
 using namespace mlir;
 using fusec::SymbolicShape;
 using fusec::SymbolicSize;
@@ -30,6 +32,37 @@ SymbolicShape staticShape(RankedTensorType type) {
   for (int64_t dim : type.getShape())
     shape.push_back(SymbolicSize::constant(dim));
   return shape;
+}
+
+/// A dim of a `fuse.dims` list: a size (IntegerAttr) or a product of
+/// symbols and integers ("seq", "2*batch*seq"); nullopt when it names a
+/// symbol not in `indexOf`.
+std::optional<SymbolicSize> parseDim(Attribute entry,
+                                     const std::map<std::string, int> &indexOf,
+                                     std::string &why) {
+  if (auto size = dyn_cast<IntegerAttr>(entry))
+    return SymbolicSize::constant(size.getInt());
+  auto text = dyn_cast<StringAttr>(entry);
+  if (!text) {
+    why = "'" + kDimsAttrName.str() + "' holds symbol names and sizes";
+    return std::nullopt;
+  }
+  SymbolicSize size = SymbolicSize::constant(1);
+  for (StringRef factor : llvm::split(text.getValue(), '*')) {
+    int64_t number = 0;
+    if (!factor.getAsInteger(10, number) && number >= 1) {
+      size.factor *= number;
+      continue;
+    }
+    auto found = indexOf.find(factor.str());
+    if (found == indexOf.end()) {
+      why = "names '" + factor.str() + "', which is not in '" +
+            kSymbolsAttrName.str() + "'";
+      return std::nullopt;
+    }
+    size = size * SymbolicSize::symbol(found->second);
+  }
+  return size;
 }
 
 } // namespace
@@ -56,6 +89,32 @@ bool declaresSymbol(func::FuncOp function, StringRef name) {
 SymbolicShape dimsOf(const SymbolicDims *dims, Value value) {
   return dims ? dims->shapeOf(value)
               : staticShape(cast<RankedTensorType>(value.getType()));
+}
+
+/// A `fuse.dims` list as the dims of a value of type `type`: one per dim,
+/// a symbolic one where the type's is dynamic and the type's size elsewhere.
+static FailureOr<SymbolicShape>
+parseDims(ArrayAttr named, RankedTensorType type,
+          const std::map<std::string, int> &indexOf,
+          llvm::function_ref<InFlightDiagnostic(const Twine &)> fail) {
+  if (named.size() != static_cast<size_t>(type.getRank()))
+    return fail("'" + kDimsAttrName + "' has " + Twine(named.size()) +
+                " dims but the type has rank " + Twine(type.getRank()));
+  SymbolicShape shape;
+  for (auto [d, entry] : llvm::enumerate(named)) {
+    std::string why;
+    std::optional<SymbolicSize> size = parseDim(entry, indexOf, why);
+    if (!size)
+      return fail("dim " + Twine(d) + ": " + why);
+    if (size->isStatic() != !type.isDynamicDim(d) ||
+        (size->isStatic() && size->factor != type.getDimSize(d)))
+      return fail("dim " + Twine(d) + " is '" +
+                  (size->isStatic() ? std::to_string(size->factor)
+                                    : cast<StringAttr>(entry).str()) +
+                  "' in '" + kDimsAttrName + "' but not in the type");
+    shape.push_back(*size);
+  }
+  return shape;
 }
 
 FailureOr<SymbolicDims> SymbolicDims::analyze(func::FuncOp function) {
@@ -99,27 +158,11 @@ FailureOr<SymbolicDims> SymbolicDims::analyze(func::FuncOp function) {
     if (!named || named.size() != static_cast<size_t>(type.getRank()))
       return argFail("a dynamic dim needs '" + kDimsAttrName.str() +
                      "', one symbol name or size per dim");
-    SymbolicShape shape;
-    for (auto [d, entry] : llvm::enumerate(named)) {
-      if (auto name = dyn_cast<StringAttr>(entry)) {
-        auto found = indexOf.find(name.str());
-        if (found == indexOf.end())
-          return argFail("dim " + Twine(d) + " names '" + name.str() +
-                         "', which is not in '" + kSymbolsAttrName + "'");
-        if (!type.isDynamicDim(d))
-          return argFail("dim " + Twine(d) + " names '" + name.str() +
-                         "' but the type gives it a size");
-        shape.push_back(SymbolicSize::symbol(found->second));
-      } else if (auto size = dyn_cast<IntegerAttr>(entry)) {
-        if (type.getDimSize(d) != size.getInt())
-          return argFail("dim " + Twine(d) + " is " + Twine(size.getInt()) +
-                         " in '" + kDimsAttrName + "' but not in the type");
-        shape.push_back(SymbolicSize::constant(size.getInt()));
-      } else {
-        return argFail("'" + kDimsAttrName + "' holds symbol names and sizes");
-      }
-    }
-    dims.shapes[arg] = shape;
+    FailureOr<SymbolicShape> shape = parseDims(
+        named, type, indexOf, [&](const Twine &why) { return argFail(why); });
+    if (failed(shape))
+      return failure();
+    dims.shapes[arg] = *shape;
   }
   if (failed(dims.deriveBlock(function.getBody().front())))
     return failure();
@@ -228,6 +271,43 @@ LogicalResult SymbolicDims::derive(Operation *op) {
   auto resultType = dyn_cast<RankedTensorType>(result.getType());
   if (!resultType)
     return unsupported("not supported yet");
+
+  // Dims the frontend names: a reshape or broadcast to a shape it computed
+  // from the run's sizes (an ONNX Reshape to Concat(Shape(x)[:2], [12, 64]))
+  // says which symbols its dynamic dims are, where the operand's alone may
+  // not ([batch*seq, 768] -> [batch, seq, 768]). Checked, not trusted.
+  if (auto named = op->getAttrOfType<ArrayAttr>(kDimsAttrName)) {
+    std::map<std::string, int> indexOf;
+    for (size_t s = 0; s < syms.size(); ++s)
+      indexOf[syms[s].name] = static_cast<int>(s);
+    FailureOr<SymbolicShape> shape =
+        parseDims(named, resultType, indexOf,
+                  [&](const Twine &why) { return unsupported(why); });
+    if (failed(shape))
+      return failure();
+    SymbolicShape in = shapeOf(op->getOperand(0));
+    if (isa<ReshapeOp>(op)) {
+      if (fusec::symbolicElements(in) != fusec::symbolicElements(*shape))
+        return unsupported("'" + fusec::formatSymbolicShape(in, syms) +
+                           "' has other elements than '" +
+                           fusec::formatSymbolicShape(*shape, syms) + "'");
+    } else if (isa<BroadcastToOp>(op)) {
+      const SymbolicSize one = SymbolicSize::constant(1);
+      bool broadcasts = in.size() <= shape->size();
+      for (size_t d = 0; broadcasts && d < in.size(); ++d) {
+        const SymbolicSize &to = (*shape)[shape->size() - in.size() + d];
+        broadcasts = in[d] == one || in[d] == to;
+      }
+      if (!broadcasts)
+        return unsupported("'" + fusec::formatSymbolicShape(in, syms) +
+                           "' does not broadcast to '" +
+                           fusec::formatSymbolicShape(*shape, syms) + "'");
+    } else {
+      return unsupported("'" + kDimsAttrName +
+                         "' names the dims of reshapes and broadcasts only");
+    }
+    return record(op, result, std::move(*shape));
+  }
 
   // Dims the op works along (reduced, normalized) must be static.
   auto requireStatic = [&](Value operand, llvm::ArrayRef<int64_t> axes,
@@ -436,6 +516,26 @@ LogicalResult SymbolicDims::derive(Operation *op) {
     }
     SymbolicShape out = query;
     out.back() = SymbolicSize::constant(resultType.getShape().back());
+    return record(op, result, std::move(out));
+  }
+
+  if (auto gemm = dyn_cast<GemmOp>(op)) {
+    // [M, K] @ [K, N] (either transposed) with C broadcast to [M, N].
+    SymbolicShape a = shapeOf(gemm.getA()), b = shapeOf(gemm.getB());
+    if (a.size() != 2 || b.size() != 2)
+      return unsupported("A and B must be 2-D");
+    SymbolicShape out = {a[gemm.getTransA() ? 1 : 0],
+                         b[gemm.getTransB() ? 0 : 1]};
+    if (a[gemm.getTransA() ? 0 : 1] != b[gemm.getTransB() ? 1 : 0])
+      return unsupported("the contracted dims differ: '" +
+                         fusec::formatSymbolicShape(a, syms) + "' and '" +
+                         fusec::formatSymbolicShape(b, syms) + "'");
+    if (Value c = gemm.getC()) {
+      FailureOr<SymbolicShape> broadcast =
+          broadcastResult(op, resultType, {out, shapeOf(c)}, syms);
+      if (failed(broadcast))
+        return failure();
+    }
     return record(op, result, std::move(out));
   }
 

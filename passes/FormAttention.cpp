@@ -38,20 +38,47 @@ RankedTensorType tensorType(Value value) {
   return cast<RankedTensorType>(value.getType());
 }
 
-/// The value of a float splat constant (of any shape), if `value` is one.
-std::optional<double> splatFloat(Value value) {
-  auto constant = value.getDefiningOp<ConstantOp>();
-  auto splat = constant ? dyn_cast<SplatElementsAttr>(constant.getValue())
-                        : SplatElementsAttr();
-  if (!splat || !isa<FloatType>(splat.getElementType()))
-    return std::nullopt;
-  return splat.getSplatValue<APFloat>().convertToDouble();
-}
-
 /// A scalar-like operand: one element, whatever its rank.
 bool isScalar(Value value) {
   return tensorType(value).hasStaticShape() &&
          tensorType(value).getNumElements() == 1;
+}
+
+/// The constant `value` holds: a constant op's, or that of a one-element
+/// value computed from constants by ops that fold (the exporters'
+/// 1 / sqrt(sqrt(head_dim)), which this pass sees before canonicalization
+/// folds it). Null otherwise.
+Attribute foldedConstant(Value value, int depth = 0) {
+  if (auto constant = value.getDefiningOp<ConstantOp>())
+    return constant.getValue();
+  Operation *op = value.getDefiningOp();
+  constexpr int kMaxDepth = 8;
+  if (!op || depth > kMaxDepth || op->getNumResults() != 1 ||
+      op->getNumRegions() != 0 || !isScalar(value))
+    return {};
+  SmallVector<Attribute> operands;
+  for (Value operand : op->getOperands()) {
+    Attribute folded = foldedConstant(operand, depth + 1);
+    if (!folded)
+      return {};
+    operands.push_back(folded);
+  }
+  SmallVector<OpFoldResult> results;
+  if (failed(op->fold(operands, results)) || results.size() != 1)
+    return {};
+  if (auto folded = dyn_cast<Attribute>(results.front()))
+    return folded;
+  // An identity (a cast to its own type) folds to its operand.
+  Value kept = cast<Value>(results.front());
+  return kept == value ? Attribute() : foldedConstant(kept, depth + 1);
+}
+
+/// The value of a float splat constant (of any shape), if `value` is one.
+std::optional<double> splatFloat(Value value) {
+  auto splat = dyn_cast_or_null<SplatElementsAttr>(foldedConstant(value));
+  if (!splat || !isa<FloatType>(splat.getElementType()))
+    return std::nullopt;
+  return splat.getSplatValue<APFloat>().convertToDouble();
 }
 
 bool hasPerm(TransposeOp op, ArrayRef<int64_t> perm) {

@@ -281,6 +281,42 @@ private:
   bool foldToConstants(const onnx::NodeProto &node);
   bool foldShapeNode(const onnx::NodeProto &node);
   bool foldToSymbolicSizes(const onnx::NodeProto &node);
+
+  // Dims and shape values over the graph's symbols (SymbolicShapes.cpp).
+  /// Records the dims of `node`'s outputs, and the elements of a small
+  /// integer output, where its inputs' are known.
+  void propagateSymbolicShapes(const onnx::NodeProto &node);
+  void recordSymbolicShapes(const onnx::NodeProto &node);
+  /// Values not known because of a size a symbolic dim cannot be (a sum):
+  /// the reason, for the op that needs one.
+  std::map<std::string, std::string> symbolicGaps;
+  /// Reshape, Expand, ConstantOfShape and Slice whose shape or bounds are
+  /// computed at run time from the symbols' sizes: converted with the
+  /// result's symbolic dims (false when they read constants).
+  bool convertSymbolicShapeReader(const onnx::NodeProto &node);
+  /// A value's dims, with the symbols where they are symbolic.
+  std::optional<SymbolicShape> symbolicShapeOf(const std::string &name) const;
+  /// A small integer value's elements (a shape value), constant or symbolic.
+  std::optional<std::vector<SymbolicSize>>
+  symbolicValueOf(const std::string &name) const;
+  std::optional<int> symbolIndex(const std::string &name) const;
+  /// "1,seq,12,64": the dims attr of reshape and broadcast_to.
+  std::string dimsText(const SymbolicShape &shape) const;
+  /// One axis of a Slice, its bounds as sizes.
+  struct SymbolicSlice {
+    size_t axis = 0;
+    SymbolicSize start, end, step;
+  };
+  std::optional<std::vector<SymbolicSlice>>
+  symbolicSlices(const onnx::NodeProto &node) const;
+  /// The length of `slice` of a dim of size `dim`, where the ranges decide
+  /// it.
+  static std::optional<SymbolicSize>
+  slicedSize(const SymbolicSize &dim, const SymbolicSlice &slice,
+             const std::vector<DimSymbol> &symbols);
+  /// Each value's dims, where they have symbols (propagateSymbolicShapes and
+  /// ONNX's inference).
+  std::map<std::string, SymbolicShape> symbolicShapes;
   void convertNode(const onnx::NodeProto &node);
   /// A node of the model or of a subgraph: folded to constants where its
   /// inputs allow, converted otherwise.

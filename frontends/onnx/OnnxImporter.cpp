@@ -138,15 +138,26 @@ void OnnxConverter::inferShapes(const onnx::ModelProto &model) {
         std::remove_if(initializers.begin(), initializers.end(), isReleased),
         initializers.end());
   }
+  // The inputs as fusec reads them: given shapes, dims fixed by `--dim
+  // NAME=SIZE` and symbolic ones under their symbols' names.
   for (onnx::ValueInfoProto &input : *graph.mutable_input()) {
-    auto given = options.inputShapes.find(input.name());
-    if (given == options.inputShapes.end())
+    auto converted = std::find_if(
+        this->graph.inputs.begin(), this->graph.inputs.end(),
+        [&](const GraphInput &g) { return g.name == input.name(); });
+    if (converted == this->graph.inputs.end())
       continue;
     onnx::TensorShapeProto *shape =
         input.mutable_type()->mutable_tensor_type()->mutable_shape();
+    if (!options.inputShapes.count(input.name()) &&
+        static_cast<size_t>(shape->dim_size()) != converted->shape.size())
+      continue; // an input in error (reported) keeps its declared dims
     shape->clear_dim();
-    for (int64_t dim : given->second)
-      shape->add_dim()->set_dim_value(dim);
+    for (size_t d = 0; d < converted->shape.size(); ++d) {
+      if (converted->shape[d] >= 0)
+        shape->add_dim()->set_dim_value(converted->shape[d]);
+      else
+        shape->add_dim()->set_dim_param(converted->dimNames.at(d));
+    }
   }
   // Nodes of newer opsets ONNX 1.12 cannot infer are left out of the copy;
   // those converted already declare their outputs' shapes as inputs.
@@ -312,24 +323,28 @@ void OnnxConverter::inferShapes(const onnx::ModelProto &model) {
     if (!info.type().tensor_type().has_shape())
       return;
     Shape shape;
+    SymbolicShape symbolic;
     for (const auto &dim : info.type().tensor_type().shape().dim()) {
-      if (!dim.has_dim_value())
+      std::optional<int> symbol =
+          dim.has_dim_param() ? symbolIndex(dim.dim_param()) : std::nullopt;
+      if (symbol)
+        symbolic.push_back(SymbolicSize::symbol(*symbol));
+      else if (dim.has_dim_value())
+        symbolic.push_back(SymbolicSize::constant(dim.dim_value()));
+      else
         return;
-      shape.push_back(dim.dim_value());
+      if (dim.has_dim_value())
+        shape.push_back(dim.dim_value());
     }
-    inferredShapes[info.name()] = shape;
+    if (shape.size() == symbolic.size())
+      inferredShapes[info.name()] = shape;
+    else
+      symbolicShapes[info.name()] = symbolic;
   };
   for (const onnx::ValueInfoProto &info : graph.value_info())
     record(info);
   for (const onnx::ValueInfoProto &info : graph.output())
     record(info);
-  // A dim_param that is one of the graph's symbols: a symbolic element.
-  auto symbolNamed = [&](const std::string &name) -> std::optional<int> {
-    for (size_t s = 0; s < this->graph.symbols.size(); ++s)
-      if (this->graph.symbols[s].name == name)
-        return static_cast<int>(s);
-    return std::nullopt;
-  };
   for (const auto &[name, shape] : data) {
     std::vector<int64_t> values;
     std::vector<SymbolicSize> sizes;
@@ -338,7 +353,7 @@ void OnnxConverter::inferShapes(const onnx::ModelProto &model) {
         values.push_back(dim.dim_value());
         sizes.push_back(SymbolicSize::constant(dim.dim_value()));
       } else if (std::optional<int> symbol = dim.has_dim_param()
-                                                 ? symbolNamed(dim.dim_param())
+                                                 ? symbolIndex(dim.dim_param())
                                                  : std::nullopt) {
         sizes.push_back(SymbolicSize::symbol(*symbol));
       } else {
@@ -556,48 +571,53 @@ void OnnxConverter::convertOrFold(const onnx::NodeProto &node) {
     convertNode(node);
 }
 
-/// A shape computation whose value holds symbolic dims (Shape of [1, seq],
-/// then Gather, Squeeze, Concat, ...; ONNX's data propagation says which
-/// sizes): the value is computed from the run's sizes (dim_size ops), and
-/// its elements are kept for the ops that read it as a shape (Range,
-/// Reshape: symbolicValueOrNull).
+/// A shape computation whose value is known from the symbols' sizes (Shape
+/// of [1, seq], then Gather, Concat, arithmetic, Where, ...:
+/// propagateSymbolicShapes and ONNX's data propagation): a constant where
+/// every element is fixed, else computed from the run's sizes (dim_size
+/// ops); its elements are kept for the ops that read it as a shape
+/// (symbolicValueOrNull).
 bool OnnxConverter::foldToSymbolicSizes(const onnx::NodeProto &node) {
-  if (node.output_size() != 1)
-    return false;
-  static const std::set<std::string> kShapeOps = {
-      "Shape",     "Gather",   "Slice", "Concat", "Squeeze",
-      "Unsqueeze", "Identity", "Cast",  "Reshape"};
-  if (!kShapeOps.count(node.op_type()))
+  if (node.output_size() != 1 || node.op_type() == "Constant")
     return false;
   const std::string &output = node.output(0);
   auto value = symbolicShapeValues.find(output);
-  auto shape = inferredShapes.find(output);
+  std::optional<SymbolicShape> shape = symbolicShapeOf(output);
   auto type = inferredTypes.find(output);
-  if (value == symbolicShapeValues.end() || shape == inferredShapes.end() ||
-      type == inferredTypes.end() || type->second != DType::I64 ||
-      shape->second.size() > 1 ||
-      numElements(shape->second) != static_cast<int64_t>(value->second.size()))
+  if (value == symbolicShapeValues.end() || !shape || shape->size() > 1 ||
+      !isStaticShape(*shape) || type == inferredTypes.end() ||
+      symbolicElements(*shape).factor !=
+          static_cast<int64_t>(value->second.size()))
     return false;
-  // Shape's input is data; the others must read shape values only.
-  for (int i = node.op_type() == "Shape" ? 1 : 0; i < node.input_size(); ++i) {
-    const std::string &input = node.input(i);
-    if (!input.empty() && !constants.count(resolve(input)) &&
-        !symbolicShapeValues.count(resolve(input)) &&
-        !symbolicShapeValues.count(input))
+  const std::vector<SymbolicSize> &sizes = value->second;
+  Shape staticShape = evaluateShape(*shape, {});
+  if (std::all_of(sizes.begin(), sizes.end(),
+                  [](const SymbolicSize &size) { return size.isStatic(); })) {
+    if (type->second != DType::I1 && !isInteger(type->second))
       return false;
+    Tensor constant(type->second, staticShape);
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      if (type->second == DType::I64)
+        constant.as<int64_t>()[k] = sizes[k].factor;
+      else
+        constant.set(k, static_cast<double>(sizes[k].factor));
+    }
+    addConstant(output, std::move(constant));
+    return true;
   }
+  if (type->second != DType::I64)
+    return false;
   GraphNode owner;
   owner.name = node.name();
   owner.outputs = {output};
-  const std::vector<SymbolicSize> &sizes = value->second;
   auto element = [&](size_t k, const std::string &name) {
     if (sizes[k].isStatic()) {
-      Tensor constant(DType::I64, shape->second.empty() ? Shape{} : Shape{1});
-      constant.set(0, static_cast<double>(sizes[k].factor));
+      Tensor constant(DType::I64, staticShape.empty() ? Shape{} : Shape{1});
+      constant.as<int64_t>()[0] = sizes[k].factor;
       addConstant(name, std::move(constant));
       return;
     }
-    if (shape->second.empty()) {
+    if (staticShape.empty()) {
       addOutputStep(owner, "dim_size", {}, name,
                     {{"size", sizeText(sizes[k])}});
       return;
@@ -777,8 +797,9 @@ Graph OnnxConverter::convert(onnx::ModelProto &model) {
                        ": error: " + reason);
     };
     try {
+      propagateSymbolicShapes(node);
       if (foldShapeNode(node) || foldToConstants(node) ||
-          foldToSymbolicSizes(node))
+          foldToSymbolicSizes(node) || convertSymbolicShapeReader(node))
         continue;
       convertNode(node);
       if (std::any_of(node.output().begin(), node.output().end(),

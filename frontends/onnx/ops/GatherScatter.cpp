@@ -353,6 +353,15 @@ void scatterElements(OnnxConverter &converter, const onnx::NodeProto &proto,
   DType dtype = converter.requireDType(data, proto.op_type());
   if (converter.requireShape(updates, proto.op_type()) != indexShape)
     throw Unsupported{"updates must have the indices' shape"};
+  auto isSymbolic = [](const Shape &dims) {
+    return std::any_of(dims.begin(), dims.end(),
+                       [](int64_t dim) { return dim < 0; });
+  };
+  if (isSymbolic(shape) || isSymbolic(indexShape))
+    throw Unsupported{proto.op_type() +
+                      " with symbolic dims is not supported yet (a KV "
+                      "cache written by TensorScatter is; docs/"
+                      "dynamic-shapes.md)"};
   const int64_t rank = shape.size();
   if (rank == 0 || static_cast<int64_t>(indexShape.size()) != rank)
     throw Unsupported{"indices must have the data's rank (" +

@@ -12,7 +12,8 @@ Made with torch 2.15 (scripts/install-torch.sh) and transformers 4.49
 (5.x's decoder masks use aten::diff, which this exporter cannot write):
     python3 export_hf_models.py DIR
 writes DIR/hf_<model>_dynamic.onnx, DIR/hf_<model>_<B>x<T>_ids.npy and
-DIR/hf_<model>_<B>x<T>_out.npy; DIR/hf_swin.onnx, hf_swin_x.npy and
+DIR/hf_<model>_<B>x<T>_out.npy (1x32, 2x17, and 1x17: the 2x17's last
+row); DIR/hf_swin.onnx, hf_swin_x.npy and
 hf_swin_out.npy.
 """
 import os
@@ -66,6 +67,12 @@ def main(directory):
             tag = f"hf_{name}_{ids.shape[0]}x{ids.shape[1]}"
             np.save(os.path.join(directory, f"{tag}_ids.npy"), ids.numpy())
             np.save(os.path.join(directory, f"{tag}_out.npy"), out.numpy())
+        # A second length at batch 1: the last row of the 2 x 17 sample
+        # (without a mask, each row is computed alone).
+        np.save(os.path.join(directory, f"hf_{name}_1x17_ids.npy"),
+                samples[1][1:].numpy())
+        np.save(os.path.join(directory, f"hf_{name}_1x17_out.npy"),
+                out[1:].numpy())
         torch.onnx.export(
             wrapped, (samples[0],),
             os.path.join(directory, f"hf_{name}_dynamic.onnx"),
