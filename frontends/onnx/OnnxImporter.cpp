@@ -144,8 +144,10 @@ void OnnxConverter::inferShapes(const onnx::ModelProto &model) {
     auto converted = std::find_if(
         this->graph.inputs.begin(), this->graph.inputs.end(),
         [&](const GraphInput &g) { return g.name == input.name(); });
-    if (converted == this->graph.inputs.end())
-      continue;
+    if (converted == this->graph.inputs.end() ||
+        (!input.type().tensor_type().has_shape() &&
+         !options.inputShapes.count(input.name())))
+      continue; // (an input of unknown rank stays so for inference)
     onnx::TensorShapeProto *shape =
         input.mutable_type()->mutable_tensor_type()->mutable_shape();
     if (!options.inputShapes.count(input.name()) &&
