@@ -305,8 +305,8 @@ private:
       if (failed(checkSymbolicReduction(fusion)))
         return failure();
       return adopt(buildReductionKernel(fusion, index, program.target,
-                                        f32Functions, &params,
-                                        symbolicRowsOf(fusion), dimCount));
+                                        f32Functions, &params, symbolic,
+                                        dimCount));
     }
     case fuse::RegionKind::Layout:
       return adopt(buildLayoutKernel(fusion, index, program.target, &params,
@@ -446,13 +446,8 @@ private:
            llvm::any_of(fusion.getResults(), isSymbolic);
   }
 
-  /// Symbolic reductions vary only in their row count; their offsets are
-  /// computed at the maxima, so no offset may read a symbolic size. That
-  /// holds when every symbolic value is read whole by a reduction over
-  /// trailing dims (row r at r times the fixed row length) or holds one
-  /// element per row; or when the symbolic dims (size-1 dims aside) lead
-  /// every value that has them, the same in each: their offsets merge into
-  /// one outermost coordinate, which no index computation wraps.
+  /// Symbolic reductions vary in their rows, not in their row length: the
+  /// reduced dims must be fixed.
   LogicalResult checkSymbolicReduction(FusionOp fusion) {
     // The row length is fixed: a reduction along a symbolic dim is a fused
     // attention's alone.
@@ -472,102 +467,9 @@ private:
             }
           return WalkResult::advance();
         });
-    if (alongSymbolic.wasInterrupted())
-      return failure();
-    auto withoutOnes = [](fusec::SymbolicShape shape) {
-      llvm::erase_if(shape, [](const fusec::SymbolicSize &d) {
-        return d == fusec::SymbolicSize::constant(1);
-      });
-      return shape;
-    };
-    std::optional<fusec::SymbolicShape> space, rows;
-    fusec::SymbolicShape full;
-    fusion.getBody().walk([&](ReductionOpInterface reduction) {
-      full = symbolic->shapeOf(reduction.getReducedOperand());
-      ArrayRef<int64_t> axes = reduction.getReducedAxes();
-      size_t kept = full.size() - axes.size();
-      for (size_t d = kept; d < full.size(); ++d)
-        if (!llvm::is_contained(axes, static_cast<int64_t>(d)))
-          return WalkResult::interrupt(); // not trailing: no shortcut
-      space = withoutOnes(full);
-      rows =
-          withoutOnes(fusec::SymbolicShape(full.begin(), full.begin() + kept));
-      return WalkResult::interrupt();
-    });
-    SmallVector<Value> values(fusion.getInputs());
-    llvm::append_range(values, fusion.getResults());
-    // A fixed value is read without symbolic sizes when it repeats along
-    // every dim up to the space's last symbolic one (right-aligned).
-    auto readsFixedDimsOnly = [&](const fusec::SymbolicShape &shape) {
-      int64_t lastSymbolic = -1;
-      for (size_t d = 0; d < full.size(); ++d)
-        if (!full[d].isStatic())
-          lastSymbolic = d;
-      int64_t offset = int64_t(full.size()) - int64_t(shape.size());
-      for (int64_t d = 0; d < int64_t(shape.size()); ++d)
-        if (d + offset <= lastSymbolic &&
-            shape[d] != fusec::SymbolicSize::constant(1))
-          return false;
-      return true;
-    };
-    if (space && llvm::all_of(values, [&](Value value) {
-          fusec::SymbolicShape dims = symbolic->shapeOf(value);
-          fusec::SymbolicShape shape = withoutOnes(dims);
-          if (fusec::isStaticShape(dims))
-            return readsFixedDimsOnly(dims);
-          return shape == *space || shape == *rows;
-        }))
-      return success();
-    std::optional<fusec::SymbolicShape> leading;
-    for (Value value : values) {
-      fusec::SymbolicShape shape = withoutOnes(symbolic->shapeOf(value)),
-                           prefix;
-      for (const fusec::SymbolicSize &dim : shape) {
-        if (dim.isStatic())
-          break;
-        prefix.push_back(dim);
-      }
-      bool laterSymbolic = llvm::any_of(
-          llvm::drop_begin(shape, prefix.size()),
-          [](const fusec::SymbolicSize &d) { return !d.isStatic(); });
-      auto describe = [&] {
-        return "'" +
-               fusec::formatSymbolicShape(symbolic->shapeOf(value),
-                                          program.symbols) +
-               "'";
-      };
-      if (laterSymbolic)
-        return fusion.emitError()
-               << "codegen: a reduction's value of shape " << describe()
-               << " has a symbolic dim after a fixed one; a reduction's "
-                  "symbolic dims must lead its values";
-      if (prefix.empty())
-        continue;
-      if (leading && *leading != prefix)
-        return fusion.emitError()
-               << "codegen: a reduction's value of shape " << describe()
-               << " does not lead with the kernel's symbolic dims '"
-               << fusec::formatSymbolicShape(*leading, program.symbols)
-               << "' (a partial broadcast along them is not supported yet)";
-      leading = prefix;
-    }
-    return success();
-  }
-
-  /// The rows of a reduction region: its space's kept points.
-  fusec::SymbolicSize symbolicRowsOf(FusionOp fusion) {
-    fusec::SymbolicSize rows = fusec::SymbolicSize::constant(1);
-    fusion.getBody().walk([&](ReductionOpInterface reduction) {
-      fusec::SymbolicShape space =
-          symbolic->shapeOf(reduction.getReducedOperand());
-      rows = fusec::SymbolicSize::constant(1);
-      for (auto [d, dim] : llvm::enumerate(space))
-        if (!llvm::is_contained(reduction.getReducedAxes(),
-                                static_cast<int64_t>(d)))
-          rows = rows * dim;
-      return WalkResult::interrupt();
-    });
-    return rows;
+    // (The kept dims may be symbolic anywhere, and values may repeat along
+    // some of them: the kernel's loads divide the row by the run's sizes.)
+    return failure(alongSymbolic.wasInterrupted());
   }
 
   fusec::Program &program;

@@ -55,8 +55,11 @@ std::string EmitterBase::loadExpression(const Load &load,
 
 RowScope EmitterBase::emitRowLoads(raw_indented_ostream &os,
                                    const DimGroup &rows) {
-  for (const Load &load : plan.loads) {
-    std::string rowOffset = rows.offset("row", load.strides);
+  for (size_t i = 0; i < plan.loads.size(); ++i) {
+    const Load &load = plan.loads[i];
+    std::string rowOffset = plan.symbolicRowOffsets.empty()
+                                ? rows.offset("row", load.strides)
+                                : plan.symbolicRowOffsets[i];
     if (load.kind == Load::Reduced)
       os << "const " << computeType(load.dtype) << " " << load.variable << " = "
          << loadExpression(load, rowOffset) << ";\n";

@@ -7,6 +7,7 @@
 
 #include "codegen/ReductionKernel.h"
 
+#include "codegen/PointwiseKernel.h"
 #include "codegen/ReductionEmitter.h"
 #include "codegen/RegionKind.h"
 
@@ -16,14 +17,58 @@ namespace fuse {
 
 using namespace reduction;
 
+/// Symbolic programs: the rows (the space's kept dims) as a size of the
+/// symbols, and where each load starts in row `row`. The kept dims may be
+/// symbolic anywhere, and a load may repeat along some of them (a
+/// `[1, seq, C]` position table beside `[batch, seq, C]`): its offset
+/// divides `row` by the run's sizes. The loads' static strides along the
+/// kept dims become the symbolic strides' fixed factors, which is what the
+/// vector width may rely on.
+static fusec::SymbolicSize planSymbolicRows(ReductionPlan &plan,
+                                            const SymbolicDims &symbolic) {
+  Block &body = plan.fusion.getBody().front();
+  fusec::SymbolicShape space;
+  for (Operation &op : body.without_terminator())
+    if (auto reduction = dyn_cast<ReductionOpInterface>(&op)) {
+      space = symbolic.shapeOf(reduction.getReducedOperand());
+      break;
+    }
+  fusec::SymbolicShape rows;
+  for (size_t d = 0; d < space.size(); ++d)
+    if (!plan.space.reduced[d])
+      rows.push_back(space[d]);
+  for (Load &load : plan.loads) {
+    fusec::SymbolicShape shape =
+        symbolic.shapeOf(body.getArgument(load.argument));
+    // Read against the whole space, or (reduced dims dropped) the rows.
+    bool againstRows = load.targetRank != space.size();
+    fusec::SymbolicShape strides =
+        fusec::broadcastStrides(shape, againstRows ? rows : space);
+    fusec::SymbolicShape rowStrides;
+    for (size_t d = 0, k = 0; d < space.size(); ++d) {
+      if (plan.space.reduced[d])
+        continue;
+      const fusec::SymbolicSize &stride = strides[againstRows ? k : d];
+      rowStrides.push_back(stride);
+      load.strides[d] = stride.factor;
+      ++k;
+    }
+    plan.symbolicRowOffsets.push_back(
+        broadcastOffsetExpression("row", rows, rowStrides, "int64_t"));
+  }
+  return fusec::symbolicElements(rows);
+}
+
 FailureOr<fusec::KernelDesc>
 buildReductionKernel(FusionOp fusion, unsigned index, fusec::Target target,
                      const MathFunctionMap *f32Functions, std::string *params,
-                     std::optional<fusec::SymbolicSize> symbolicRows,
-                     size_t dimCount) {
+                     const SymbolicDims *symbolic, size_t dimCount) {
   FailureOr<ReductionPlan> plan = ReductionPlan::analyze(fusion);
   if (failed(plan))
     return failure();
+  std::optional<fusec::SymbolicSize> symbolicRows;
+  if (symbolic)
+    symbolicRows = planSymbolicRows(*plan, *symbolic);
   if (symbolicRows && plan->schedule == ReductionSchedule::Column)
     return fusion.emitError()
            << "codegen: a column reduction with symbolic dims is not "

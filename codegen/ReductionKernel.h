@@ -8,6 +8,8 @@
 
 #include <optional>
 
+#include "ir/SymbolicDims.h"
+
 namespace fuse {
 
 /// The kernel of a region rooted at reductions: the reductions with their
@@ -15,12 +17,13 @@ namespace fuse {
 /// (ops on the reduced values, and on the full shape through broadcasts of
 /// them). Inputs and outputs are filled in by the caller. `params`, when
 /// given, receives the schedule's params (ReductionParams::toString()).
-/// `symbolicRows` (symbolic programs): the kernel's row count as a size
-/// of the program's `dimCount` symbols.
+/// `symbolic` (symbolic programs): the dims of the region's values, over
+/// the program's `dimCount` symbols; the kernel's rows vary with them (its
+/// reduced dims are fixed).
 mlir::FailureOr<fusec::KernelDesc> buildReductionKernel(
     FusionOp fusion, unsigned index, fusec::Target target,
     const MathFunctionMap *f32Functions, std::string *params = nullptr,
-    std::optional<fusec::SymbolicSize> symbolicRows = {}, size_t dimCount = 0);
+    const SymbolicDims *symbolic = nullptr, size_t dimCount = 0);
 
 } // namespace fuse
 

@@ -78,6 +78,7 @@ LogicalResult ReductionPlan::addLoad(BlockArgument arg, Value boundTo,
   load.argument = arg.getArgNumber();
   load.dtype = dtypeOf(arg.getType());
   load.strides = *strides;
+  load.targetRank = target.size();
   bool alongReduced = false, any = false;
   for (size_t d = 0; d < space.full.size(); ++d) {
     any |= load.strides[d] != 0;

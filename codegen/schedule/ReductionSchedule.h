@@ -55,6 +55,9 @@ struct Load {
   enum Kind { Full, Reduced, Uniform } kind;
   fusec::Shape strides; ///< per dim of the space
   std::string variable;
+  /// The rank of the shape it is read as: the space's, or the kept dims'
+  /// alone (the reduced ones dropped).
+  size_t targetRank = 0;
 };
 
 struct ReductionInfo {
@@ -106,9 +109,12 @@ public:
   mutable FusionOp fusion; // MLIR op handles are not const-correct
   /// Symbolic programs: the rows (kept points) as a size of the program's
   /// `dimCount` symbols; the space is then at their maxima, and only the
-  /// row count varies (codegen checks that the symbolic dims lead).
+  /// row count varies (the loads' row offsets are symbolicRowOffsets).
   std::optional<fusec::SymbolicSize> symbolicRows;
   size_t dimCount = 0;
+  /// Symbolic programs: each load's offset at the start of row `row`, an
+  /// expression of `fusec_dims` (indexed like `loads`; empty otherwise).
+  std::vector<std::string> symbolicRowOffsets;
   /// The row count as C: `numRows`, or an expression of `fusec_dims`.
   std::string rowCountExpression(int64_t numRows) const {
     return symbolicRows ? symbolicRows->cExpression("fusec_dims")
