@@ -51,7 +51,10 @@ std::optional<SymbolicSize> parseDim(Attribute entry,
   for (StringRef factor : llvm::split(text.getValue(), '*')) {
     int64_t number = 0;
     if (!factor.getAsInteger(10, number) && number >= 1) {
-      size.factor *= number;
+      if (__builtin_mul_overflow(size.factor, number, &size.factor)) {
+        why = "'" + text.str() + "' is past int64";
+        return std::nullopt;
+      }
       continue;
     }
     auto found = indexOf.find(factor.str());
@@ -285,6 +288,9 @@ LogicalResult SymbolicDims::derive(Operation *op) {
                   [&](const Twine &why) { return unsupported(why); });
     if (failed(shape))
       return failure();
+    if (!isa<ReshapeOp, BroadcastToOp>(op))
+      return unsupported("'" + kDimsAttrName +
+                         "' names the dims of reshapes and broadcasts only");
     SymbolicShape in = shapeOf(op->getOperand(0));
     if (isa<ReshapeOp>(op)) {
       if (fusec::symbolicElements(in) != fusec::symbolicElements(*shape))
@@ -302,9 +308,6 @@ LogicalResult SymbolicDims::derive(Operation *op) {
         return unsupported("'" + fusec::formatSymbolicShape(in, syms) +
                            "' does not broadcast to '" +
                            fusec::formatSymbolicShape(*shape, syms) + "'");
-    } else {
-      return unsupported("'" + kDimsAttrName +
-                         "' names the dims of reshapes and broadcasts only");
     }
     return record(op, result, std::move(*shape));
   }

@@ -1004,6 +1004,8 @@ bool OnnxConverter::convertSymbolicShapeReader(const onnx::NodeProto &node) {
   // symbolic n (a position table sliced to the sequence's length): a gather
   // of positions 0..n-1.
   std::optional<SymbolicShape> in = symbolicShapeOf(data);
+  if (!in || in->size() != result->size())
+    throw Unsupported{"Slice's input dims are not known"};
   if (in == result) {
     addAlias(output, data);
     return true;
