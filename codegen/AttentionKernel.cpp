@@ -131,19 +131,23 @@ analyzeAttentionRegion(FusionOp fusion, const SymbolicDims *symbolic) {
                     static_cast<int64_t>(op.getValueColumn()));
   sizes.output =
       operandLayout(dimsOf(symbolic, op.getResult()), shape.valueHeadDim, 0);
-  // Every symbol at 1: a stride's fixed factor (a static program's strides
-  // as they are).
-  std::vector<int64_t> ones(symbolic ? symbolic->symbols().size() : 0, 1);
-  shape.query = sizes.query.evaluate(ones);
-  shape.key = sizes.key.evaluate(ones);
-  shape.value = sizes.value.evaluate(ones);
-  shape.output = sizes.output.evaluate(ones);
+  // Every symbol at its declared multiple (1 by default): what a stride is
+  // a multiple of at every size, which the alignment of rows rests on (a
+  // static program's strides as they are).
+  std::vector<int64_t> multiples;
+  if (symbolic)
+    for (const fusec::DimSymbol &symbol : symbolic->symbols())
+      multiples.push_back(symbol.multiple);
+  shape.query = sizes.query.evaluate(multiples);
+  shape.key = sizes.key.evaluate(multiples);
+  shape.value = sizes.value.evaluate(multiples);
+  shape.output = sizes.output.evaluate(multiples);
   if (Value bias = op.getBias()) {
     shape.bias = dtypeOf(bias.getType()) == fusec::DType::I1
                      ? AttentionBias::Keep
                      : AttentionBias::Additive;
     sizes.bias = biasLayout(dimsOf(symbolic, bias));
-    shape.biasLayout = sizes.bias.evaluate(ones);
+    shape.biasLayout = sizes.bias.evaluate(multiples);
   }
   shape.scale = op.getScale().convertToDouble();
   shape.causal = op.getCausal();

@@ -109,6 +109,11 @@ analyzePointwiseRegion(FusionOp fusion, unsigned index,
     input.symbolicAccessShape = dimsOf(symbolic, *access);
     input.symbolicStrides = fusec::broadcastStrides(dimsOf(symbolic, arg),
                                                     input.symbolicAccessShape);
+    if (!input.symbolicAccessShape.empty())
+      input.innermostDivisor =
+          symbolic ? input.symbolicAccessShape.back().knownDivisor(
+                         symbolic->symbols())
+                   : input.symbolicAccessShape.back().factor;
     if (elements == kernel.numElements())
       input.access = InputAccess::Contiguous;
     else if (elements == 1)

@@ -41,6 +41,9 @@ struct KernelInput {
   /// index is taken in it. Broadcast inputs are read through `strides`, one
   /// per dim of it (0 on broadcast dims).
   fusec::SymbolicShape symbolicAccessShape, symbolicStrides;
+  /// What the access shape's innermost dim is a multiple of at every size
+  /// (the dim itself when fixed; its symbols' declared multiples else).
+  int64_t innermostDivisor = 1;
   std::string value; ///< the loaded element's variable
 
   /// The offset of this (broadcast) input's element at linear index

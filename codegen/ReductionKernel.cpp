@@ -22,8 +22,9 @@ using namespace reduction;
 /// symbolic anywhere, and a load may repeat along some of them (a
 /// `[1, seq, C]` position table beside `[batch, seq, C]`): its offset
 /// divides `row` by the run's sizes. The loads' static strides along the
-/// kept dims become the symbolic strides' fixed factors, which is what the
-/// vector width may rely on.
+/// kept dims become what the symbolic strides are multiples of at every
+/// size (fixed factors, declared multiples), which the vector width may
+/// rely on.
 static fusec::SymbolicSize planSymbolicRows(ReductionPlan &plan,
                                             const SymbolicDims &symbolic) {
   Block &body = plan.fusion.getBody().front();
@@ -50,7 +51,7 @@ static fusec::SymbolicSize planSymbolicRows(ReductionPlan &plan,
         continue;
       const fusec::SymbolicSize &stride = strides[againstRows ? k : d];
       rowStrides.push_back(stride);
-      load.strides[d] = stride.factor;
+      load.strides[d] = stride.knownDivisor(symbolic.symbols());
       ++k;
     }
     plan.symbolicRowOffsets.push_back(

@@ -513,6 +513,27 @@ fusec_status fusec_options_set_dim_range(fusec_options *options,
   });
 }
 
+fusec_status fusec_options_set_dim_multiple(fusec_options *options,
+                                            const char *name,
+                                            int64_t multiple) {
+  return guarded([&] {
+    std::string dim = nonNull(name, "the dim name");
+    auto &ranges = required(options, "the options").compile.dimRanges;
+    auto range = ranges.find(dim);
+    if (range == ranges.end())
+      throw InvalidArgument{"fusec: dim '" + dim +
+                            "' has no range (fusec_options_set_dim_range "
+                            "first)"};
+    if (multiple < 1 ||
+        range->second.max / multiple * multiple < range->second.min)
+      throw InvalidArgument{"fusec: no size of dim '" + dim + "' (" +
+                            std::to_string(range->second.min) + ".." +
+                            std::to_string(range->second.max) +
+                            ") is a multiple of " + std::to_string(multiple)};
+    range->second.multiple = multiple;
+  });
+}
+
 fusec_status fusec_options_set_cache_dir(fusec_options *options,
                                          const char *dir) {
   return guarded([&] {

@@ -107,8 +107,10 @@ public:
   /// (declared with symbol()), "" keeps `shape[d]`.
   std::string input(const std::string &name, DType dtype, Shape shape,
                     std::vector<std::string> dimNames);
-  /// Declares a symbolic dim and its range.
-  void symbol(const std::string &name, int64_t min, int64_t max);
+  /// Declares a symbolic dim, its range and (optionally) that every size is
+  /// a multiple of `multiple`.
+  void symbol(const std::string &name, int64_t min, int64_t max,
+              int64_t multiple = 1);
   std::string constant(const std::string &name, Tensor value);
   /// A rank-0 constant, broadcast wherever it is used.
   std::string scalar(double value, DType dtype);

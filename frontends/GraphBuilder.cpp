@@ -24,8 +24,9 @@ std::string GraphBuilder::input(const std::string &name, DType dtype,
   return name;
 }
 
-void GraphBuilder::symbol(const std::string &name, int64_t min, int64_t max) {
-  built.symbols.push_back({name, min, max});
+void GraphBuilder::symbol(const std::string &name, int64_t min, int64_t max,
+                          int64_t multiple) {
+  built.symbols.push_back({name, min, max, multiple});
 }
 
 std::string GraphBuilder::constant(const std::string &name, Tensor value) {

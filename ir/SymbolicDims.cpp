@@ -130,16 +130,25 @@ FailureOr<SymbolicDims> SymbolicDims::analyze(func::FuncOp function) {
   if (symbolList)
     for (Attribute entry : symbolList) {
       auto triple = dyn_cast<ArrayAttr>(entry);
-      if (!triple || triple.size() != 3 || !isa<StringAttr>(triple[0]) ||
-          !isa<IntegerAttr>(triple[1]) || !isa<IntegerAttr>(triple[2]))
-        return fail("each symbol is [NAME, MIN, MAX]");
+      if (!triple || (triple.size() != 3 && triple.size() != 4) ||
+          !isa<StringAttr>(triple[0]) ||
+          !llvm::all_of(llvm::drop_begin(triple),
+                        [](Attribute a) { return isa<IntegerAttr>(a); }))
+        return fail("each symbol is [NAME, MIN, MAX] or [NAME, MIN, MAX, "
+                    "MULTIPLE]");
       fusec::DimSymbol symbol{cast<StringAttr>(triple[0]).str(),
                               cast<IntegerAttr>(triple[1]).getInt(),
                               cast<IntegerAttr>(triple[2]).getInt()};
-      if (symbol.min < 1 || symbol.max < symbol.min)
+      if (triple.size() == 4)
+        symbol.multiple = cast<IntegerAttr>(triple[3]).getInt();
+      if (symbol.min < 1 || symbol.max < symbol.min || symbol.multiple < 1 ||
+          symbol.max / symbol.multiple * symbol.multiple < symbol.min)
         return fail("symbol '" + symbol.name + "' has the empty range " +
                     std::to_string(symbol.min) + ".." +
-                    std::to_string(symbol.max));
+                    std::to_string(symbol.max) +
+                    (symbol.multiple > 1
+                         ? " of multiples of " + std::to_string(symbol.multiple)
+                         : std::string()));
       if (symbol.max > kMaxElements)
         return fail("symbol '" + symbol.name + "' has a maximum above 2^48");
       if (!indexOf.emplace(symbol.name, dims.syms.size()).second)
@@ -681,11 +690,14 @@ void setSymbolicDims(func::FuncOp function,
                      const std::vector<std::vector<std::string>> &argDimNames) {
   Builder builder(function.getContext());
   SmallVector<Attribute> list;
-  for (const fusec::DimSymbol &symbol : symbols)
-    list.push_back(
-        builder.getArrayAttr({builder.getStringAttr(symbol.name),
-                              builder.getI64IntegerAttr(symbol.min),
-                              builder.getI64IntegerAttr(symbol.max)}));
+  for (const fusec::DimSymbol &symbol : symbols) {
+    SmallVector<Attribute> entry = {builder.getStringAttr(symbol.name),
+                                    builder.getI64IntegerAttr(symbol.min),
+                                    builder.getI64IntegerAttr(symbol.max)};
+    if (symbol.multiple != 1)
+      entry.push_back(builder.getI64IntegerAttr(symbol.multiple));
+    list.push_back(builder.getArrayAttr(entry));
+  }
   function->setAttr(kSymbolsAttrName, builder.getArrayAttr(list));
   for (auto [index, names] : llvm::enumerate(argDimNames)) {
     if (llvm::all_of(names, [](const std::string &n) { return n.empty(); }))

@@ -119,11 +119,13 @@ cl::list<std::string> inputShapeFlags(
     cl::cat(compileCategory));
 
 cl::list<std::string> dimFlags(
-    "dim", cl::value_desc("NAME=MIN..MAX"),
+    "dim", cl::value_desc("NAME=MIN..MAX[:MULTIPLE]"),
     cl::desc("ONNX and JSON: keep the named dim NAME symbolic, for any\n"
              "size from MIN to MAX: one compile serves them all, each\n"
-             "run binds the size from its inputs; NAME=SIZE fixes it in\n"
-             "every input (repeatable)"),
+             "run binds the size from its inputs; :MULTIPLE declares\n"
+             "every size a multiple of it (kernels then use it: vector\n"
+             "widths, aligned rows); NAME=SIZE fixes it in every input\n"
+             "(repeatable)"),
     cl::cat(compileCategory));
 cl::list<std::string> specializeFlags(
     "specialize", cl::value_desc("NAME=S1,S2,..."),
@@ -443,8 +445,8 @@ CliOptions parseArguments(int argc, char **argv) {
       char *end = nullptr;
       long long value = std::strtoll(text.c_str(), &end, 10);
       if (text.empty() || *end || value < 1)
-        throw UsageError{"--dim expects NAME=MIN..MAX or NAME=SIZE with "
-                         "sizes of at least 1, got '" +
+        throw UsageError{"--dim expects NAME=MIN..MAX[:MULTIPLE] or "
+                         "NAME=SIZE with sizes of at least 1, got '" +
                          spec + "'"};
       return value;
     };
@@ -453,14 +455,25 @@ CliOptions parseArguments(int argc, char **argv) {
       throw UsageError{"--dim expects NAME=MIN..MAX or NAME=SIZE, got '" +
                        spec + "'"};
     DimSymbol symbol{spec.substr(0, equals), 0, 0};
+    // NAME=MIN..MAX:MULTIPLE: every size a multiple (a fact kernels use).
+    size_t colon = spec.find(':');
+    size_t rangeEnd = colon == std::string::npos ? spec.size() : colon;
+    if (colon != std::string::npos && dots == std::string::npos)
+      throw UsageError{"--dim " + spec +
+                       ": a multiple goes with a range, NAME=MIN..MAX:M"};
     if (dots == std::string::npos) { // NAME=SIZE: fixed by name
       symbol.min = symbol.max = number(equals + 1, spec.size());
     } else {
       symbol.min = number(equals + 1, dots);
-      symbol.max = number(dots + 2, spec.size());
+      symbol.max = number(dots + 2, rangeEnd);
+      if (colon != std::string::npos)
+        symbol.multiple = number(colon + 1, spec.size());
     }
     if (symbol.max < symbol.min)
       throw UsageError{"--dim " + spec + ": MAX is below MIN"};
+    if (symbol.max / symbol.multiple * symbol.multiple < symbol.min)
+      throw UsageError{"--dim " + spec + ": no size in the range is a " +
+                       "multiple of " + std::to_string(symbol.multiple)};
     options.compile.dimRanges[symbol.name] = symbol;
   }
   for (const std::string &spec : specializeFlags) {

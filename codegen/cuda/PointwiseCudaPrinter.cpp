@@ -31,7 +31,7 @@ namespace {
 bool isVectorBroadcast(const KernelInput &input, int width) {
   return input.access == InputAccess::Broadcast &&
          input.symbolicStrides.back() == fusec::SymbolicSize::constant(1) &&
-         input.symbolicAccessShape.back().factor % width == 0;
+         input.innermostDivisor % width == 0;
 }
 
 } // namespace

@@ -194,9 +194,13 @@ std::string Program::planJson() const {
     // The kernels read these sizes at run time; the memory plan below and
     // each buffer's "shape" are at the symbols' maxima.
     plan["symbols"] = json::array();
-    for (const DimSymbol &symbol : symbols)
-      plan["symbols"].push_back(
-          {{"name", symbol.name}, {"min", symbol.min}, {"max", symbol.max}});
+    for (const DimSymbol &symbol : symbols) {
+      json entry = {
+          {"name", symbol.name}, {"min", symbol.min}, {"max", symbol.max}};
+      if (symbol.multiple != 1)
+        entry["multiple"] = symbol.multiple;
+      plan["symbols"].push_back(entry);
+    }
   }
   MemoryPlan memory = planMemory(*this);
   plan["memory"] = {{"peak_bytes", memory.peakBytes},
@@ -393,6 +397,10 @@ std::vector<int64_t> bindDimSizes(const Program &program,
         throw Error(label() + " is " + std::to_string(shape[d]) +
                     ", outside its range " + std::to_string(named.min) + ".." +
                     std::to_string(named.max));
+      if (shape[d] % named.multiple != 0)
+        throw Error(label() + " is " + std::to_string(shape[d]) +
+                    ", not a multiple of " + std::to_string(named.multiple) +
+                    " as its range declares");
       if (sizes[symbol] != kUnbound && sizes[symbol] != shape[d])
         throw Error(label() + " is " + std::to_string(shape[d]) + ", but " +
                     where(boundBy[symbol].first, boundBy[symbol].second) +

@@ -92,6 +92,7 @@ std::string encodeProgram(const Program &program) {
     out.putString(symbol.name);
     out.put<int64_t>(symbol.min);
     out.put<int64_t>(symbol.max);
+    out.put<int64_t>(symbol.multiple);
   }
   out.putList(program.dimSizes);
   out.put<uint64_t>(program.buffers.size());
@@ -165,11 +166,12 @@ Program decodeProgram(std::string_view bytes, const std::string &what) {
   program.prelude = in.getString();
   program.source = in.getString();
   // The smallest encoding of each item bounds its count.
-  program.symbols.resize(in.getCount(8 + 8 + 8));
+  program.symbols.resize(in.getCount(8 + 8 + 8 + 8));
   for (DimSymbol &symbol : program.symbols) {
     symbol.name = in.getString();
     symbol.min = in.get<int64_t>();
     symbol.max = in.get<int64_t>();
+    symbol.multiple = in.get<int64_t>();
   }
   program.dimSizes = in.getList<int64_t>();
   program.buffers.resize(in.getCount(8 + 8 + 8 + 1 + 4 + 4 + 8));
@@ -256,9 +258,11 @@ void checkProgram(const Program &program, const std::string &what) {
   constexpr int64_t kMaxSymbol = int64_t(1) << 48;
   for (const DimSymbol &symbol : program.symbols)
     if (symbol.name.empty() || symbol.min < 1 || symbol.max < symbol.min ||
-        symbol.max > kMaxSymbol)
+        symbol.max > kMaxSymbol || symbol.multiple < 1 ||
+        symbol.max / symbol.multiple * symbol.multiple < symbol.min)
       fail("symbol '" + symbol.name + "' has the range " +
-           std::to_string(symbol.min) + ".." + std::to_string(symbol.max));
+           std::to_string(symbol.min) + ".." + std::to_string(symbol.max) +
+           " (multiples of " + std::to_string(symbol.multiple) + ")");
   if (!program.dimSizes.empty() && !program.symbols.empty())
     fail("a program with symbols holds no sizes of its own");
   auto checkSize = [&](const SymbolicSize &size, const std::string &user) {

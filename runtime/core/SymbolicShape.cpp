@@ -44,6 +44,14 @@ SymbolicSize SymbolicSize::operator*(const SymbolicSize &other) const {
   return product;
 }
 
+int64_t SymbolicSize::knownDivisor(const std::vector<DimSymbol> &names) const {
+  int64_t divisor = factor;
+  for (int symbol : symbols)
+    if (__builtin_mul_overflow(divisor, names[symbol].multiple, &divisor))
+      return factor;
+  return divisor;
+}
+
 SymbolicSize symbolicElements(const SymbolicShape &shape) {
   SymbolicSize elements = SymbolicSize::constant(1);
   for (const SymbolicSize &dim : shape)

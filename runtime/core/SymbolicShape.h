@@ -20,10 +20,13 @@
 
 namespace fusec {
 
-/// A named dim size that varies between runs, within [min, max].
+/// A named dim size that varies between runs, within [min, max], and a
+/// multiple of `multiple` (declared, `--dim seq=8..1024:8`, so that kernels
+/// may rely on it: vector widths, aligned rows).
 struct DimSymbol {
   std::string name;
   int64_t min = 1, max = 1;
+  int64_t multiple = 1;
 };
 
 /// `factor` times the product of `symbols` (indices into the program's
@@ -42,6 +45,9 @@ struct SymbolicSize {
   /// named `values`: "768", "fusec_dims[0]", "(int64_t)768 * fusec_dims[0]".
   std::string cExpression(const std::string &values) const;
   SymbolicSize operator*(const SymbolicSize &other) const;
+  /// What every value of the size is a multiple of: the factor times the
+  /// symbols' declared multiples (the factor alone where that overflows).
+  int64_t knownDivisor(const std::vector<DimSymbol> &names) const;
   bool operator==(const SymbolicSize &other) const {
     return factor == other.factor && symbols == other.symbols;
   }

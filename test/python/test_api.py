@@ -392,6 +392,28 @@ def test_symbolic_dims():
               out=[np.empty((4, 32), np.float32)])
 
 
+def test_symbolic_dims_multiple():
+    """dims={name: (min, max, multiple)}: sizes that are multiples run (as
+    the model compiled for that size does), others are errors naming the
+    dim; a multiple no size in the range has is refused at compile."""
+    model = fusec.compile_text(ROWS_MODEL, "json", "rows.json", target="cpu",
+                               dims={"rows": (4, 64, 4)})
+    rng = np.random.default_rng(7)
+    b = rng.uniform(-1, 1, 32).astype(np.float32)
+    x = rng.uniform(-3, 3, (12, 32)).astype(np.float32)
+    fixed = fusec.compile_text(ROWS_MODEL, "json", "rows.json", target="cpu",
+                               fuse=False, dims={"rows": 12})
+    np.testing.assert_allclose(model(x, b)[0], fixed(x, b)[0], rtol=1e-5,
+                               atol=1e-6)
+    with pytest.raises(fusec.Error, match="input 'x' dim 0 \\('rows'\\) is "
+                                          "10, not a multiple of 4"):
+        model(np.zeros((10, 32), np.float32), b)
+    with pytest.raises(fusec.Error, match="no size of dim 'rows' \\(1..7\\) "
+                                          "is a multiple of 8"):
+        fusec.compile_text(ROWS_MODEL, "json", "rows.json", target="cpu",
+                           dims={"rows": (1, 7, 8)})
+
+
 def test_cache_controls(tmp_path):
     directory = tmp_path / "kernels"
     assert fusec.cache_dir(str(directory)) == str(directory)

@@ -174,6 +174,21 @@ TEST_CASE("a package of a symbolic model serves every size in its ranges",
   std::string dir = test::freshTempDir("package-symbolic");
   CompiledModel model = compile(symbolicSequenceGraph(), test::testOptions());
   checkSymbolicRoundTrip(model, dir + "/symbolic.fusec");
+
+  // A declared multiple is kept: the loaded model refuses other sizes.
+  GraphBuilder b("by_fours");
+  b.symbol("n", 4, 32, 4);
+  b.output(b.op("sin", {b.input("x", DType::F32, {-1, 8}, {"n", ""})}));
+  CompiledModel byFours = compile(b.build(), test::testOptions());
+  byFours.save(dir + "/by-fours.fusec");
+  CompiledModel loaded = load(dir + "/by-fours.fusec");
+  REQUIRE(loaded.program().symbols.size() == 1);
+  CHECK(loaded.program().symbols[0].multiple == 4);
+  std::mt19937_64 rng(9);
+  Tensor twelve = randomTensor(DType::F32, {12, 8}, rng);
+  CHECK(loaded.run({twelve})[0].bytes == byFours.run({twelve})[0].bytes);
+  CHECK_THROWS_WITH(loaded.run({randomTensor(DType::F32, {10, 8}, rng)}),
+                    Contains("dim 0 ('n') is 10, not a multiple of 4"));
 }
 
 TEST_CASE("a damaged or foreign package is an error naming the file",

@@ -160,6 +160,12 @@ FUSEC_API fusec_status fusec_options_set_input_shape(fusec_options *options,
 FUSEC_API fusec_status fusec_options_set_dim_range(fusec_options *options,
                                                    const char *name,
                                                    int64_t min, int64_t max);
+/* Declares every size of dim `name` (given a range first) a multiple of
+   `multiple`: kernels may rely on it (vector widths, aligned rows), and a
+   run at another size is an error naming the dim. */
+FUSEC_API fusec_status fusec_options_set_dim_multiple(fusec_options *options,
+                                                      const char *name,
+                                                      int64_t multiple);
 /* The kernel cache directory; NULL or "" for the default
    ($FUSEC_CACHE_DIR, else $XDG_CACHE_HOME/fusec, else ~/.cache/fusec). */
 FUSEC_API fusec_status fusec_options_set_cache_dir(fusec_options *options,

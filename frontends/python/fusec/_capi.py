@@ -87,6 +87,7 @@ _SIGNATURES = {
     "fusec_options_set_cache_dir": ([_P, _STR], None),
     "fusec_options_set_dim_range": ([_P, _STR, ctypes.c_int64,
                                      ctypes.c_int64], None),
+    "fusec_options_set_dim_multiple": ([_P, _STR, ctypes.c_int64], None),
     "fusec_options_set_remark_callback": ([_P, RemarkCallback, _P], None),
     "fusec_options_set_precision": ([_P, _INT], None),
     "fusec_options_keep_f32": ([_P, _STR], None),

@@ -71,13 +71,17 @@ class _Options:
                         handle, _capi.encode(name), len(shape),
                         _capi.int64_array(shape)))
             elif key == "dims":
-                # {name: (min, max)} keeps a named dim symbolic; {name: size}
-                # fixes it.
+                # {name: (min, max)} keeps a named dim symbolic, (min, max,
+                # multiple) declares its sizes multiples; {name: size} fixes
+                # it.
                 for name, bounds in value.items():
-                    low, high = ((bounds, bounds) if isinstance(bounds, int)
-                                 else tuple(bounds))
+                    bounds = ((bounds, bounds) if isinstance(bounds, int)
+                              else tuple(bounds))
                     _capi.check(_capi.lib.fusec_options_set_dim_range(
-                        handle, _capi.encode(name), low, high))
+                        handle, _capi.encode(name), bounds[0], bounds[1]))
+                    if len(bounds) > 2:
+                        _capi.check(_capi.lib.fusec_options_set_dim_multiple(
+                            handle, _capi.encode(name), bounds[2]))
             elif key == "precision":
                 _capi.check(_capi.lib.fusec_options_set_precision(
                     handle, _dtypes.code_of(value or "f32")))
@@ -110,7 +114,8 @@ def compile(model, target=None, **options):
     target: "cpu", "cuda" or None (cuda when a GPU is usable, else cpu).
     options: fast_math, tf32, fuse, attention, cuda_graphs, kernel_overlap
     (bools), gpu_arch ("sm_90a"), cache_dir, input_shapes ({input name:
-    shape} for ONNX inputs with symbolic dims), dims ({dim name: (min, max)}
+    shape} for ONNX inputs with symbolic dims), dims ({dim name: (min, max)
+    or (min, max, multiple)}
     keeps an ONNX dim_param or JSON named dim symbolic: one compile runs at
     every size in the range; {dim name: size} fixes it), precision ("bf16", "f16",
     torch.bfloat16, ...: the model's f32 tensors run in that dtype) with
