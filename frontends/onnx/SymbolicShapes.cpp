@@ -955,12 +955,30 @@ bool OnnxConverter::convertSymbolicShapeReader(const onnx::NodeProto &node) {
   const std::string &output = node.output(0);
   std::optional<SymbolicShape> result = symbolicShapeOf(output);
   if (!result) {
-    std::string shapeInput = node.input(shapeInputs.front());
+    // The first input computed at run time, and whether its value is known.
+    std::string shapeInput;
+    bool known = true;
+    for (int i : shapeInputs) {
+      if (i >= node.input_size() || node.input(i).empty())
+        continue;
+      std::string name = resolve(node.input(i));
+      if (shapeInput.empty() && !constants.count(name))
+        shapeInput = node.input(i);
+      known &= symbolicValueOf(name).has_value();
+    }
+    std::string what = op + "'s " +
+                       (op == "Slice" ? "bounds are" : "shape is") +
+                       " computed at run time ('" + shapeInput + "')";
+    if (known)
+      throw Unsupported{
+          what + (op == "Slice"
+                      ? ": with such bounds fusec takes a whole dim, or a "
+                        "prefix [0, n) of a fixed dim"
+                      : ": its sizes do not fit the input's dims as products "
+                        "of the graph's symbols")};
     auto gap = symbolicGaps.find(resolve(shapeInput));
     throw Unsupported{
-        op + "'s " + (op == "Slice" ? "bounds are" : "shape is") +
-        " computed at run time ('" + shapeInput +
-        "'), from values fusec cannot follow: " +
+        what + ", from values fusec cannot follow: " +
         (gap != symbolicGaps.end()
              ? gap->second
              : std::string("the sizes it reads must be products of the "
