@@ -194,6 +194,14 @@ std::optional<std::vector<int64_t>> intsAttribute(const onnx::NodeProto &node,
   return std::nullopt;
 }
 
+/// A start or end index of a slice of `length` elements (negative ones
+/// count from the end), clamped to [0, length] as ONNX's Slice and Shape do.
+int64_t clampedIndex(int64_t index, int64_t length) {
+  if (index < 0)
+    index += length;
+  return std::clamp<int64_t>(index, 0, length);
+}
+
 /// `axis` in [0, rank), or nullopt.
 std::optional<size_t> axisIn(int64_t axis, size_t rank) {
   if (axis < 0)
@@ -389,13 +397,8 @@ void OnnxConverter::recordSymbolicShapes(const onnx::NodeProto &node) {
     if (!shape)
       return;
     int64_t rank = static_cast<int64_t>(shape->size());
-    auto clampIndex = [&](int64_t index) {
-      if (index < 0)
-        index += rank;
-      return std::clamp<int64_t>(index, 0, rank);
-    };
-    int64_t start = clampIndex(intAttribute(node, "start", 0));
-    int64_t end = clampIndex(intAttribute(node, "end", rank));
+    int64_t start = clampedIndex(intAttribute(node, "start", 0), rank);
+    int64_t end = clampedIndex(intAttribute(node, "end", rank), rank);
     Sizes value(shape->begin() + start, shape->begin() + std::max(start, end));
     setShape(0, {SymbolicSize::constant(value.size())});
     setValue(value);
@@ -510,15 +513,26 @@ void OnnxConverter::recordSymbolicShapes(const onnx::NodeProto &node) {
       setValue(*value);
     return;
   }
-  if (op == "Concat") {
+  // Every input's dims, or nullopt where one is not known.
+  auto allShapesIn = [&]() -> std::optional<std::vector<SymbolicShape>> {
     std::vector<SymbolicShape> shapes;
-    Sizes value;
-    bool valuesKnown = true;
     for (int i = 0; i < node.input_size(); ++i) {
       std::optional<SymbolicShape> shape = shapeIn(i);
       if (!shape)
-        return;
+        return std::nullopt;
       shapes.push_back(*shape);
+    }
+    return shapes;
+  };
+
+  if (op == "Concat") {
+    std::optional<std::vector<SymbolicShape>> inputShapes = allShapesIn();
+    if (!inputShapes)
+      return;
+    const std::vector<SymbolicShape> &shapes = *inputShapes;
+    Sizes value;
+    bool valuesKnown = true;
+    for (int i = 0; i < node.input_size(); ++i) {
       std::optional<Sizes> part = valueIn(i);
       valuesKnown &= part.has_value();
       if (part)
@@ -549,11 +563,16 @@ void OnnxConverter::recordSymbolicShapes(const onnx::NodeProto &node) {
       setValue(value);
     return;
   }
-  if (op == "Reshape") {
+  if (op == "Reshape" || op == "Expand") {
     std::optional<SymbolicShape> in = shapeIn(0);
     std::optional<Sizes> target = valueIn(1);
     if (!in || !target)
       return;
+    if (op == "Expand") {
+      if (std::optional<SymbolicShape> shape = broadcastShapes({*in, *target}))
+        setShape(0, *shape);
+      return;
+    }
     bool allowZero = intAttribute(node, "allowzero", 0) != 0;
     SymbolicShape shape;
     std::optional<size_t> inferred;
@@ -588,15 +607,6 @@ void OnnxConverter::recordSymbolicShapes(const onnx::NodeProto &node) {
     setShape(0, shape);
     if (std::optional<Sizes> value = valueIn(0))
       setValue(*value);
-    return;
-  }
-  if (op == "Expand") {
-    std::optional<SymbolicShape> in = shapeIn(0);
-    std::optional<Sizes> target = valueIn(1);
-    if (!in || !target)
-      return;
-    if (std::optional<SymbolicShape> shape = broadcastShapes({*in, *target}))
-      setShape(0, *shape);
     return;
   }
   if (op == "ConstantOfShape") {
@@ -643,14 +653,9 @@ void OnnxConverter::recordSymbolicShapes(const onnx::NodeProto &node) {
         !slice.step.isStatic() || slice.step.factor <= 0)
       return;
     int64_t length = static_cast<int64_t>(value->size());
-    auto clampIndex = [&](int64_t index) {
-      if (index < 0)
-        index += length;
-      return std::clamp<int64_t>(index, 0, length);
-    };
     Sizes sliced;
-    int64_t end = clampIndex(slice.end.factor);
-    for (int64_t k = clampIndex(slice.start.factor); k < end;
+    int64_t end = clampedIndex(slice.end.factor, length);
+    for (int64_t k = clampedIndex(slice.start.factor, length); k < end;
          k += slice.step.factor)
       sliced.push_back((*value)[k]);
     setValue(sliced);
@@ -790,14 +795,9 @@ void OnnxConverter::recordSymbolicShapes(const onnx::NodeProto &node) {
   }
   if (!broadcastsInputs(op))
     return;
-  std::vector<SymbolicShape> shapes;
-  for (int i = 0; i < node.input_size(); ++i) {
-    std::optional<SymbolicShape> shape = shapeIn(i);
-    if (!shape)
-      return;
-    shapes.push_back(*shape);
-  }
-  std::optional<SymbolicShape> shape = broadcastShapes(shapes);
+  std::optional<std::vector<SymbolicShape>> shapes = allShapesIn();
+  std::optional<SymbolicShape> shape =
+      shapes ? broadcastShapes(*shapes) : std::nullopt;
   if (!shape)
     return;
   setShape(0, *shape);
@@ -907,12 +907,8 @@ OnnxConverter::slicedSize(const SymbolicSize &dim, const SymbolicSlice &slice,
     return std::nullopt;
   const SymbolicSize &start = slice.start, &end = slice.end;
   if (dim.isStatic() && start.isStatic() && end.isStatic()) {
-    auto clampIndex = [&](int64_t index) {
-      if (index < 0)
-        index += dim.factor;
-      return std::clamp<int64_t>(index, 0, dim.factor);
-    };
-    int64_t from = clampIndex(start.factor), to = clampIndex(end.factor);
+    int64_t from = clampedIndex(start.factor, dim.factor),
+            to = clampedIndex(end.factor, dim.factor);
     return SymbolicSize::constant(std::max<int64_t>(to - from, 0));
   }
   auto [dimLow, dimHigh] = boundsOf(dim, symbols);

@@ -128,13 +128,19 @@ Graph rowsGraph(DType dtype) {
   return b.build();
 }
 
+/// A builder of a graph with the symbols `batch` (1..4) and `seq` (1..40).
+GraphBuilder batchAndSeqBuilder(const std::string &name) {
+  GraphBuilder b(name);
+  b.symbol("batch", 1, 4);
+  b.symbol("seq", 1, 40);
+  return b;
+}
+
 /// t[batch, seq, 64]: a norm over the last dim, a per-row scale read
 /// [batch, seq, 1], and the rows merged for a matmul ([batch*seq, 64]).
 Graph twoSymbolGraph() {
   std::mt19937_64 rng(5);
-  GraphBuilder b("symbolic_batch_seq");
-  b.symbol("batch", 1, 4);
-  b.symbol("seq", 1, 40);
+  GraphBuilder b = batchAndSeqBuilder("symbolic_batch_seq");
   std::string t = b.input("t", DType::F32, {-1, -1, 64}, {"batch", "seq", ""});
   std::string scale =
       b.input("scale", DType::F32, {-1, -1, 1}, {"batch", "seq", ""});
@@ -282,9 +288,7 @@ Graph sequenceAttentionGraph(DType dtype) {
 /// dim before the symbolic one).
 Graph repeatedRowsGraph() {
   std::mt19937_64 rng(17);
-  GraphBuilder b("symbolic_repeated_rows");
-  b.symbol("batch", 1, 4);
-  b.symbol("seq", 1, 40);
+  GraphBuilder b = batchAndSeqBuilder("symbolic_repeated_rows");
   std::string x = b.input("x", DType::F32, {-1, -1, 32}, {"batch", "seq", ""});
   std::string pos = b.input("pos", DType::F32, {1, -1, 32}, {"", "seq", ""});
   std::string scale =
