@@ -174,6 +174,25 @@ public:
     auto it = symbolicShapeValues.find(name);
     return it == symbolicShapeValues.end() ? nullptr : &it->second;
   }
+  /// A value's dims, with the symbols where they are symbolic.
+  std::optional<SymbolicShape> symbolicShapeOf(const std::string &name) const;
+  /// A small integer value's elements (a shape value), constant or symbolic.
+  std::optional<std::vector<SymbolicSize>>
+  symbolicValueOf(const std::string &name) const;
+  /// Index tensors that count up along one axis from a scalar start
+  /// (`start + Range(0, n)`, unsqueezed and expanded: the exporters'
+  /// index_copy into a cache): value -> {start ("" for 0), axis}.
+  struct CountingIndices {
+    std::string start;
+    size_t axis = 0;
+  };
+  std::map<std::string, CountingIndices> countingIndices;
+  const CountingIndices *countingIndicesOrNull(const std::string &name) const {
+    auto it = countingIndices.find(name);
+    if (it == countingIndices.end())
+      it = countingIndices.find(resolve(name));
+    return it == countingIndices.end() ? nullptr : &it->second;
+  }
   /// A size as the graph's dim_size and iota ops name it: "seq",
   /// "2*batch*seq".
   std::string sizeText(const SymbolicSize &size) const {
@@ -287,6 +306,7 @@ private:
   /// integer output, where its inputs' are known.
   void propagateSymbolicShapes(const onnx::NodeProto &node);
   void recordSymbolicShapes(const onnx::NodeProto &node);
+  void recordCountingIndices(const onnx::NodeProto &node);
   /// Values not known because of a size a symbolic dim cannot be (a sum):
   /// the reason, for the op that needs one.
   std::map<std::string, std::string> symbolicGaps;
@@ -294,11 +314,6 @@ private:
   /// computed at run time from the symbols' sizes: converted with the
   /// result's symbolic dims (false when they read constants).
   bool convertSymbolicShapeReader(const onnx::NodeProto &node);
-  /// A value's dims, with the symbols where they are symbolic.
-  std::optional<SymbolicShape> symbolicShapeOf(const std::string &name) const;
-  /// A small integer value's elements (a shape value), constant or symbolic.
-  std::optional<std::vector<SymbolicSize>>
-  symbolicValueOf(const std::string &name) const;
   std::optional<int> symbolIndex(const std::string &name) const;
   /// "1,seq,12,64": the dims attr of reshape and broadcast_to.
   std::string dimsText(const SymbolicShape &shape) const;

@@ -330,6 +330,7 @@ void OnnxConverter::propagateSymbolicShapes(const onnx::NodeProto &node) {
       node.output(0).empty())
     return;
   recordSymbolicShapes(node);
+  recordCountingIndices(node);
   // Why a value is not known, carried to the values computed from it, so
   // that the op that needs one says why.
   const std::string &output = node.output(0);
@@ -341,6 +342,66 @@ void OnnxConverter::propagateSymbolicShapes(const onnx::NodeProto &node) {
       symbolicGaps[output] = gap->second;
       return;
     }
+}
+
+/// Index tensors that count up along one axis (countingIndices): a Range
+/// of step 1 over [start, start + n), plus a scalar, cast, unsqueezed or
+/// expanded.
+void OnnxConverter::recordCountingIndices(const onnx::NodeProto &node) {
+  const std::string &op = node.op_type();
+  auto input = [&](int i) {
+    return i < node.input_size() ? resolve(node.input(i)) : std::string();
+  };
+  auto scalarLike = [&](const std::string &name) {
+    std::optional<SymbolicShape> shape = symbolicShapeOf(name);
+    return shape &&
+           (shape->empty() || (shape->size() == 1 && (*shape)[0] == kOne));
+  };
+  auto isZero = [&](const std::string &name) {
+    std::optional<std::vector<SymbolicSize>> value = symbolicValueOf(name);
+    return value && value->size() == 1 &&
+           (*value)[0] == SymbolicSize::constant(0);
+  };
+  auto record = [&](std::string start, size_t axis) {
+    countingIndices[node.output(0)] = {std::move(start), axis};
+  };
+  if (op == "Range") {
+    std::optional<std::vector<SymbolicSize>> delta = symbolicValueOf(input(2));
+    if (delta && delta->size() == 1 && (*delta)[0] == kOne &&
+        scalarLike(input(0)))
+      record(isZero(input(0)) ? "" : input(0), 0);
+    return;
+  }
+  const CountingIndices *first = countingIndicesOrNull(input(0));
+  if (op == "Add" && node.input_size() == 2) {
+    for (int i : {0, 1}) {
+      const CountingIndices *counting = countingIndicesOrNull(input(i));
+      if (counting && counting->start.empty() && scalarLike(input(1 - i)))
+        record(input(1 - i), counting->axis);
+    }
+    return;
+  }
+  if (!first)
+    return;
+  if (op == "Cast" || op == "Identity" || op == "Expand")
+    record(first->start, first->axis); // (Expand keeps the counting dim)
+  if (op == "Unsqueeze") {
+    std::optional<SymbolicShape> out = symbolicShapeOf(node.output(0));
+    std::optional<SymbolicShape> in = symbolicShapeOf(input(0));
+    if (!out || !in || in->size() != 1)
+      return;
+    // The counting dim is the one the unsqueeze did not insert: the only
+    // dim of the output that is not a fixed 1, when the input's is not.
+    std::optional<size_t> axis;
+    for (size_t d = 0; d < out->size(); ++d)
+      if ((*out)[d] != kOne) {
+        if (axis)
+          return;
+        axis = d;
+      }
+    if (axis)
+      record(first->start, *axis);
+  }
 }
 
 void OnnxConverter::recordSymbolicShapes(const onnx::NodeProto &node) {

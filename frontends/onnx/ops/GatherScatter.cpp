@@ -337,6 +337,9 @@ std::string wrappedIndices(OnnxConverter &converter, GraphNode &node,
       "index_wrapped");
 }
 
+void symbolicTensorScatter(OnnxConverter &converter, GraphNode &node,
+                           const std::string &mode, int64_t axis);
+
 /// ScatterElements (and Scatter, its name before opset 11): each output
 /// position searches the updates along `axis` at its own other coordinates
 /// for those whose index names it (work: output size x the updates' extent
@@ -351,17 +354,40 @@ void scatterElements(OnnxConverter &converter, const onnx::NodeProto &proto,
   Shape shape = converter.requireShape(data, proto.op_type());
   Shape indexShape = converter.requireShape(indices, proto.op_type());
   DType dtype = converter.requireDType(data, proto.op_type());
-  if (converter.requireShape(updates, proto.op_type()) != indexShape)
-    throw Unsupported{"updates must have the indices' shape"};
   auto isSymbolic = [](const Shape &dims) {
     return std::any_of(dims.begin(), dims.end(),
                        [](int64_t dim) { return dim < 0; });
   };
-  if (isSymbolic(shape) || isSymbolic(indexShape))
-    throw Unsupported{proto.op_type() +
-                      " with symbolic dims is not supported yet (a KV "
-                      "cache written by TensorScatter is; docs/"
-                      "dynamic-shapes.md)"};
+  if (isSymbolic(shape) || isSymbolic(indexShape)) {
+    if (converter.symbolicShapeOf(updates) !=
+        converter.symbolicShapeOf(indices))
+      throw Unsupported{"updates must have the indices' shape"};
+    // The exporters' index_copy into a cache: indices counting up along the
+    // axis from one start (`start + Range(0, seq)`, expanded). That is a
+    // TensorScatter of the updates at `start` in every batch.
+    const OnnxConverter::CountingIndices *counting =
+        converter.countingIndicesOrNull(indices);
+    int64_t axis = resolvedAxis(intAttr(node, "axis", 0),
+                                static_cast<int64_t>(shape.size()));
+    if (isSymbolic(shape) || !counting || counting->axis != size_t(axis) ||
+        axis == 0 || scatterReduction(node, converter.opset) != "none")
+      throw Unsupported{proto.op_type() +
+                        " with symbolic dims is supported as a cache write "
+                        "only: indices start + Range(0, n) along a non-batch "
+                        "axis of a fixed-size tensor, reduction none"};
+    node.inputs = {data, updates};
+    if (!counting->start.empty()) {
+      std::string start =
+          viewStep(converter, node, counting->start, {1}, "write_start_scalar");
+      node.inputs.push_back(
+          converter.addStep(node, "broadcast_to", {start}, "write_starts",
+                            {{"shape", std::vector<int64_t>{shape[0]}}}));
+    }
+    symbolicTensorScatter(converter, node, "linear", axis);
+    return;
+  }
+  if (converter.requireShape(updates, proto.op_type()) != indexShape)
+    throw Unsupported{"updates must have the indices' shape"};
   const int64_t rank = shape.size();
   if (rank == 0 || static_cast<int64_t>(indexShape.size()) != rank)
     throw Unsupported{"indices must have the data's rank (" +
