@@ -154,6 +154,7 @@ analyzeAttentionRegion(FusionOp fusion, const SymbolicDims *symbolic) {
   shape.causalOffset = static_cast<int64_t>(op.getCausalOffset());
   shape.windowLeft = static_cast<int64_t>(op.getWindowLeft());
   shape.zeroMaskedRows = op.getZeroMaskedRows();
+  shape.zeroNanRows = op.getZeroNanRows();
   shape.symbolicLengths =
       !sizes.queryLen.isStatic() || !sizes.keyLen.isStatic();
   // A causal offset (or window) is fixed: with lengths that vary it holds
@@ -217,6 +218,7 @@ void printAttentionArguments(std::ostream &os, const AttentionShape &shape,
   os << "  args.causal_offset = " << shape.causalOffset << ";\n";
   os << "  args.window_left = " << shape.windowLeft << ";\n";
   os << "  args.zero_masked_rows = " << (shape.zeroMaskedRows ? 1 : 0) << ";\n";
+  os << "  args.zero_nan_rows = " << (shape.zeroNanRows ? 1 : 0) << ";\n";
 }
 
 std::string printAttentionTraits(std::ostream &os, const std::string &name,

@@ -32,7 +32,10 @@ def Fuse_AttentionOp : Fuse_Op<"attention", [Pure, Fuse_FusionKindOpInterface]> 
     bool bias is false. A float bias (the operands' dtype) is added. Scores, softmax statistics
     and the weighted sum are computed in f32 (f64 for f64), and the result
     rounds once. A row whose scores are all -inf is NaN (as Softmax gives
-    it) or, with `zero_masked_rows` (ONNX Attention), zero.
+    it) or, with `zero_masked_rows` (ONNX Attention), zero. With
+    `zero_nan_rows` every row whose softmax is NaN (all scores -inf, or a
+    NaN or +inf score) is zero: what `Where(IsNaN(p), 0, p)` before the
+    matmul with v gives (the exporters' SDPA) when v is finite.
 
     Each of q, k, v and the result is either [B, H, T, D] (heads first) or
     [B, T, C] (tokens first): head h's D elements of row t then start at
@@ -52,7 +55,8 @@ def Fuse_AttentionOp : Fuse_Op<"attention", [Pure, Fuse_FusionKindOpInterface]> 
                        DefaultValuedAttr<BoolAttr, "false">:$causal,
                        DefaultValuedAttr<I64Attr, "0">:$causal_offset,
                        DefaultValuedAttr<I64Attr, "-1">:$window_left,
-                       DefaultValuedAttr<BoolAttr, "false">:$zero_masked_rows);
+                       DefaultValuedAttr<BoolAttr, "false">:$zero_masked_rows,
+                       DefaultValuedAttr<BoolAttr, "false">:$zero_nan_rows);
   let results = (outs Fuse_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`bias` $bias^)? attr-dict `:`

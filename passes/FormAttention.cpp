@@ -323,6 +323,9 @@ struct AttentionMatch {
   /// to [B, Tq, H*Dv] of its head merge.
   Value replaced;
   bool tokensFirstResult = false;
+  /// The probabilities pass through Where(IsNaN(p), 0, p) (the exporters'
+  /// SDPA): a row whose softmax is NaN is zero.
+  bool zeroNanRows = false;
 };
 
 class Matcher {
@@ -338,12 +341,16 @@ public:
     if (rank != 4 || (axis != -1 && axis != 3))
       return fail(why, "the softmax is not over the last dim of a "
                        "[B, H, Tq, Tk] tensor");
-    if (!softmax.getResult().hasOneUse())
+    Value probabilities = softmax.getResult();
+    if (SelectOp zeroed = nanZeroingSelect(softmax)) {
+      probabilities = zeroed.getResult();
+      match.zeroNanRows = true;
+    }
+    if (!probabilities.hasOneUse())
       return fail(why, "the probabilities have other users than the matmul "
                        "with v");
-    auto output = dyn_cast<MatmulOp>(*softmax.getResult().user_begin());
-    if (!output || output.getLhs() != softmax.getResult() ||
-        !isPlainProduct(output))
+    auto output = dyn_cast<MatmulOp>(*probabilities.user_begin());
+    if (!output || output.getLhs() != probabilities || !isPlainProduct(output))
       return fail(why, "the probabilities do not feed a plain matmul as its "
                        "lhs");
     match.output = output;
@@ -356,6 +363,27 @@ public:
   }
 
 private:
+  /// Where(IsNaN(p), 0, p) of the softmax p, its only users: the select.
+  static SelectOp nanZeroingSelect(SoftmaxOp softmax) {
+    Value p = softmax.getResult();
+    SelectOp select;
+    IsNanOp isNan;
+    for (Operation *user : p.getUsers()) {
+      if (auto s = dyn_cast<SelectOp>(user); s && !select)
+        select = s;
+      else if (auto n = dyn_cast<IsNanOp>(user); n && !isNan)
+        isNan = n;
+      else
+        return SelectOp();
+    }
+    if (!select || !isNan || !isNan.getResult().hasOneUse() ||
+        select.getCond() != isNan.getResult() || select.getFalseValue() != p ||
+        tensorType(select.getResult()) != tensorType(p))
+      return SelectOp();
+    std::optional<double> zero = splatFloat(select.getTrueValue());
+    return zero && *zero == 0.0 ? select : SelectOp();
+  }
+
   static bool isPlainProduct(MatmulOp op) {
     return !op.getTransposeA() && !op.getTransposeB() && !op.getBias() &&
            op.getAlpha().convertToDouble() == 1.0 && op.getEpilogue() == "none";
@@ -539,9 +567,15 @@ struct FormAttention : public fuse::impl::FuseFormAttentionBase<FormAttention> {
     getOperation().walk([&](SoftmaxOp op) { softmaxes.push_back(op); });
     for (SoftmaxOp softmax : softmaxes) {
       // Only a softmax feeding a matmul may be attention.
+      // (Through Where(IsNaN(p), 0, p), as the exporters write SDPA.)
       bool feedsMatmul =
-          llvm::any_of(softmax.getResult().getUsers(),
-                       [](Operation *user) { return isa<MatmulOp>(user); });
+          llvm::any_of(softmax.getResult().getUsers(), [](Operation *user) {
+            return isa<MatmulOp>(user) ||
+                   (isa<SelectOp>(user) &&
+                    llvm::any_of(user->getUsers(), [](Operation *next) {
+                      return isa<MatmulOp>(next);
+                    }));
+          });
       if (!feedsMatmul)
         continue;
       std::string why;
@@ -597,7 +631,7 @@ struct FormAttention : public fuse::impl::FuseFormAttentionBase<FormAttention> {
         builder.getBoolAttr(match.rule.causal),
         builder.getI64IntegerAttr(match.rule.offset),
         builder.getI64IntegerAttr(match.rule.windowLeft),
-        builder.getBoolAttr(false));
+        builder.getBoolAttr(false), builder.getBoolAttr(match.zeroNanRows));
     match.replaced.replaceAllUsesWith(attention.getResult());
     // The chain is dead now; erase it from the result back to the inputs.
     SmallVector<Operation *> worklist = {match.replaced.getDefiningOp()};

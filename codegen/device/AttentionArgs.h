@@ -23,6 +23,7 @@ struct fusec_attention_args {
   int causal;
   int64_t causal_offset, window_left; // window_left < 0: no window
   int zero_masked_rows;
+  int zero_nan_rows; // every row whose softmax is NaN is zero
   int parallel; // C++: split the tiles among OpenMP threads
 };
 

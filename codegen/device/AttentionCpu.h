@@ -249,10 +249,13 @@ static void fusec_attention_cpu(const fusec_attention_args &a) {
                 (i0 + r) * a.o.row;
       // A row that saw no key: zeros (ONNX Attention) or NaN (softmax).
       const bool masked = row_max[r] == minus_inf;
+      const bool zero = a.zero_nan_rows && (masked || row_sum[r] != row_sum[r] ||
+                                            row_max[r] != row_max[r]);
       const A inverse = (A)1 / row_sum[r];
       for (int64_t d = 0; d < ValueHeadDim; ++d)
-        orow[d] = Traits::store(masked ? (a.zero_masked_rows ? (A)0 : (A)NAN)
-                                       : acc[r][d] * inverse);
+        orow[d] = Traits::store(zero ? (A)0
+                                : masked ? (a.zero_masked_rows ? (A)0 : (A)NAN)
+                                         : acc[r][d] * inverse);
     }
   }
   free(tiles);

@@ -105,12 +105,14 @@ fusec_attention_warp_row(const fusec_attention_args &a) {
   // A NaN score makes the row NaN (as softmax); a row that saw no key is
   // zeros (ONNX Attention) or NaN (softmax of -inf everywhere).
   const bool masked = max == -(A)INFINITY;
+  const bool zero = a.zero_nan_rows && (nan || masked || sum != sum);
 #pragma unroll
   for (int t = 0; t < ValuePerLane; ++t) {
     const int d = lane + 32 * t;
     if (d < ValueHeadDim)
       out[d] = Traits::store(
-          nan ? (A)NAN
+          zero ? (A)0
+          : nan ? (A)NAN
               : masked ? (a.zero_masked_rows ? (A)0 : (A)NAN) : acc[t] / sum);
   }
 }
@@ -506,6 +508,7 @@ fusec_attention_tensor_cores(const fusec_attention_args &a) {
       sum += __shfl_xor_sync(0xffffffffu, sum, 1);
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
       const bool masked = row_max[r][half] == -INFINITY;
+      const bool zero = a.zero_nan_rows && (masked || sum != sum);
       const float inv =
           masked ? (a.zero_masked_rows ? 0.f : NAN) : 1.f / sum;
       const int i = warp_row0 + r * 16 + half * 8;
@@ -515,8 +518,10 @@ fusec_attention_tensor_cores(const fusec_attention_args &a) {
 #pragma unroll
       for (int j = 0; j < TileD; ++j) {
         // A masked row's accumulators are 0: NaN stays NaN, 0 * 0 is 0.
-        const float x0 = inv != inv ? inv : o[r][j][2 * half] * inv;
-        const float x1 = inv != inv ? inv : o[r][j][2 * half + 1] * inv;
+        const float x0 =
+            zero ? 0.f : inv != inv ? inv : o[r][j][2 * half] * inv;
+        const float x1 =
+            zero ? 0.f : inv != inv ? inv : o[r][j][2 * half + 1] * inv;
         *(unsigned *)(orow + j * 8 + 2 * t) =
             fusec_attention_pack<Bf16>(x0, x1);
       }
@@ -954,8 +959,10 @@ fusec_attention_split_keys(const fusec_attention_args &a, int splits,
       m = grown;
     }
     const bool masked = m == -INFINITY;
+    const bool zero = a.zero_nan_rows && (any_nan || masked || s != s);
     const float out_value =
-        any_nan ? NAN
+        zero ? 0.f
+        : any_nan ? NAN
         : masked ? (a.zero_masked_rows ? 0.f : NAN) : x / s;
     const int h = kvh * group + r / a.query_len, i = r % a.query_len;
     ((T *)a.output)[a.o.offset + bb * a.o.batch + h * a.o.head +

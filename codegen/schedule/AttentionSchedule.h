@@ -67,6 +67,9 @@ struct AttentionShape {
   /// Attention op) rather than NaN (softmax of -inf everywhere, as an
   /// explicit Softmax computes it).
   bool zeroMaskedRows = false;
+  /// Every row whose softmax is NaN (all scores -inf, a NaN or +inf score)
+  /// outputs zeros: Where(IsNaN(p), 0, p) before the matmul with v.
+  bool zeroNanRows = false;
   /// The query or key length varies from run to run (a symbolic program;
   /// queryLen and keyLen are the maxima): the decode kernel, whose splits
   /// are fixed, is not chosen.

@@ -734,8 +734,12 @@ private:
     os << "for (int64_t j = 0; j < " << keys
        << "; ++j) acc += std::exp(s[j] - max) * (double)v_at(b, h / " << group
        << ", j, d);\n";
-    os << "out_at(b, h, i, d) = max == -INFINITY ? "
-       << (op.getZeroMaskedRows() ? "0.0" : "NAN") << " : acc / sum;\n";
+    if (op.getZeroNanRows())
+      os << "out_at(b, h, i, d) = (max == -INFINITY || sum != sum) ? 0.0 : "
+            "acc / sum;\n";
+    else
+      os << "out_at(b, h, i, d) = max == -INFINITY ? "
+         << (op.getZeroMaskedRows() ? "0.0" : "NAN") << " : acc / sum;\n";
     return std::nullopt;
   }
 

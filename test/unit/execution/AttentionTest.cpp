@@ -73,6 +73,10 @@ struct AttentionCase {
   bool zeroMaskedRows = false;
   /// Puts a NaN into q[0, 0, 1, 0]: that row's outputs are NaN.
   bool nanQuery = false;
+  /// Chain forms: the probabilities pass through Where(IsNaN(p), 0, p), as
+  /// the exporters write SDPA: rows whose softmax is NaN (wholly masked, a
+  /// NaN query) are zeros.
+  bool zeroNanRows = false;
 };
 
 std::string describe(const AttentionCase &c) {
@@ -233,8 +237,12 @@ Built build(const AttentionCase &c, uint64_t seed) {
   } else if (c.mask != Mask::None) {
     scores = b.op("select", {bias, scores, b.scalar(-kInf, c.dtype)});
   }
-  std::string out =
-      b.op("matmul", {b.op("softmax", {scores}, {{"axis", int64_t(-1)}}), v});
+  std::string probabilities =
+      b.op("softmax", {scores}, {{"axis", int64_t(-1)}});
+  if (c.zeroNanRows)
+    probabilities = b.op("select", {b.op("isnan", {probabilities}),
+                                    b.scalar(0.0, c.dtype), probabilities});
+  std::string out = b.op("matmul", {probabilities, v});
   if (c.form == Form::ChainFromProjection)
     out = b.op("reshape",
                {b.op("transpose", {out},
@@ -291,7 +299,8 @@ Tensor reference(const AttentionCase &c, const Built &built) {
                 std::exp(scores[j] - max) *
                 built.v.at(
                     ((b * c.kvHeads + kvh) * c.keys + j) * c.valueHeadDim + d);
-          double value = nan      ? kNaN
+          double value = c.zeroNanRows && (nan || masked) ? 0.0
+                         : nan                            ? kNaN
                          : masked ? (c.zeroMaskedRows ? 0.0 : kNaN)
                                   : static_cast<double>(acc / sum);
           out.set(((b * c.heads + h) * c.queries + i) * c.valueHeadDim + d,
@@ -421,6 +430,14 @@ const std::vector<AttentionCase> &cases() {
        16, 16, Form::ChainFromProjection, Mask::Causal},
       {"chain from one qkv projection (BERT)", D::BF16, 1, 2, 2, 65, 65, 64, 64,
        Form::ChainFromProjection},
+      {"chain, SDPA's Where(IsNaN): masked rows and a NaN query are zeros",
+       D::F32, 1, 2, 2, 8, 13, 16, 16, Form::Chain, Mask::MaskedRows, 0, -1,
+       1.0, false, true, true},
+      {"chain, SDPA's Where(IsNaN) on tensor cores", D::BF16, 1, 2, 2, 40, 70,
+       64, 64, Form::Chain, Mask::MaskedRows, 0, -1, 1.0, false, true, true},
+      {"chain, SDPA's Where(IsNaN), decode split over the keys", D::F16, 1, 2,
+       2, 3, 400, 64, 64, Form::Chain, Mask::MaskedRows, 0, -1, 1.0, false,
+       true, true},
   };
   return all;
 }
