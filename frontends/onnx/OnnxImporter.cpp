@@ -309,6 +309,33 @@ void OnnxConverter::inferShapes(const onnx::ModelProto &model) {
     if (copy.ir_version() > onnx::IR_VERSION)
       copy.set_ir_version(onnx::IR_VERSION);
     onnx::checker::check_model(copy);
+    // Data propagation dereferences an input's type without checking it
+    // (ONNX 1.12's Shape of a Pad whose pads do not fit its rank, whose own
+    // inference failed: fuzz-onnx). A first pass without it types what it
+    // can; nodes that read a value it left untyped are left out of the
+    // second (nothing can be inferred for them anyway).
+    onnx::ModelProto typed = copy;
+    onnx::shape_inference::InferShapes(
+        typed, onnx::OpSchemaRegistry::Instance(),
+        onnx::ShapeInferenceOptions(false, 0, /*data propagation=*/false));
+    std::unordered_set<std::string> typedValues = {""};
+    for (const onnx::ValueInfoProto &info : typed.graph().input())
+      typedValues.insert(info.name());
+    for (const onnx::TensorProto &initializer : typed.graph().initializer())
+      typedValues.insert(initializer.name());
+    for (const auto *infos :
+         {&typed.graph().value_info(), &typed.graph().output()})
+      for (const onnx::ValueInfoProto &info : *infos)
+        if (info.type().has_tensor_type() &&
+            info.type().tensor_type().elem_type() != 0)
+          typedValues.insert(info.name());
+    auto readsUntyped = [&](const onnx::NodeProto &node) {
+      return std::any_of(
+          node.input().begin(), node.input().end(),
+          [&](const std::string &input) { return !typedValues.count(input); });
+    };
+    nodes.erase(std::remove_if(nodes.begin(), nodes.end(), readsUntyped),
+                nodes.end());
     onnx::shape_inference::InferShapes(
         copy, onnx::OpSchemaRegistry::Instance(),
         onnx::ShapeInferenceOptions(false, 0, /*data propagation=*/true),
@@ -448,12 +475,15 @@ bool OnnxConverter::foldShapeNode(const onnx::NodeProto &node) {
 /// Shape and Size of a value whose static shape is not known here (they
 /// fold to constants otherwise).
 void OnnxConverter::convertShapeOrSize(const onnx::NodeProto &node) {
+  if (graph.symbols.empty())
+    throw Unsupported{node.op_type() + " needs the static shape of '" +
+                      node.input(0) +
+                      "', which shape inference did not give (the node "
+                      "that makes it may not fit its inputs)"};
   throw Unsupported{node.op_type() + " needs the static shape of '" +
                     node.input(0) +
-                    "': its symbolic dims are not ones ONNX's shape "
-                    "inference names (fusec computes a Shape from the run's "
-                    "sizes only where it does; fix the dims with "
-                    "--input-shape or --dim NAME=SIZE)"};
+                    "': its symbolic dims are not ones fusec can follow "
+                    "(fix the dims with --input-shape or --dim NAME=SIZE)"};
 }
 
 std::optional<Shape> OnnxConverter::shapeOf(const std::string &name) const {
