@@ -383,8 +383,15 @@ void OnnxConverter::recordCountingIndices(const onnx::NodeProto &node) {
   }
   if (!first)
     return;
-  if (op == "Cast" || op == "Identity" || op == "Expand")
-    record(first->start, first->axis); // (Expand keeps the counting dim)
+  if (op == "Cast" || op == "Identity")
+    record(first->start, first->axis);
+  if (op == "Expand") {
+    // The counting dim stays (it is not 1); dims added in front shift it.
+    std::optional<SymbolicShape> out = symbolicShapeOf(node.output(0));
+    std::optional<SymbolicShape> in = symbolicShapeOf(input(0));
+    if (out && in && out->size() >= in->size())
+      record(first->start, first->axis + (out->size() - in->size()));
+  }
   if (op == "Unsqueeze") {
     std::optional<SymbolicShape> out = symbolicShapeOf(node.output(0));
     std::optional<SymbolicShape> in = symbolicShapeOf(input(0));
