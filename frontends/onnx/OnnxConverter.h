@@ -165,18 +165,10 @@ public:
     return it->second;
   }
 
-  /// The elements of `name` when it is a shape value over symbolic dims
-  /// (`Shape` of [1, seq], and what Gather, Slice, Concat, Squeeze or
-  /// Unsqueeze make of it: ONNX's data propagation), else null. Each
-  /// element is a size of the graph's symbols.
-  const std::vector<SymbolicSize> *
-  symbolicValueOrNull(const std::string &name) const {
-    auto it = symbolicShapeValues.find(name);
-    return it == symbolicShapeValues.end() ? nullptr : &it->second;
-  }
   /// A value's dims, with the symbols where they are symbolic.
   std::optional<SymbolicShape> symbolicShapeOf(const std::string &name) const;
-  /// A small integer value's elements (a shape value), constant or symbolic.
+  /// A small integer value's elements (a shape value), constant or symbolic
+  /// (SymbolicShapes.cpp and ONNX's data propagation).
   std::optional<std::vector<SymbolicSize>>
   symbolicValueOf(const std::string &name) const;
   /// Index tensors that count up along one axis from a scalar start
@@ -373,7 +365,7 @@ private:
   /// Concat -> ...), which become constants.
   std::map<std::string, Shape> inferredShapes;
   std::map<std::string, std::vector<int64_t>> shapeValues;
-  /// Shape values with symbolic elements (symbolicValueOrNull).
+  /// Shape values with symbolic elements (symbolicValueOf).
   std::map<std::string, std::vector<SymbolicSize>> symbolicShapeValues;
   std::map<std::string, DType> inferredTypes;
   /// The types of converted values ONNX's inference left unknown, from the

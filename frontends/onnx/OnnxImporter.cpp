@@ -608,7 +608,7 @@ void OnnxConverter::convertOrFold(const onnx::NodeProto &node) {
 /// propagateSymbolicShapes and ONNX's data propagation): a constant where
 /// every element is fixed, else computed from the run's sizes (dim_size
 /// ops); its elements are kept for the ops that read it as a shape
-/// (symbolicValueOrNull).
+/// (symbolicValueOf).
 bool OnnxConverter::foldToSymbolicSizes(const onnx::NodeProto &node) {
   if (node.output_size() != 1 || node.op_type() == "Constant")
     return false;

@@ -633,18 +633,18 @@ void convertConstantOfShape(OnnxConverter &converter,
 /// Range over constant start, limit and delta: a constant, as ONNX
 /// defines it (max(ceil((limit - start) / delta), 0) elements).
 /// Range(0, n, 1) over a symbolic n (a shape value: OnnxConverter::
-/// symbolicValueOrNull): an iota of n elements, in the start's dtype.
+/// symbolicValueOf): an iota of n elements, in the start's dtype.
 bool convertSymbolicRange(OnnxConverter &converter,
                           const onnx::NodeProto &node) {
-  const std::vector<SymbolicSize> *limit =
-      converter.symbolicValueOrNull(converter.resolve(node.input(1)));
-  if (!limit)
+  std::optional<std::vector<SymbolicSize>> limit =
+      converter.symbolicValueOf(node.input(1));
+  if (!limit || limit->size() != 1 || limit->front().isStatic())
     return false;
   const Tensor *start =
       converter.constantOrNull(converter.resolve(node.input(0)));
   const Tensor *delta =
       converter.constantOrNull(converter.resolve(node.input(2)));
-  if (!start || !delta || limit->size() != 1 || start->numElements() != 1 ||
+  if (!start || !delta || start->numElements() != 1 ||
       delta->numElements() != 1 || start->at(0) != 0 || delta->at(0) != 1 ||
       (start->dtype != DType::I64 && start->dtype != DType::I32))
     throw Unsupported{"Range over a symbolic limit takes start 0 and delta "
