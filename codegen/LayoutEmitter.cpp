@@ -311,11 +311,12 @@ void LayoutEmitter::printSlice(SliceOp slice) {
 void LayoutEmitter::printConcat(ConcatOp concat) {
   SymbolicShape shape = shapeOf(concat);
   int64_t axis = *normalizeAxis(concat.getAxis(), shape.size());
-  // The concatenated dim is fixed (SymbolicDims): a chunk's parts start at
-  // fixed multiples of `inner`.
+  // A chunk (one outer step of the result) holds each part's slab in turn;
+  // a part's slab is its length along the axis times `inner`, sizes that
+  // may be symbolic (a cache grown by concatenation).
   SymbolicSize inner = elementsOf(shape, axis + 1, shape.size());
   SymbolicSize outer = elementsOf(shape, 0, axis);
-  SymbolicSize chunk = shape[axis] * inner; // one outer step of the result
+  SymbolicSize chunk = shape[axis] * inner;
   std::string o = "0", w = "i";
   if (!isOne(outer)) {
     o = "o";
@@ -323,30 +324,44 @@ void LayoutEmitter::printConcat(ConcatOp concat) {
     os << "const " << index << " o = i / " << size(chunk) << ";\n";
     os << "const " << index << " w = i - o * " << size(chunk) << ";\n";
   }
-  // The operands with elements, and where each ends within a chunk.
-  SmallVector<std::pair<unsigned, int64_t>> parts;
-  for (auto [k, operand] : llvm::enumerate(concat.getInputs()))
-    if (int64_t length = shapeOf(operand)[axis].factor)
-      parts.push_back({static_cast<unsigned>(k), length});
-  int64_t begin = 0;
-  auto scaled = [&](int64_t length) {
-    return size(SymbolicSize::constant(length) * inner);
+  // The operands with elements, and each one's slab.
+  SmallVector<std::pair<unsigned, std::string>> parts;
+  for (auto [k, operand] : llvm::enumerate(concat.getInputs())) {
+    SymbolicSize length = shapeOf(operand)[axis];
+    if (length != SymbolicSize::constant(0))
+      parts.push_back({static_cast<unsigned>(k), size(length * inner)});
+  }
+  // Where the parts before end: their fixed lengths summed, and the
+  // symbolic slabs.
+  int64_t fixedBefore = 0;
+  SmallVector<std::string> symbolicBefore;
+  auto end = [&] {
+    SmallVector<std::string> terms = symbolicBefore;
+    terms.push_back(size(SymbolicSize::constant(fixedBefore) * inner));
+    return sum(terms);
   };
   for (size_t p = 0; p < parts.size(); ++p) {
-    auto [k, length] = parts[p];
-    std::string within = begin == 0 ? w : w + " - " + scaled(begin);
-    std::string offset = sum({times(o, scaled(length)), within});
+    const auto &[k, slab] = parts[p];
+    std::string within = w;
+    if (!symbolicBefore.empty())
+      within += " - (" + end() + ")";
+    else if (fixedBefore != 0)
+      within += " - " + end();
+    std::string offset = sum({times(o, slab), within});
     std::string store = "out0[i] = " + load(k, offset) + ";\n";
+    SymbolicSize length = shapeOf(concat.getInputs()[k])[axis];
+    if (length.isStatic())
+      fixedBefore += length.factor;
+    else
+      symbolicBefore.push_back(slab);
     if (parts.size() == 1)
       os << store;
     else if (p == 0)
-      os << "if (" << w << " < " << scaled(begin + length) << ")\n  " << store;
+      os << "if (" << w << " < " << end() << ")\n  " << store;
     else if (p + 1 < parts.size())
-      os << "else if (" << w << " < " << scaled(begin + length) << ")\n  "
-         << store;
+      os << "else if (" << w << " < " << end() << ")\n  " << store;
     else
       os << "else\n  " << store;
-    begin += length;
   }
 }
 

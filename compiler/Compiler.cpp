@@ -362,6 +362,9 @@ void addSpecializations(
     if (!symbolic || symbol == program.symbols.end())
       throw Error("fusec: '" + program.name + "': --specialize names '" + name +
                   "', which is not a symbolic dim of the model");
+    if (symbol->isDerived())
+      throw Error("fusec: '" + program.name + "': --specialize names '" + name +
+                  "', a sum of other dims: specialize those instead");
     for (int64_t size : sizes) {
       if (size < symbol->min || size > symbol->max)
         throw Error("fusec: '" + program.name + "': --specialize " + name +
@@ -527,6 +530,7 @@ CompiledModel load(Program program, const CompileOptions &options) {
   std::vector<int64_t> minima;
   for (const DimSymbol &symbol : program.symbols)
     minima.push_back(symbol.min);
+  evaluateDerivedSymbols(program.symbols, minima);
   auto executable = std::make_shared<SymbolicExecutable>(
       std::move(program), [cache, cudaOptions](Program instance) {
         return makeExecutable(std::move(instance), cache, cudaOptions);

@@ -388,7 +388,17 @@ private:
                                           Location loc) {
     auto func = cast<func::FuncOp>(builder.getInsertionBlock()->getParentOp());
     SizeProduct size;
-    for (StringRef factorText : llvm::split(text, '*')) {
+    for (StringRef factorText : fuse::splitSizeProduct(text)) {
+      if (factorText.starts_with("(")) {
+        // A sum ("(past+seq)"), which SymbolicDims reads: each name in it
+        // must be a symbol left symbolic.
+        if (!declaresSymbol(func, factorText))
+          return emitError(loc) << "'" << node.op << "' size \"" << text
+                                << "\" has a sum naming what is not a "
+                                   "symbol left symbolic";
+        size.symbols.push_back(builder.getStringAttr(factorText));
+        continue;
+      }
       int64_t number = 0;
       if (!factorText.getAsInteger(10, number)) {
         if (number < 1 ||

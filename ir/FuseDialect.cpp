@@ -2,6 +2,7 @@
 
 #include "ir/FuseDialect.h"
 #include "ir/LayoutOps.h"
+#include "ir/LibraryOps.h"
 #include "ir/SymbolicDims.h"
 #include "ir/TypeUtils.h"
 
@@ -92,12 +93,34 @@ struct TransposeOfUnitDims : OpRewritePattern<TransposeOp> {
     return success();
   }
 };
+/// A product over a contracted dim of size 1 is an outer product, a
+/// broadcast multiply ([..., m, 1] @ [..., 1, n]: RoPE's frequencies times
+/// positions): a pointwise kernel rather than a library call, and one that
+/// takes symbolic m and n.
+struct MatmulOfOneTerm : OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    auto lhs = cast<RankedTensorType>(op.getLhs().getType());
+    auto rhs = cast<RankedTensorType>(op.getRhs().getType());
+    auto result = cast<RankedTensorType>(op.getType());
+    if (op.getBias() || op.getTransposeA() || op.getTransposeB() ||
+        op.getAlpha().convertToDouble() != 1.0 || op.getEpilogue() != "none" ||
+        lhs.getRank() < 2 || rhs.getRank() < 2 || lhs.getShape().back() != 1 ||
+        rhs.getShape()[rhs.getRank() - 2] != 1 ||
+        lhs.getElementType() != result.getElementType() ||
+        rhs.getElementType() != result.getElementType())
+      return failure();
+    rewriter.replaceOpWithNewOp<MulOp>(op, result, op.getLhs(), op.getRhs());
+    return success();
+  }
+};
 } // namespace
 
 void FuseDialect::getCanonicalizationPatterns(
     RewritePatternSet &results) const {
   results.add<
-      SquareForPowerOfTwo, TransposeOfUnitDims,
+      SquareForPowerOfTwo, TransposeOfUnitDims, MatmulOfOneTerm,
       ReductionOverUnitAxes<ReduceSumOp>, ReductionOverUnitAxes<ReduceProdOp>,
       ReductionOverUnitAxes<ReduceMaxOp>, ReductionOverUnitAxes<ReduceMinOp>,
       ReductionOverUnitAxes<ReduceMeanOp>>(getContext());

@@ -237,7 +237,10 @@ FailureOr<RankedTensorType> concatType(TypeRange operands, int64_t axis,
                            << shapeString(first.getShape()) << " in dim " << d
                            << " (only the concat axis " << *dim
                            << " may differ)";
-    shape[*dim] += type.getDimSize(*dim);
+    // A dynamic part makes the sum dynamic (SymbolicDims names it).
+    shape[*dim] = ShapedType::isDynamic(shape[*dim]) || type.isDynamicDim(*dim)
+                      ? ShapedType::kDynamic
+                      : shape[*dim] + type.getDimSize(*dim);
   }
   return first.clone(shape);
 }

@@ -34,21 +34,38 @@ SymbolicShape staticShape(RankedTensorType type) {
   return shape;
 }
 
-/// A dim of a `fuse.dims` list: a size (IntegerAttr) or a product of
-/// symbols and integers ("seq", "2*batch*seq"); nullopt when it names a
-/// symbol not in `indexOf`.
-std::optional<SymbolicSize> parseDim(Attribute entry,
-                                     const std::map<std::string, int> &indexOf,
-                                     std::string &why) {
-  if (auto size = dyn_cast<IntegerAttr>(entry))
-    return SymbolicSize::constant(size.getInt());
-  auto text = dyn_cast<StringAttr>(entry);
-  if (!text) {
-    why = "'" + kDimsAttrName.str() + "' holds symbol names and sizes";
+} // namespace
+
+SmallVector<StringRef> splitSizeProduct(StringRef text) {
+  SmallVector<StringRef> factors;
+  int depth = 0;
+  size_t from = 0;
+  for (size_t i = 0; i <= text.size(); ++i) {
+    char c = i < text.size() ? text[i] : '*';
+    depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+    if (c == '*' && depth == 0) {
+      factors.push_back(text.slice(from, i));
+      from = i + 1;
+    }
+  }
+  return factors;
+}
+
+namespace {
+
+/// A product of symbols and integers ("seq", "2*batch*seq") or of sums of
+/// them in parentheses ("batch*(past+seq)"), a sum becoming the derived
+/// symbol of `symbols` it is (added when new); nullopt when it names a
+/// symbol not in `symbols`.
+std::optional<SymbolicSize> parseSize(StringRef text,
+                                      std::vector<fusec::DimSymbol> &symbols,
+                                      std::string &why) {
+  if (text.count('(') != text.count(')')) {
+    why = "'" + text.str() + "' has unbalanced parentheses";
     return std::nullopt;
   }
   SymbolicSize size = SymbolicSize::constant(1);
-  for (StringRef factor : llvm::split(text.getValue(), '*')) {
+  for (StringRef factor : splitSizeProduct(text)) {
     int64_t number = 0;
     if (!factor.getAsInteger(10, number) && number >= 1) {
       if (__builtin_mul_overflow(size.factor, number, &size.factor)) {
@@ -57,15 +74,58 @@ std::optional<SymbolicSize> parseDim(Attribute entry,
       }
       continue;
     }
-    auto found = indexOf.find(factor.str());
-    if (found == indexOf.end()) {
+    auto named = llvm::find_if(symbols, [&](const fusec::DimSymbol &symbol) {
+      return symbol.name == factor;
+    });
+    if (named != symbols.end()) {
+      size = size *
+             SymbolicSize::symbol(static_cast<int>(named - symbols.begin()));
+      continue;
+    }
+    if (factor.size() < 2 || !factor.starts_with("(") ||
+        !factor.ends_with(")")) {
       why = "names '" + factor.str() + "', which is not in '" +
             kSymbolsAttrName.str() + "'";
       return std::nullopt;
     }
-    size = size * SymbolicSize::symbol(found->second);
+    // A sum: its terms at parenthesis depth 0 within it.
+    StringRef inner = factor.drop_front().drop_back();
+    std::optional<SymbolicSize> sum = SymbolicSize::constant(0);
+    int depth = 0;
+    size_t from = 0;
+    for (size_t i = 0; i <= inner.size(); ++i) {
+      char c = i < inner.size() ? inner[i] : '+';
+      depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+      if (c != '+' || depth != 0)
+        continue;
+      std::optional<SymbolicSize> term =
+          parseSize(inner.slice(from, i), symbols, why);
+      if (!term)
+        return std::nullopt;
+      sum = fusec::addSymbolicSizes(*sum, *term, /*subtract=*/false, symbols);
+      if (!sum) {
+        why = "'" + factor.str() + "' is no size over the symbols' ranges";
+        return std::nullopt;
+      }
+      from = i + 1;
+    }
+    size = size * *sum;
   }
   return size;
+}
+
+/// A dim of a `fuse.dims` list: a size (IntegerAttr) or parseSize's text.
+std::optional<SymbolicSize> parseDim(Attribute entry,
+                                     std::vector<fusec::DimSymbol> &symbols,
+                                     std::string &why) {
+  if (auto size = dyn_cast<IntegerAttr>(entry))
+    return SymbolicSize::constant(size.getInt());
+  auto text = dyn_cast<StringAttr>(entry);
+  if (!text) {
+    why = "'" + kDimsAttrName.str() + "' holds symbol names and sizes";
+    return std::nullopt;
+  }
+  return parseSize(text.getValue(), symbols, why);
 }
 
 } // namespace
@@ -78,6 +138,20 @@ SymbolicShape SymbolicDims::shapeOf(Value value) const {
 }
 
 bool declaresSymbol(func::FuncOp function, StringRef name) {
+  if (name.starts_with("(")) {
+    // A sum of products: every name in it declared.
+    SmallVector<StringRef> tokens;
+    name.split(tokens, '+');
+    bool named = true;
+    for (StringRef term : tokens)
+      for (StringRef factor : splitSizeProduct(term.trim("()"))) {
+        int64_t number = 0;
+        factor = factor.trim("()");
+        named &= !factor.empty() && (!factor.getAsInteger(10, number) ||
+                                     declaresSymbol(function, factor));
+      }
+    return named && name.ends_with(")");
+  }
   auto declared =
       function ? function->getAttrOfType<ArrayAttr>(kSymbolsAttrName) : nullptr;
   return declared && llvm::any_of(declared, [&](Attribute entry) {
@@ -98,7 +172,7 @@ SymbolicShape dimsOf(const SymbolicDims *dims, Value value) {
 /// a symbolic one where the type's is dynamic and the type's size elsewhere.
 static FailureOr<SymbolicShape>
 parseDims(ArrayAttr named, RankedTensorType type,
-          const std::map<std::string, int> &indexOf,
+          std::vector<fusec::DimSymbol> &symbols,
           llvm::function_ref<InFlightDiagnostic(const Twine &)> fail) {
   if (named.size() != static_cast<size_t>(type.getRank()))
     return fail("'" + kDimsAttrName + "' has " + Twine(named.size()) +
@@ -106,7 +180,7 @@ parseDims(ArrayAttr named, RankedTensorType type,
   SymbolicShape shape;
   for (auto [d, entry] : llvm::enumerate(named)) {
     std::string why;
-    std::optional<SymbolicSize> size = parseDim(entry, indexOf, why);
+    std::optional<SymbolicSize> size = parseDim(entry, symbols, why);
     if (!size)
       return fail("dim " + Twine(d) + ": " + why);
     if (size->isStatic() != !type.isDynamicDim(d) ||
@@ -151,12 +225,37 @@ FailureOr<SymbolicDims> SymbolicDims::analyze(func::FuncOp function) {
                          : std::string()));
       if (symbol.max > kMaxElements)
         return fail("symbol '" + symbol.name + "' has a maximum above 2^48");
+      if (symbol.name.empty() ||
+          symbol.name.find_first_of("()+*") != std::string::npos)
+        return fail("symbol '" + symbol.name +
+                    "' is not a name: sums and products of symbols are "
+                    "written in dims, not declared");
       if (!indexOf.emplace(symbol.name, dims.syms.size()).second)
         return fail("symbol '" + symbol.name + "' is listed twice");
       dims.syms.push_back(symbol);
     }
   if (function.isExternal())
     return dims;
+  // The sums the function names anywhere become derived symbols first, so
+  // that every later lookup by name (sizeNamed) finds them.
+  auto internSums = [&](Attribute list) {
+    if (auto names = dyn_cast_or_null<ArrayAttr>(list))
+      for (Attribute entry : names)
+        if (auto text = dyn_cast<StringAttr>(entry);
+            text && text.getValue().contains('(')) {
+          std::string why; // reported where the dims are read
+          (void)parseSize(text.getValue(), dims.syms, why);
+        }
+  };
+  for (unsigned i = 0; i < function.getNumArguments(); ++i)
+    internSums(function.getArgAttr(i, kDimsAttrName));
+  function.walk([&](Operation *op) {
+    internSums(op->getAttr(kDimsAttrName));
+    if (auto size = dyn_cast<DimSizeOp>(op))
+      internSums(size.getSymbols());
+    else if (auto iota = dyn_cast<IotaOp>(op))
+      internSums(iota.getSymbols());
+  });
   for (BlockArgument arg : function.getArguments()) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     auto named =
@@ -171,7 +270,7 @@ FailureOr<SymbolicDims> SymbolicDims::analyze(func::FuncOp function) {
       return argFail("a dynamic dim needs '" + kDimsAttrName.str() +
                      "', one symbol name or size per dim");
     FailureOr<SymbolicShape> shape = parseDims(
-        named, type, indexOf, [&](const Twine &why) { return argFail(why); });
+        named, type, dims.syms, [&](const Twine &why) { return argFail(why); });
     if (failed(shape))
       return failure();
     dims.shapes[arg] = *shape;
@@ -289,11 +388,8 @@ LogicalResult SymbolicDims::derive(Operation *op) {
   // says which symbols its dynamic dims are, where the operand's alone may
   // not ([batch*seq, 768] -> [batch, seq, 768]). Checked, not trusted.
   if (auto named = op->getAttrOfType<ArrayAttr>(kDimsAttrName)) {
-    std::map<std::string, int> indexOf;
-    for (size_t s = 0; s < syms.size(); ++s)
-      indexOf[syms[s].name] = static_cast<int>(s);
     FailureOr<SymbolicShape> shape =
-        parseDims(named, resultType, indexOf,
+        parseDims(named, resultType, syms,
                   [&](const Twine &why) { return unsupported(why); });
     if (failed(shape))
       return failure();
@@ -321,24 +417,26 @@ LogicalResult SymbolicDims::derive(Operation *op) {
     return record(op, result, std::move(*shape));
   }
 
-  // Dims the op works along (reduced, normalized) must be static.
-  auto requireStatic = [&](Value operand, llvm::ArrayRef<int64_t> axes,
-                           const char *what) -> LogicalResult {
-    SymbolicShape shape = shapeOf(operand);
-    for (int64_t axis : axes)
-      if (axis >= 0 && axis < static_cast<int64_t>(shape.size()) &&
-          !shape[axis].isStatic())
-        return unsupported(Twine(what) + " dim " + Twine(axis) + " ('" +
-                           shape[axis].format(syms) +
-                           "') must have a fixed size for now");
-    return success();
-  };
-
+  // Reductions, and the composite ones (mean, L2, log-sum-exp) before
+  // they are broken down.
+  Value operand;
+  llvm::ArrayRef<int64_t> axes;
   if (auto reduction = dyn_cast<ReductionOpInterface>(op)) {
-    Value operand = reduction.getReducedOperand();
+    operand = reduction.getReducedOperand();
+    axes = reduction.getReducedAxes();
+  } else if (auto mean = dyn_cast<ReduceMeanOp>(op)) {
+    operand = mean.getOperand();
+    axes = mean.getAxes();
+  } else if (auto l2 = dyn_cast<ReduceL2Op>(op)) {
+    operand = l2.getOperand();
+    axes = l2.getAxes();
+  } else if (auto logSumExp = dyn_cast<ReduceLogSumExpOp>(op)) {
+    operand = logSumExp.getOperand();
+    axes = logSumExp.getAxes();
+  }
+  if (operand) {
     // (A reduced dim may be symbolic here: a fused attention reduces along
     // a symbolic key length; codegen refuses other such reductions.)
-    llvm::ArrayRef<int64_t> axes = reduction.getReducedAxes();
     SymbolicShape in = shapeOf(operand), out;
     bool keep = resultType.getRank() == static_cast<int64_t>(in.size());
     for (size_t d = 0; d < in.size(); ++d) {
@@ -462,14 +560,23 @@ LogicalResult SymbolicDims::derive(Operation *op) {
     if (!normalized)
       return unsupported("axis out of range");
     int64_t axis = *normalized;
+    // Along the axis, the sum of the operands' dims (a cache grown by
+    // concatenation is `past + seq` long).
     SmallVector<SymbolicShape> operands;
+    std::optional<SymbolicSize> along = SymbolicSize::constant(0);
     for (Value input : concat.getInputs()) {
       operands.push_back(shapeOf(input));
-      if (failed(requireStatic(input, {axis}, "the concatenated")))
-        return failure();
+      along = fusec::addSymbolicSizes(*along, operands.back()[axis],
+                                      /*subtract=*/false, syms);
+      if (!along)
+        return unsupported("the concatenated dims' sum is no size");
     }
     SymbolicShape out = operands.front();
-    out[axis] = SymbolicSize::constant(resultType.getDimSize(axis));
+    out[axis] = *along;
+    if (along->isStatic() != !resultType.isDynamicDim(axis) ||
+        (along->isStatic() && along->factor != resultType.getDimSize(axis)))
+      return unsupported("the result's dim " + Twine(axis) + " is not '" +
+                         along->format(syms) + "'");
     for (const SymbolicShape &other : operands)
       for (int64_t d = 0; d < rank; ++d)
         if (d != axis && other[d] != out[d])
@@ -526,7 +633,10 @@ LogicalResult SymbolicDims::derive(Operation *op) {
                            "(the same in each) and length, not '" +
                            fusec::formatSymbolicShape(shape, syms) + "'");
     }
+    // [B, H, T, D] queries with the heads merged in the result: [B, T, C].
     SymbolicShape out = query;
+    if (query.size() == 4 && resultType.getRank() == 3)
+      out = {query[0], query[2], query[3]};
     out.back() = SymbolicSize::constant(resultType.getShape().back());
     return record(op, result, std::move(out));
   }
@@ -648,13 +758,16 @@ LogicalResult SymbolicDims::derive(Operation *op) {
 std::optional<SymbolicSize> SymbolicDims::sizeNamed(ArrayAttr symbols,
                                                     int64_t factor) const {
   SymbolicSize size = SymbolicSize::constant(factor);
+  // A sum names a derived symbol analyze() found: parsed on a copy, it
+  // adds none.
+  std::vector<fusec::DimSymbol> known = syms;
   for (Attribute symbol : symbols) {
-    StringRef name = cast<StringAttr>(symbol).getValue();
-    auto found = llvm::find_if(
-        syms, [&](const fusec::DimSymbol &s) { return s.name == name; });
-    if (found == syms.end())
+    std::string why;
+    std::optional<SymbolicSize> named =
+        parseSize(cast<StringAttr>(symbol).getValue(), known, why);
+    if (!named || known.size() != syms.size())
       return std::nullopt;
-    size = size * SymbolicSize::symbol(static_cast<int>(found - syms.begin()));
+    size = size * *named;
   }
   return size;
 }
@@ -691,6 +804,8 @@ void setSymbolicDims(func::FuncOp function,
   Builder builder(function.getContext());
   SmallVector<Attribute> list;
   for (const fusec::DimSymbol &symbol : symbols) {
+    if (symbol.isDerived())
+      continue; // named by its sum where used
     SmallVector<Attribute> entry = {builder.getStringAttr(symbol.name),
                                     builder.getI64IntegerAttr(symbol.min),
                                     builder.getI64IntegerAttr(symbol.max)};

@@ -19,6 +19,7 @@
 #include "mlir/IR/Value.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <optional>
 #include <vector>
@@ -58,7 +59,12 @@ private:
   llvm::DenseMap<mlir::Value, fusec::SymbolicShape> shapes;
 };
 
-/// Whether `function`'s `fuse.symbols` declare a symbol named `name`.
+/// The factors of a size written as a product ("batch*(past+seq)*64"): the
+/// text between the '*'s outside parentheses.
+llvm::SmallVector<llvm::StringRef> splitSizeProduct(llvm::StringRef text);
+
+/// Whether `function`'s `fuse.symbols` declare a symbol named `name`, or
+/// every symbol a sum such as "(past+seq)" names.
 bool declaresSymbol(mlir::func::FuncOp function, llvm::StringRef name);
 
 /// A value's dims: `dims`' analysis of them, or (no analysis, a static

@@ -317,10 +317,10 @@ private:
   std::optional<std::vector<SymbolicSlice>>
   symbolicSlices(const onnx::NodeProto &node) const;
   /// The length of `slice` of a dim of size `dim`, where the ranges decide
-  /// it.
+  /// it (a difference of sizes may add a derived symbol to `symbols`).
   static std::optional<SymbolicSize>
   slicedSize(const SymbolicSize &dim, const SymbolicSlice &slice,
-             const std::vector<DimSymbol> &symbols);
+             std::vector<DimSymbol> &symbols);
   /// Each value's dims, where they have symbols (propagateSymbolicShapes and
   /// ONNX's inference).
   std::map<std::string, SymbolicShape> symbolicShapes;

@@ -65,25 +65,23 @@ bool checkedSub(int64_t a, int64_t b, int64_t *r) {
   return __builtin_sub_overflow(a, b, r);
 }
 
-std::optional<SymbolicSize> add(const SymbolicSize &a, const SymbolicSize &b) {
+/// a + b; a sum of distinct products of symbols is a derived symbol of
+/// `symbols` (`past + seq`).
+std::optional<SymbolicSize> add(const SymbolicSize &a, const SymbolicSize &b,
+                                std::vector<DimSymbol> &symbols) {
   if (a.isStatic() && b.isStatic())
     return staticResult(a.factor, b.factor, checkedAdd);
-  if (a == SymbolicSize::constant(0))
-    return b;
-  if (b == SymbolicSize::constant(0))
-    return a;
-  return std::nullopt; // a sum of symbols is no SymbolicSize
+  return addSymbolicSizes(a, b, /*subtract=*/false, symbols);
 }
 
+/// a - b, where the result is a constant or a size over the whole range
+/// (`(past+seq) - seq` is past).
 std::optional<SymbolicSize> subtract(const SymbolicSize &a,
-                                     const SymbolicSize &b) {
+                                     const SymbolicSize &b,
+                                     std::vector<DimSymbol> &symbols) {
   if (a.isStatic() && b.isStatic())
     return staticResult(a.factor, b.factor, checkedSub);
-  if (b == SymbolicSize::constant(0))
-    return a;
-  if (a == b)
-    return SymbolicSize::constant(0);
-  return std::nullopt;
+  return addSymbolicSizes(a, b, /*subtract=*/true, symbols);
 }
 
 std::optional<SymbolicSize> multiply(const SymbolicSize &a,
@@ -118,37 +116,31 @@ std::optional<SymbolicSize> divide(const SymbolicSize &a,
   return quotient;
 }
 
-/// The result of a comparison where the symbols' ranges decide it.
+/// The result of a comparison where the symbols' ranges decide it: the
+/// bounds of a - b, with sums expanded (`past + seq > past` always holds).
 std::optional<bool> compare(const std::string &op, const SymbolicSize &a,
                             const SymbolicSize &b,
                             const std::vector<DimSymbol> &symbols) {
-  auto [aLow, aHigh] = boundsOf(a, symbols);
-  auto [bLow, bHigh] = boundsOf(b, symbols);
-  // x < y over every size the ranges allow, or over none.
-  auto less = [](int64_t xLow, int64_t xHigh, int64_t yLow,
-                 int64_t yHigh) -> std::optional<bool> {
-    if (xHigh < yLow)
+  if (a == b)
+    return op == "Equal" || op == "LessOrEqual" || op == "GreaterOrEqual";
+  auto [low, high] = differenceBounds(a, b, symbols);
+  auto decided = [](bool holds, bool fails) -> std::optional<bool> {
+    if (holds)
       return true;
-    if (xLow >= yHigh)
+    if (fails)
       return false;
     return std::nullopt;
   };
-  auto negated = [](std::optional<bool> truth) {
-    return truth ? std::optional<bool>(!*truth) : std::nullopt;
-  };
-  bool same = a == b;
   if (op == "Equal")
-    return same                           ? std::optional<bool>(true)
-           : aHigh < bLow || bHigh < aLow ? std::optional<bool>(false)
-                                          : std::nullopt;
+    return decided(low == 0 && high == 0, low > 0 || high < 0);
   if (op == "Less")
-    return same ? false : less(aLow, aHigh, bLow, bHigh);
+    return decided(high < 0, low >= 0);
   if (op == "Greater")
-    return same ? false : less(bLow, bHigh, aLow, aHigh);
+    return decided(low > 0, high <= 0);
   if (op == "LessOrEqual")
-    return same ? true : negated(less(bLow, bHigh, aLow, aHigh));
+    return decided(high <= 0, low > 0);
   if (op == "GreaterOrEqual")
-    return same ? true : negated(less(aLow, aHigh, bLow, bHigh));
+    return decided(low >= 0, high < 0);
   return std::nullopt;
 }
 
@@ -413,7 +405,7 @@ void OnnxConverter::recordCountingIndices(const onnx::NodeProto &node) {
 
 void OnnxConverter::recordSymbolicShapes(const onnx::NodeProto &node) {
   const std::string &op = node.op_type();
-  const std::vector<DimSymbol> &symbols = graph.symbols;
+  std::vector<DimSymbol> &symbols = graph.symbols;
   auto input = [&](int i) {
     return i < node.input_size() && !node.input(i).empty()
                ? resolve(node.input(i))
@@ -620,7 +612,7 @@ void OnnxConverter::recordSymbolicShapes(const onnx::NodeProto &node) {
       for (size_t d = 0; d < shape.size(); ++d)
         if (d != *axis && part[d] != shape[d])
           return;
-      std::optional<SymbolicSize> sum = add(along, part[*axis]);
+      std::optional<SymbolicSize> sum = add(along, part[*axis], symbols);
       if (!sum)
         return;
       along = *sum;
@@ -691,7 +683,7 @@ void OnnxConverter::recordSymbolicShapes(const onnx::NodeProto &node) {
     if (delta->front() != kOne)
       return; // a static Range folds to a constant
     if (std::optional<SymbolicSize> length =
-            subtract(limit->front(), start->front()))
+            subtract(limit->front(), start->front(), symbols))
       if (!length->isStatic() || length->factor >= 0)
         setShape(0, {*length});
     return;
@@ -893,12 +885,13 @@ void OnnxConverter::recordSymbolicShapes(const onnx::NodeProto &node) {
     if (values.size() == 2) {
       const SymbolicSize &a = at(0, k), &b = at(1, k);
       if (op == "Add" || op == "Sub") {
-        element = op == "Add" ? add(a, b) : subtract(a, b);
+        element = op == "Add" ? add(a, b, symbols) : subtract(a, b, symbols);
         if (!element && (!a.isStatic() || !b.isStatic()))
           symbolicGaps[node.output(0)] =
               "'" + node.output(0) + "' is " + sizeText(a) +
               (op == "Add" ? " + " : " - ") + sizeText(b) +
-              ", a sum of sizes, which a symbolic dim cannot be yet";
+              ", not a size at every size in the symbols' ranges (fusec "
+              "follows sums of sizes and differences that cancel)";
       } else if (op == "Mul")
         element = multiply(a, b);
       else if (op == "Div")
@@ -970,7 +963,7 @@ OnnxConverter::symbolicSlices(const onnx::NodeProto &node) const {
 
 std::optional<SymbolicSize>
 OnnxConverter::slicedSize(const SymbolicSize &dim, const SymbolicSlice &slice,
-                          const std::vector<DimSymbol> &symbols) {
+                          std::vector<DimSymbol> &symbols) {
   if (slice.step != kOne)
     return std::nullopt;
   const SymbolicSize &start = slice.start, &end = slice.end;
@@ -979,21 +972,26 @@ OnnxConverter::slicedSize(const SymbolicSize &dim, const SymbolicSlice &slice,
             to = clampedIndex(end.factor, dim.factor);
     return SymbolicSize::constant(std::max<int64_t>(to - from, 0));
   }
+  const SymbolicSize zero = SymbolicSize::constant(0);
   auto [dimLow, dimHigh] = boundsOf(dim, symbols);
   auto [endLow, endHigh] = boundsOf(end, symbols);
-  // [0, end) with end past every size the dim has, or equal to it: all.
-  if (start == SymbolicSize::constant(0) &&
-      (end == dim || (end.isStatic() && endLow >= dimHigh)))
-    return dim;
-  // [0, end) with end a symbolic size within every size of the dim.
-  if (start == SymbolicSize::constant(0) && !end.isStatic() && endLow >= 0 &&
-      endHigh <= dimLow)
-    return end;
   // The last n, [-n:], of a dim at least n long.
   if (start.isStatic() && start.factor < 0 && end.isStatic() &&
       endLow >= dimHigh && -start.factor <= dimLow)
     return SymbolicSize::constant(-start.factor);
-  return std::nullopt;
+  // [start, end) within the dim at every size in range (an end past every
+  // size is the dim's end): end - start long, where that is a size
+  // (`[past, past + seq)` is seq long).
+  SymbolicSize to = end.isStatic() && endLow >= dimHigh ? dim : end;
+  if (differenceBounds(start, zero, symbols).first < 0 ||
+      differenceBounds(dim, to, symbols).first < 0)
+    return std::nullopt;
+  if (start == zero)
+    return to;
+  std::optional<SymbolicSize> length = subtract(to, start, symbols);
+  if (!length || (length->isStatic() && length->factor < 0))
+    return std::nullopt;
+  return length;
 }
 
 bool OnnxConverter::convertSymbolicShapeReader(const onnx::NodeProto &node) {
@@ -1036,8 +1034,9 @@ bool OnnxConverter::convertSymbolicShapeReader(const onnx::NodeProto &node) {
     if (known)
       throw Unsupported{
           what + (op == "Slice"
-                      ? ": with such bounds fusec takes a whole dim, or a "
-                        "prefix [0, n) of a fixed dim"
+                      ? ": fusec takes step 1 and 0 <= start <= end <= the "
+                        "dim at every size in the symbols' ranges, with end - "
+                        "start a sum of products of the symbols"
                       : ": its sizes do not fit the input's dims as products "
                         "of the graph's symbols")};
     auto gap = symbolicGaps.find(resolve(shapeInput));
@@ -1082,31 +1081,57 @@ bool OnnxConverter::convertSymbolicShapeReader(const onnx::NodeProto &node) {
                   {{"dims", dimsText(*result)}});
     return true;
   }
-  // Slice: the whole of every dim, or a prefix [0, n) of one fixed dim for a
-  // symbolic n (a position table sliced to the sequence's length): a gather
-  // of positions 0..n-1.
+  // Slice: along each dim it cuts, a gather of its positions, start +
+  // iota(length) (a position table cut to the sequence, the rows [past,
+  // past + seq) of a causal mask).
   std::optional<SymbolicShape> in = symbolicShapeOf(data);
-  if (!in || in->size() != result->size())
+  std::optional<std::vector<SymbolicSlice>> slices = symbolicSlices(node);
+  if (!in || in->size() != result->size() || !slices)
     throw Unsupported{"Slice's input dims are not known"};
-  if (in == result) {
+  std::vector<const SymbolicSlice *> cuts;
+  for (const SymbolicSlice &slice : *slices)
+    if ((*result)[slice.axis] != (*in)[slice.axis] ||
+        slice.start != SymbolicSize::constant(0))
+      cuts.push_back(&slice);
+  if (cuts.empty()) {
     addAlias(output, data);
     return true;
   }
-  std::optional<size_t> prefixAxis;
-  for (size_t d = 0; d < result->size(); ++d) {
-    if ((*result)[d] == (*in)[d])
-      continue;
-    if (prefixAxis || !(*in)[d].isStatic() || (*result)[d].isStatic())
-      throw Unsupported{"Slice of '" + formatSymbolicShape(*in, graph.symbols) +
-                        "' to '" + formatSymbolicShape(*result, graph.symbols) +
-                        "' with bounds computed at run time: fusec takes a "
-                        "whole dim or a prefix of one fixed dim"};
-    prefixAxis = d;
+  std::string sliced = data;
+  for (const SymbolicSlice *cut : cuts) {
+    size_t d = cut->axis;
+    std::string axis = std::to_string(d);
+    std::string positions = addStep(owner, "iota", {}, "positions_" + axis,
+                                    {{"size", sizeText((*result)[d])}});
+    // The start: a size, or a constant counted from the end.
+    const SymbolicSize &start = cut->start;
+    std::string offset;
+    if (start.isStatic() && start.factor < 0) {
+      Tensor back = scalarTensor(DType::I64, 0);
+      back.set(0, static_cast<double>(start.factor));
+      offset = addStep(owner, "add",
+                       {addStep(owner, "dim_size", {}, "length_" + axis,
+                                {{"size", sizeText((*in)[d])}}),
+                        addStepConstant(owner, "back_" + axis, back)},
+                       "start_" + axis);
+    } else if (start.isStatic() && start.factor > 0) {
+      Tensor first = scalarTensor(DType::I64, 0);
+      first.set(0, static_cast<double>(start.factor));
+      offset = addStepConstant(owner, "start_" + axis, first);
+    } else if (!start.isStatic()) {
+      offset = addStep(owner, "dim_size", {}, "start_" + axis,
+                       {{"size", sizeText(start)}});
+    }
+    if (!offset.empty())
+      positions = addStep(owner, "add", {positions, offset}, "from_" + axis);
+    std::map<std::string, AttrValue> along = {
+        {"axis", static_cast<int64_t>(d)}};
+    if (cut == cuts.back())
+      addOutputStep(owner, "gather", {sliced, positions}, output, along);
+    else
+      sliced = addStep(owner, "gather", {sliced, positions}, "sliced_" + axis,
+                       along);
   }
-  std::string positions = addStep(owner, "iota", {}, "positions",
-                                  {{"size", sizeText((*result)[*prefixAxis])}});
-  addOutputStep(owner, "gather", {data, positions}, output,
-                {{"axis", static_cast<int64_t>(*prefixAxis)}});
   return true;
 }
 

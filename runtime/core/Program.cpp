@@ -199,6 +199,8 @@ std::string Program::planJson() const {
           {"name", symbol.name}, {"min", symbol.min}, {"max", symbol.max}};
       if (symbol.multiple != 1)
         entry["multiple"] = symbol.multiple;
+      if (symbol.isDerived())
+        entry["derived"] = true; // computed from the others, not bound
       plan["symbols"].push_back(entry);
     }
   }
@@ -357,6 +359,7 @@ std::vector<int64_t> bindDimSizes(const Program &program,
   constexpr int64_t kUnbound = -1;
   std::vector<int64_t> sizes(program.symbols.size(), kUnbound);
   std::vector<std::pair<size_t, size_t>> boundBy(program.symbols.size());
+  std::vector<std::pair<size_t, size_t>> derivedDims;
   if (inputShapes.size() != program.inputs.size())
     throw Error("the model takes " + std::to_string(program.inputs.size()) +
                 " inputs, " + std::to_string(inputShapes.size()) +
@@ -393,6 +396,10 @@ std::vector<int64_t> bindDimSizes(const Program &program,
       int symbol = dim.symbols[0];
       const DimSymbol &named = program.symbols[symbol];
       auto label = [&] { return where(i, d) + " ('" + named.name + "')"; };
+      if (named.isDerived()) {
+        derivedDims.push_back({i, d});
+        continue; // checked once the symbols it sums are bound
+      }
       if (shape[d] < named.min || shape[d] > named.max)
         throw Error(label() + " is " + std::to_string(shape[d]) +
                     ", outside its range " + std::to_string(named.min) + ".." +
@@ -411,9 +418,18 @@ std::vector<int64_t> bindDimSizes(const Program &program,
     }
   }
   for (size_t s = 0; s < sizes.size(); ++s)
-    if (sizes[s] == kUnbound)
+    if (sizes[s] == kUnbound && !program.symbols[s].isDerived())
       throw Error("no input's shape binds dim '" + program.symbols[s].name +
                   "'");
+  evaluateDerivedSymbols(program.symbols, sizes);
+  for (auto [i, d] : derivedDims) {
+    int symbol = program.buffers[program.inputs[i]].symbolicShape[d].symbols[0];
+    if (inputShapes[i][d] != sizes[symbol])
+      throw Error(where(i, d) + " ('" + program.symbols[symbol].name +
+                  "') is " + std::to_string(inputShapes[i][d]) +
+                  ", but the sizes bound make it " +
+                  std::to_string(sizes[symbol]));
+  }
   return sizes;
 }
 

@@ -93,6 +93,9 @@ std::string encodeProgram(const Program &program) {
     out.put<int64_t>(symbol.min);
     out.put<int64_t>(symbol.max);
     out.put<int64_t>(symbol.multiple);
+    out.put<uint64_t>(symbol.sumOf.size());
+    for (const SymbolicSize &term : symbol.sumOf)
+      putSize(out, term);
   }
   out.putList(program.dimSizes);
   out.put<uint64_t>(program.buffers.size());
@@ -166,12 +169,15 @@ Program decodeProgram(std::string_view bytes, const std::string &what) {
   program.prelude = in.getString();
   program.source = in.getString();
   // The smallest encoding of each item bounds its count.
-  program.symbols.resize(in.getCount(8 + 8 + 8 + 8));
+  program.symbols.resize(in.getCount(8 + 8 + 8 + 8 + 8));
   for (DimSymbol &symbol : program.symbols) {
     symbol.name = in.getString();
     symbol.min = in.get<int64_t>();
     symbol.max = in.get<int64_t>();
     symbol.multiple = in.get<int64_t>();
+    symbol.sumOf.resize(in.getCount(8 + 8));
+    for (SymbolicSize &term : symbol.sumOf)
+      term = getSize(in);
   }
   program.dimSizes = in.getList<int64_t>();
   program.buffers.resize(in.getCount(8 + 8 + 8 + 1 + 4 + 4 + 8));
@@ -263,6 +269,36 @@ void checkProgram(const Program &program, const std::string &what) {
       fail("symbol '" + symbol.name + "' has the range " +
            std::to_string(symbol.min) + ".." + std::to_string(symbol.max) +
            " (multiples of " + std::to_string(symbol.multiple) + ")");
+  // A derived symbol sums products of the bound symbols before it, with
+  // positive factors, and has the range and multiple that sum gives.
+  for (size_t s = 0; s < program.symbols.size(); ++s) {
+    const DimSymbol &symbol = program.symbols[s];
+    if (!symbol.isDerived())
+      continue;
+    std::vector<DimSymbol> before(program.symbols.begin(),
+                                  program.symbols.begin() + s);
+    std::optional<SymbolicSize> sum = SymbolicSize::constant(0);
+    for (const SymbolicSize &term : symbol.sumOf) {
+      bool bound = term.factor >= 1 && term.factor <= kMaxElements &&
+                   term.symbols.size() <= 8;
+      for (int named : term.symbols)
+        bound &= named >= 0 && static_cast<size_t>(named) < s &&
+                 !program.symbols[named].isDerived();
+      if (!bound)
+        fail("symbol '" + symbol.name + "' sums terms out of range");
+      sum = addSymbolicSizes(*sum, term, /*subtract=*/false, before);
+      if (!sum)
+        fail("symbol '" + symbol.name + "' sums to sizes out of range");
+    }
+    const DimSymbol *named = sum->symbols.size() == 1 && sum->factor == 1
+                                 ? &before[static_cast<size_t>(sum->symbols[0])]
+                                 : nullptr;
+    if (!named || named->name != symbol.name || named->sumOf != symbol.sumOf ||
+        named->min != symbol.min || named->max != symbol.max ||
+        named->multiple != symbol.multiple)
+      fail("symbol '" + symbol.name +
+           "' is not the sum it names, or has another range");
+  }
   if (!program.dimSizes.empty() && !program.symbols.empty())
     fail("a program with symbols holds no sizes of its own");
   auto checkSize = [&](const SymbolicSize &size, const std::string &user) {

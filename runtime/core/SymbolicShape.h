@@ -15,19 +15,13 @@
 #include "runtime/core/Shape.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace fusec {
 
-/// A named dim size that varies between runs, within [min, max], and a
-/// multiple of `multiple` (declared, `--dim seq=8..1024:8`, so that kernels
-/// may rely on it: vector widths, aligned rows).
-struct DimSymbol {
-  std::string name;
-  int64_t min = 1, max = 1;
-  int64_t multiple = 1;
-};
+struct DimSymbol;
 
 /// `factor` times the product of `symbols` (indices into the program's
 /// symbols, sorted, repeats allowed); a static size has no symbols.
@@ -54,6 +48,26 @@ struct SymbolicSize {
   bool operator!=(const SymbolicSize &other) const { return !(*this == other); }
 };
 
+/// A named dim size that varies between runs, within [min, max], and a
+/// multiple of `multiple` (declared, `--dim seq=8..1024:8`, so that kernels
+/// may rely on it: vector widths, aligned rows).
+///
+/// A derived symbol is a sum (`sumOf`, products of the other, bound symbols
+/// with positive factors, and a positive constant): a cache grown by
+/// concatenation is `past + seq` long, a mask one wider than the sequence
+/// `seq + 1`. Its value is computed from theirs at each run, never bound
+/// from an input; its name is the sum, "(past+seq)", and its range and
+/// multiple follow from theirs. Sizes stay products of symbols, so equal
+/// sums are one symbol and compare equal.
+struct DimSymbol {
+  std::string name;
+  int64_t min = 1, max = 1;
+  int64_t multiple = 1;
+  std::vector<SymbolicSize> sumOf = {};
+
+  bool isDerived() const { return !sumOf.empty(); }
+};
+
 /// One SymbolicSize per dim.
 using SymbolicShape = std::vector<SymbolicSize>;
 
@@ -76,6 +90,25 @@ SymbolicShape broadcastStrides(const SymbolicShape &from,
                                const SymbolicShape &to);
 /// The shape with fixed sizes: what a static shape is as a SymbolicShape.
 SymbolicShape symbolicShapeOf(const Shape &shape);
+
+/// `a + b`, or `a - b` when `subtract`, as one SymbolicSize over `symbols`:
+/// a product where the terms combine into one (`seq + seq`, `(past+seq) -
+/// past`), else the derived symbol of their sum, appended to `symbols` when
+/// it is new. nullopt where the result is no size over the whole range: a
+/// negative term left over, a value below 1, or a maximum above 2^48.
+std::optional<SymbolicSize> addSymbolicSizes(const SymbolicSize &a,
+                                             const SymbolicSize &b,
+                                             bool subtract,
+                                             std::vector<DimSymbol> &symbols);
+/// The least and greatest value of `a - b` over the symbols' ranges, with
+/// derived symbols expanded into their terms (so that `(past+seq) - past`
+/// is seq's range), saturated at int64's bounds.
+std::pair<int64_t, int64_t>
+differenceBounds(const SymbolicSize &a, const SymbolicSize &b,
+                 const std::vector<DimSymbol> &symbols);
+/// Sets each derived symbol's value in `values` from the bound ones'.
+void evaluateDerivedSymbols(const std::vector<DimSymbol> &symbols,
+                            std::vector<int64_t> &values);
 
 } // namespace fusec
 

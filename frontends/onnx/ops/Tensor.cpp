@@ -127,10 +127,24 @@ void triluMask(OnnxConverter &converter, const onnx::NodeProto &,
   } else {
     k = converter.addStepConstant(node, "k", scalarTensor(DType::I64, 0));
   }
-  std::string rows = converter.addStepConstant(
-      node, "rows", indicesAlong(2, 0, shape[rank - 2]));
-  std::string columns = converter.addStepConstant(
-      node, "columns", indicesAlong(1, 0, shape[rank - 1]));
+  // A symbolic dim's indices are an iota of its size (a causal mask of
+  // [seq, past + seq]).
+  std::optional<SymbolicShape> symbolic = converter.symbolicShapeOf(x);
+  auto indices = [&](int64_t axis, const char *name) {
+    bool asColumn = axis == rank - 2;
+    if (shape[axis] >= 0 || !symbolic || (*symbolic)[axis].isStatic())
+      return converter.addStepConstant(
+          node, name, indicesAlong(asColumn ? 2 : 1, 0, shape[axis]));
+    std::string size = converter.sizeText((*symbolic)[axis]);
+    std::string positions = converter.addStep(
+        node, "iota", {}, std::string(name) + "_iota", {{"size", size}});
+    if (!asColumn)
+      return positions;
+    return converter.addStep(node, "reshape", {positions}, name,
+                             {{"dims", size + ",1"}});
+  };
+  std::string rows = indices(rank - 2, "rows");
+  std::string columns = indices(rank - 1, "columns");
   std::string offset =
       converter.addStep(node, "sub", {columns, rows}, "diagonal_offset");
   std::string keep =
@@ -632,39 +646,55 @@ void convertConstantOfShape(OnnxConverter &converter,
 
 /// Range over constant start, limit and delta: a constant, as ONNX
 /// defines it (max(ceil((limit - start) / delta), 0) elements).
-/// Range(0, n, 1) over a symbolic n (a shape value: OnnxConverter::
-/// symbolicValueOf): an iota of n elements, in the start's dtype.
+/// Range(start, limit, 1) where start or limit is a symbolic size (a shape
+/// value: OnnxConverter::symbolicValueOf): an iota of limit - start
+/// elements (a size over the symbols' ranges: `Range(past, past + seq)` is
+/// seq long), plus the start where it is not 0, in the start's dtype.
 bool convertSymbolicRange(OnnxConverter &converter,
                           const onnx::NodeProto &node) {
+  std::optional<std::vector<SymbolicSize>> start =
+      converter.symbolicValueOf(node.input(0));
   std::optional<std::vector<SymbolicSize>> limit =
       converter.symbolicValueOf(node.input(1));
-  if (!limit || limit->size() != 1 || limit->front().isStatic())
+  if (!start || !limit || start->size() != 1 || limit->size() != 1 ||
+      (start->front().isStatic() && limit->front().isStatic()))
     return false;
-  const Tensor *start =
-      converter.constantOrNull(converter.resolve(node.input(0)));
   const Tensor *delta =
       converter.constantOrNull(converter.resolve(node.input(2)));
-  if (!start || !delta || start->numElements() != 1 ||
-      delta->numElements() != 1 || start->at(0) != 0 || delta->at(0) != 1 ||
-      (start->dtype != DType::I64 && start->dtype != DType::I32))
-    throw Unsupported{"Range over a symbolic limit takes start 0 and delta "
-                      "1 (integers), so that its length is the limit"};
-  GraphNode iota;
-  iota.name = node.name();
-  iota.op = "iota";
-  iota.outputs = {start->dtype == DType::I64 ? node.output(0)
-                                             : node.output(0) + "_i64"};
-  iota.attrs["size"] = converter.sizeText(limit->front());
-  converter.addNode(iota);
-  if (start->dtype != DType::I64) {
-    GraphNode cast;
-    cast.name = node.name();
-    cast.op = "cast";
-    cast.inputs = iota.outputs;
-    cast.outputs = {node.output(0)};
-    cast.attrs["dtype"] = std::string(dtypeName(start->dtype));
-    converter.addNode(std::move(cast));
+  std::optional<DType> dtype = converter.dtypeOf(node.input(0));
+  std::optional<SymbolicShape> shape =
+      converter.symbolicShapeOf(node.output(0));
+  if (!delta || delta->numElements() != 1 || delta->at(0) != 1 || !dtype ||
+      (*dtype != DType::I64 && *dtype != DType::I32))
+    throw Unsupported{"Range over a symbolic start or limit takes delta 1 "
+                      "(integers)"};
+  if (!shape || shape->size() != 1)
+    throw Unsupported{"Range's length, " + converter.sizeText(limit->front()) +
+                      " - " + converter.sizeText(start->front()) +
+                      ", is not a size at every size in the symbols' ranges"};
+  GraphNode owner;
+  owner.name = node.name();
+  owner.outputs = {node.output(0)};
+  std::map<std::string, AttrValue> size = {
+      {"size", converter.sizeText(shape->front())}};
+  bool fromZero = start->front() == SymbolicSize::constant(0);
+  if (fromZero && *dtype == DType::I64) {
+    converter.addOutputStep(owner, "iota", {}, node.output(0), size);
+    return true;
   }
+  std::string positions =
+      converter.addStep(owner, "iota", {}, "positions", size);
+  std::map<std::string, AttrValue> cast = {
+      {"dtype", std::string(dtypeName(*dtype))}};
+  if (fromZero) {
+    converter.addOutputStep(owner, "cast", {positions}, node.output(0), cast);
+    return true;
+  }
+  if (*dtype != DType::I64)
+    positions = converter.addStep(owner, "cast", {positions}, "counted", cast);
+  converter.addOutputStep(owner, "add",
+                          {positions, converter.resolve(node.input(0))},
+                          node.output(0));
   return true;
 }
 

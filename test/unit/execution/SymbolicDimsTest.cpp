@@ -28,13 +28,29 @@ namespace {
 /// The graph with its symbolic inputs at `sizes` (one per symbol), no
 /// symbols left: the static reference.
 Graph atSizes(Graph graph, const std::vector<int64_t> &sizes) {
+  auto sizeOf = [&](const std::string &name) {
+    for (size_t s = 0; s < graph.symbols.size(); ++s)
+      if (graph.symbols[s].name == name)
+        return sizes[s];
+    FAIL("no symbol '" << name << "'");
+    return int64_t(0);
+  };
   for (GraphInput &input : graph.inputs) {
     for (size_t d = 0; d < input.dimNames.size(); ++d) {
-      if (input.dimNames[d].empty())
+      const std::string &name = input.dimNames[d];
+      if (name.empty())
         continue;
-      for (size_t s = 0; s < graph.symbols.size(); ++s)
-        if (graph.symbols[s].name == input.dimNames[d])
-          input.shape[d] = sizes[s];
+      if (name.front() != '(') {
+        input.shape[d] = sizeOf(name);
+        continue;
+      }
+      // A sum of symbols, "(past+seq)".
+      input.shape[d] = 0;
+      std::string terms = name.substr(1, name.size() - 2);
+      for (size_t from = 0, to; from <= terms.size(); from = to + 1) {
+        to = std::min(terms.find('+', from), terms.size());
+        input.shape[d] += sizeOf(terms.substr(from, to - from));
+      }
     }
     input.dimNames.clear();
   }
@@ -72,7 +88,10 @@ void checkSizes(const Graph &graph,
   CompiledModel model = compile(graph, options);
   const Program &program = model.program();
   REQUIRE(program.isSymbolic());
-  REQUIRE(program.symbols.size() == graph.symbols.size());
+  // The graph's symbols, then the sums of them the model's dims are.
+  REQUIRE(program.symbols.size() >= graph.symbols.size());
+  for (size_t s = 0; s < program.symbols.size(); ++s)
+    CHECK(program.symbols[s].isDerived() == (s >= graph.symbols.size()));
   for (const KernelDesc &kernel : program.kernels)
     CHECK(kernel.readsDimSizes);
   size_t compiled = cacheEntries(cacheDir);
@@ -203,6 +222,38 @@ Graph attentionGraph(DType dtype) {
       b.op("transpose", {o}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
   b.output(
       b.op("reshape", {merged}, {{"shape", std::vector<int64_t>{0, 16, 256}}}));
+  return b.build();
+}
+
+/// A cache grown by concatenation: past [1, 2, past, 16] and the new
+/// entries [1, 2, seq, 16] make present [1, 2, past+seq, 16], a derived
+/// symbol. A pointwise kernel reads it, a three-way concat puts symbolic
+/// slabs before a part, and seq queries attend to it (the keys and values)
+/// under an additive mask given as an input [1, 1, seq, past+seq], whose
+/// dim is checked against the sum rather than bound.
+Graph concatCacheGraph() {
+  GraphBuilder b("symbolic_concat_cache");
+  b.symbol("past", 1, 40);
+  b.symbol("seq", 1, 8);
+  auto heads = [&](const char *name, const char *length) {
+    return b.input(name, DType::F32, {1, 2, -1, 16}, {"", "", length, ""});
+  };
+  std::string past = heads("past", "past");
+  std::string fresh = heads("fresh", "seq");
+  std::string q = heads("q", "seq");
+  std::string mask = b.input("mask", DType::F32, {1, 1, -1, -1},
+                             {"", "", "seq", "(past+seq)"});
+  std::string present = b.op("concat", {past, fresh}, {{"axis", int64_t(2)}});
+  b.output(present);
+  b.output(b.op("tanh", {present}));
+  b.output(b.op("concat", {fresh, past, fresh}, {{"axis", int64_t(2)}}));
+  std::string kt = b.op("transpose", {present},
+                        {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
+  std::string scores =
+      b.op("add",
+           {b.op("mul", {b.op("matmul", {q, kt}), b.scalar(0.25, DType::F32)}),
+            mask});
+  b.output(b.op("matmul", {b.op("softmax", {scores}), present}));
   return b.build();
 }
 
@@ -339,6 +390,20 @@ void checkSymbolicDims(Target target) {
     checkSizes(attentionGraph(DType::F32), {{2}, {6}, {1}}, DType::F32, target,
                /*fusedAttention=*/false);
   }
+  SECTION("a cache grown by concatenation: sums of symbols") {
+    checkSizes(concatCacheGraph(), {{5, 1}, {40, 8}, {1, 3}, {17, 1}},
+               DType::F32, target);
+    Program program =
+        lowerGraph(concatCacheGraph(), test::testOptions(true, target)).program;
+    std::vector<std::string> names;
+    for (const DimSymbol &symbol : program.symbols)
+      names.push_back(symbol.name);
+    CHECK(names == std::vector<std::string>{"past", "seq", "(past+seq)",
+                                            "(past+seq*2)"});
+    CHECK(program.symbols[2].min == 2);
+    CHECK(program.symbols[2].max == 48);
+    CHECK(program.symbols[3].max == 56);
+  }
   SECTION("a sequence length after a fixed dim: layout, broadcasts, rows") {
     checkSizes(sequenceLayoutGraph(), {{1}, {17}, {40}, {2}}, DType::F32,
                target);
@@ -407,16 +472,6 @@ TEST_CASE("symbolic dims: sizes outside the range and unsupported ops are "
                                randomTensor(DType::F32, {5, 4}, rng)}),
                     Catch::Contains("input 'c' dim 0 ('n') is 5, but input "
                                     "'a' dim 0 made 'n' 3"));
-
-  // Ops that cannot take symbolic dims yet are named: a concat along one.
-  GraphBuilder joined("joined");
-  joined.symbol("n", 1, 8);
-  std::string x = joined.input("x", DType::F32, {-1, 4}, {"n", ""});
-  joined.output(joined.op("concat", {x, x}, {{"axis", int64_t(0)}}));
-  CHECK_THROWS_WITH(
-      compile(joined.build(), test::testOptions(true, Target::Cpu)),
-      Catch::Contains("'fuse.concat' with symbolic dims: the concatenated dim "
-                      "0 ('n') must have a fixed size for now"));
 
   // Slicing or padding the symbolic dim itself is refused.
   GraphBuilder sliced("sliced");
@@ -490,4 +545,71 @@ TEST_CASE("symbolic dims: a fixed size by name, and specialized sizes",
   CHECK_THROWS_WITH(compile(graph, outside),
                     Catch::Contains("--specialize rows=301 is outside its "
                                     "range 1..300"));
+}
+
+TEST_CASE("symbolic dims: sums of symbols are derived symbols", "[symbolic]") {
+  std::vector<DimSymbol> symbols = {{"past", 1, 40}, {"seq", 1, 8, 4}};
+  SymbolicSize past = SymbolicSize::symbol(0), seq = SymbolicSize::symbol(1);
+  auto add = [&](SymbolicSize a, SymbolicSize b, bool subtract = false) {
+    return addSymbolicSizes(a, b, subtract, symbols);
+  };
+  // Like terms combine; a sum of distinct ones is one symbol, found again.
+  CHECK(add(seq, seq) == SymbolicSize{2, {1}});
+  std::optional<SymbolicSize> total = add(past, seq);
+  REQUIRE(total == SymbolicSize::symbol(2));
+  REQUIRE(symbols.size() == 3);
+  CHECK(symbols[2].name == "(past+seq)");
+  CHECK(symbols[2].min == 2);
+  CHECK(symbols[2].max == 48);
+  CHECK(symbols[2].multiple == 1);
+  CHECK(add(seq, past) == total);
+  // Sums expand: (past+seq) - past is seq, (past+seq) + 1 a new sum.
+  CHECK(add(*total, past, true) == seq);
+  CHECK(add(*total, *total, true) == SymbolicSize::constant(0));
+  std::optional<SymbolicSize> wider = add(*total, SymbolicSize::constant(1));
+  REQUIRE(wider == SymbolicSize::symbol(3));
+  CHECK(symbols[3].name == "(past+seq+1)");
+  CHECK(add(*wider, SymbolicSize::constant(1), true) == total);
+  // Multiples: seq is declared a multiple of 4, so 2*seq + 8 is one of 8.
+  std::optional<SymbolicSize> aligned =
+      add(SymbolicSize{2, {1}}, SymbolicSize::constant(8));
+  REQUIRE(aligned);
+  CHECK(symbols[aligned->symbols[0]].multiple == 8);
+  // What is no size over the whole range: a difference that does not
+  // cancel, a negative product.
+  size_t count = symbols.size();
+  CHECK_FALSE(add(past, seq, true));
+  CHECK_FALSE(add(seq, SymbolicSize::constant(1), true));
+  CHECK_FALSE(add(SymbolicSize::constant(0), seq, true));
+  CHECK(symbols.size() == count);
+  // Bounds of differences see through sums.
+  CHECK(differenceBounds(*total, past, symbols) ==
+        std::pair<int64_t, int64_t>{1, 8});
+  CHECK(differenceBounds(past, seq, symbols) ==
+        std::pair<int64_t, int64_t>{-7, 39});
+  // Evaluated from the bound symbols.
+  std::vector<int64_t> values = {10, 4, -1, -1, -1};
+  evaluateDerivedSymbols(symbols, values);
+  CHECK(values[2] == 14);
+  CHECK(values[3] == 15);
+  CHECK(values[4] == 16);
+}
+
+TEST_CASE("symbolic dims: an input dim that is a sum is checked, not bound",
+          "[symbolic]") {
+  CompiledModel model =
+      compile(concatCacheGraph(), test::testOptions(true, Target::Cpu));
+  std::mt19937_64 rng(2);
+  auto runAt = [&](int64_t past, int64_t seq, int64_t maskLength) {
+    model.run({randomTensor(DType::F32, {1, 2, past, 16}, rng),
+               randomTensor(DType::F32, {1, 2, seq, 16}, rng),
+               randomTensor(DType::F32, {1, 2, seq, 16}, rng),
+               randomTensor(DType::F32, {1, 1, seq, maskLength}, rng)});
+  };
+  CHECK_NOTHROW(runAt(6, 2, 8));
+  CHECK_THROWS_WITH(runAt(6, 2, 9),
+                    Catch::Contains("input 'mask' dim 3 ('(past+seq)') is 9, "
+                                    "but the sizes bound make it 8"));
+  CHECK_THROWS_WITH(runAt(41, 2, 43),
+                    Catch::Contains("('past') is 41, outside its range 1..40"));
 }
