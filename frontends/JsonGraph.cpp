@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <fstream>
 #include <sstream>
@@ -220,6 +221,33 @@ private:
       if (bound != namedDims.end()) {
         dims[d] = bound->second;
         names[d].clear();
+        continue;
+      }
+      if (names[d].front() == '(') {
+        // A sum ("(past+seq)"): derived from its symbols at every run
+        // (SymbolicDims), each of which must have a range.
+        std::string name;
+        for (char c : names[d] + "+") {
+          if (c != '(' && c != ')' && c != '+' && c != '*') {
+            name += c;
+            continue;
+          }
+          if (name.empty() ||
+              std::isdigit(static_cast<unsigned char>(name[0]))) {
+            name.clear();
+            continue;
+          }
+          auto range = dimRanges.find(name);
+          if (range == dimRanges.end() ||
+              range->second.min == range->second.max)
+            throw fail(where, "dim '" + names[d] + "' sums '" + name +
+                                  "', which needs a range: --dim " + name +
+                                  "=MIN..MAX");
+          if (std::none_of(symbols.begin(), symbols.end(),
+                           [&](const DimSymbol &s) { return s.name == name; }))
+            symbols.push_back(range->second);
+          name.clear();
+        }
         continue;
       }
       auto range = dimRanges.find(names[d]);

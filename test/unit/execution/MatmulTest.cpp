@@ -45,9 +45,10 @@ struct ShapeCase {
 };
 
 const ShapeCase kShapeCases[] = {
-    {"1x1 @ 1x1", {1, 1}, {1, 1}, 1, 0},
+    // A contracted dim of 1 is a broadcast multiply: one kernel, no call.
+    {"1x1 @ 1x1", {1, 1}, {1, 1}, 0, 1},
     {"row times column 1x5 @ 5x1", {1, 5}, {5, 1}, 1, 0},
-    {"outer product 7x1 @ 1x13", {7, 1}, {1, 13}, 1, 0},
+    {"outer product 7x1 @ 1x13", {7, 1}, {1, 13}, 0, 1},
     {"odd sizes 7x29 @ 29x13", {7, 29}, {29, 13}, 1, 0},
     {"long k 16x2500 @ 2500x24", {16, 2500}, {2500, 24}, 1, 0},
     {"blocked 64x96 @ 96x80", {64, 96}, {96, 80}, 1, 0},
