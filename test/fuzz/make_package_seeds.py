@@ -68,7 +68,10 @@ def main():
               ("softmax-cuda", "test/models/softmax.json", "cuda", []),
               # A symbolic program: symbols, symbolic shapes, dynamic grids.
               ("symbolic-cuda", "test/models/symbolic_sequence.json", "cuda",
-               ["--dim", "seq=1..64"])]
+               ["--dim", "seq=1..64"]),
+              # A derived symbol (a cache grown by concatenation): sums.
+              ("derived-cpu", "test/models/concat_cache.json", "cpu",
+               ["--dim", "past=1..64", "--dim", "seq=1..8"])]
     corpus = os.path.join(HERE, "corpus", "package")
     with tempfile.TemporaryDirectory() as work:
         for name, model, target, extra in models:
