@@ -982,7 +982,11 @@ OnnxConverter::slicedSize(const SymbolicSize &dim, const SymbolicSlice &slice,
   // [start, end) within the dim at every size in range (an end past every
   // size is the dim's end): end - start long, where that is a size
   // (`[past, past + seq)` is seq long).
+  // (An end counted from the back of a symbolic dim, [:-1], is seq - 1:
+  // no size.)
   SymbolicSize to = end.isStatic() && endLow >= dimHigh ? dim : end;
+  if (to.isStatic() && to.factor < 0)
+    return std::nullopt;
   if (differenceBounds(start, zero, symbols).first < 0 ||
       differenceBounds(dim, to, symbols).first < 0)
     return std::nullopt;
@@ -1103,8 +1107,11 @@ bool OnnxConverter::convertSymbolicShapeReader(const onnx::NodeProto &node) {
     std::string axis = std::to_string(d);
     std::string positions = addStep(owner, "iota", {}, "positions_" + axis,
                                     {{"size", sizeText((*result)[d])}});
-    // The start: a size, or a constant counted from the end.
-    const SymbolicSize &start = cut->start;
+    // The start: a size, or a constant (counted from the end where
+    // negative; clamped to a fixed dim as ONNX does).
+    SymbolicSize start = cut->start;
+    if (start.isStatic() && (*in)[d].isStatic())
+      start.factor = clampedIndex(start.factor, (*in)[d].factor);
     std::string offset;
     if (start.isStatic() && start.factor < 0) {
       Tensor back = scalarTensor(DType::I64, 0);
