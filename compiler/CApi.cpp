@@ -505,10 +505,10 @@ fusec_status fusec_options_set_dim_range(fusec_options *options,
                                          int64_t max) {
   return guarded([&] {
     std::string dim = nonNull(name, "the dim name");
-    if (min < 1 || max < min)
+    if (min < 0 || max < min || max < 1)
       throw InvalidArgument{"fusec: the range of dim '" + dim + "' (" +
                             std::to_string(min) + ".." + std::to_string(max) +
-                            ") must hold sizes of at least 1"};
+                            ") must hold sizes of at least 0, and one above"};
     required(options, "the options").compile.dimRanges[dim] = {dim, min, max};
   });
 }

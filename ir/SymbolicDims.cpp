@@ -215,7 +215,8 @@ FailureOr<SymbolicDims> SymbolicDims::analyze(func::FuncOp function) {
                               cast<IntegerAttr>(triple[2]).getInt()};
       if (triple.size() == 4)
         symbol.multiple = cast<IntegerAttr>(triple[3]).getInt();
-      if (symbol.min < 1 || symbol.max < symbol.min || symbol.multiple < 1 ||
+      if (symbol.min < 0 || symbol.max < 1 || symbol.max < symbol.min ||
+          symbol.multiple < 1 ||
           symbol.max / symbol.multiple * symbol.multiple < symbol.min)
         return fail("symbol '" + symbol.name + "' has the empty range " +
                     std::to_string(symbol.min) + ".." +

@@ -440,13 +440,14 @@ CliOptions parseArguments(int argc, char **argv) {
   }
   for (const std::string &spec : dimFlags) {
     size_t equals = spec.find('='), dots = spec.find("..");
-    auto number = [&](size_t from, size_t to) -> int64_t {
+    // A range may start at 0 (an empty cache before the first step).
+    auto number = [&](size_t from, size_t to, int64_t least = 1) -> int64_t {
       std::string text = spec.substr(from, to - from);
       char *end = nullptr;
       long long value = std::strtoll(text.c_str(), &end, 10);
-      if (text.empty() || *end || value < 1)
-        throw UsageError{"--dim expects NAME=MIN..MAX[:MULTIPLE] or "
-                         "NAME=SIZE with sizes of at least 1, got '" +
+      if (text.empty() || *end || value < least)
+        throw UsageError{"--dim expects NAME=MIN..MAX[:MULTIPLE] with MIN at "
+                         "least 0, or NAME=SIZE with SIZE at least 1, got '" +
                          spec + "'"};
       return value;
     };
@@ -464,7 +465,7 @@ CliOptions parseArguments(int argc, char **argv) {
     if (dots == std::string::npos) { // NAME=SIZE: fixed by name
       symbol.min = symbol.max = number(equals + 1, spec.size());
     } else {
-      symbol.min = number(equals + 1, dots);
+      symbol.min = number(equals + 1, dots, 0);
       symbol.max = number(dots + 2, rangeEnd);
       if (colon != std::string::npos)
         symbol.multiple = number(colon + 1, spec.size());

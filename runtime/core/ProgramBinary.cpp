@@ -263,8 +263,9 @@ void checkProgram(const Program &program, const std::string &what) {
   // that evaluating it cannot overflow).
   constexpr int64_t kMaxSymbol = int64_t(1) << 48;
   for (const DimSymbol &symbol : program.symbols)
-    if (symbol.name.empty() || symbol.min < 1 || symbol.max < symbol.min ||
-        symbol.max > kMaxSymbol || symbol.multiple < 1 ||
+    if (symbol.name.empty() || symbol.min < 0 || symbol.max < 1 ||
+        symbol.max < symbol.min || symbol.max > kMaxSymbol ||
+        symbol.multiple < 1 ||
         symbol.max / symbol.multiple * symbol.multiple < symbol.min)
       fail("symbol '" + symbol.name + "' has the range " +
            std::to_string(symbol.min) + ".." + std::to_string(symbol.max) +
