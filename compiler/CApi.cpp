@@ -112,7 +112,8 @@ struct CheckedTensor {
 CheckedTensor checkTensor(const fusec_tensor &tensor, const std::string &what) {
   CheckedTensor checked{dtypeOf(tensor.dtype),
                         shapeOf(tensor.ndim, tensor.shape, what)};
-  if (tensor.strides) {
+  // (An empty tensor's strides say nothing: it is read nowhere.)
+  if (tensor.strides && numElements(checked.shape) > 0) {
     Shape contiguous = rowMajorStrides(checked.shape);
     for (size_t i = 0; i < checked.shape.size(); ++i)
       if (checked.shape[i] > 1 && tensor.strides[i] != contiguous[i])

@@ -39,7 +39,12 @@ sequence.
 Made with torch 2.15 (scripts/install-torch.sh) and transformers 4.49
 (5.x's decoder masks use aten::diff, which this exporter cannot write):
     pip install transformers==4.49.0 onnxruntime   # in that venv
-    python3 export_hf_cache_models.py DIR
+    python3 export_hf_cache_models.py DIR [--generation-only]
+
+Also a greedy generation per model (GPT-2, Llama): a 4-token prompt on
+empty caches, then 6 tokens one at a time, the presents fed back as the
+pasts: DIR/hf_<model>_cache_gen_{prompt,tokens,logits}.npy (the prompt,
+each call's token, each call's last-position logits).
 """
 import os
 import sys
@@ -128,10 +133,47 @@ def self_check(step, layers, kv_heads, head_dim):
     return float((torch.cat([first[0], second[0]], 1) - whole).abs().max())
 
 
-def main(directory):
+GENERATED = 6  # greedy tokens after the prompt
+
+
+def generation(step, layers, kv_heads, head_dim):
+    """A greedy generation through the step: a 4-token prompt on empty
+    caches, then one token at a time with the presents as the next pasts.
+    Returns the prompt [1, 4], every call's token [1 + GENERATED] and
+    last-position logits [1 + GENERATED, vocab]."""
+    prompt = torch.randint(0, VOCAB, (1, 4),
+                           generator=torch.Generator().manual_seed(2))
+    caches = tuple(torch.zeros(1, kv_heads, 0, head_dim)
+                   for _ in range(2 * layers))
+    ids, tokens, logits = prompt, [], []
+    with torch.no_grad():
+        for _ in range(1 + GENERATED):
+            out = step(ids, *caches)
+            last = out[0][0, -1]
+            logits.append(last.numpy())
+            tokens.append(int(last.argmax()))
+            ids = torch.tensor([[tokens[-1]]])
+            caches = out[1:]
+    return (prompt.numpy(), np.array(tokens, dtype=np.int64),
+            np.stack(logits).astype(np.float32))
+
+
+def write_generation(directory, name, step, layers, kv_heads, head_dim):
+    prompt, tokens, logits = generation(step, layers, kv_heads, head_dim)
+    for part, value in [("prompt", prompt), ("tokens", tokens),
+                        ("logits", logits)]:
+        np.save(os.path.join(directory, f"hf_{name}_cache_gen_{part}.npy"),
+                value)
+
+
+def main(directory, generation_only=False):
     for name, sample_name, model, layers, kv_heads, head_dim, dynamic_cache \
             in models():
         step = CacheStep(model, layers, dynamic_cache)
+        if name != "gpt2_eager":
+            write_generation(directory, name, step, layers, kv_heads, head_dim)
+        if generation_only:
+            continue
         input_names, output_names = names(layers)
         generator = torch.Generator().manual_seed(0)
         samples = []
@@ -190,4 +232,6 @@ def check(path, samples, input_names, output_names):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    # --generation-only: the greedy generations alone (the models as they
+    # are).
+    main(sys.argv[1], "--generation-only" in sys.argv[2:])
