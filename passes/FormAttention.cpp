@@ -318,6 +318,11 @@ struct AttentionMatch {
   double scale = 1.0;
   Value bias;             ///< float added, or bool: true where visible
   bool biasHides = false; ///< a bool bias that is true where hidden
+  /// A bool bias that selects this finite value rather than -inf (the
+  /// exporters' finfo(f32).min): the kernel adds a float bias of 0 or it,
+  /// which is the select wherever |score| is below 2^100 (the value
+  /// absorbs it), fully hidden rows included (uniform, as the select).
+  std::optional<double> hiddenFinite;
   KeyRule rule;
   /// The result replaces this value: the output matmul, or the reshape
   /// to [B, Tq, H*Dv] of its head merge.
@@ -346,6 +351,10 @@ public:
       probabilities = zeroed.getResult();
       match.zeroNanRows = true;
     }
+    if (probabilities.hasOneUse())
+      if (auto cast = dyn_cast<CastOp>(*probabilities.user_begin());
+          cast && isIdentity(cast))
+        probabilities = cast.getResult(); // the exporters' .type(v.dtype)
     if (!probabilities.hasOneUse())
       return fail(why, "the probabilities have other users than the matmul "
                        "with v");
@@ -384,6 +393,11 @@ private:
     return zero && *zero == 0.0 ? select : SelectOp();
   }
 
+  /// A cast to its operand's own type (before canonicalization).
+  static bool isIdentity(CastOp cast) {
+    return cast.getOperand().getType() == cast.getType();
+  }
+
   static bool isPlainProduct(MatmulOp op) {
     return !op.getTransposeA() && !op.getTransposeB() && !op.getBias() &&
            op.getAlpha().convertToDouble() == 1.0 && op.getEpilogue() == "none";
@@ -417,6 +431,10 @@ private:
       if (tensorType(value) != scores)
         return fail(why, "the scores change shape between the matmul and "
                          "the softmax");
+      if (auto cast = dyn_cast<CastOp>(op); cast && isIdentity(cast)) {
+        value = cast.getOperand();
+        continue;
+      }
       if (auto mul = dyn_cast<MulOp>(op)) {
         std::optional<std::pair<double, Value>> product = scalarProduct(mul);
         if (!product)
@@ -450,15 +468,25 @@ private:
                    isScalar(select.getFalseValue())) {
           next = select.getTrueValue();
         }
-        if (!hiddenValue || !(std::isinf(*hiddenValue) && *hiddenValue < 0))
-          return fail(why, "a select on the scores does not put -inf");
+        // -inf, or a finite value that absorbs any score in f32/f64.
+        bool finite = hiddenValue && std::isfinite(*hiddenValue) &&
+                      *hiddenValue <= -1e30 &&
+                      (scores.getElementType().isF32() ||
+                       scores.getElementType().isF64());
+        if (!hiddenValue ||
+            !((std::isinf(*hiddenValue) && *hiddenValue < 0) || finite))
+          return fail(why, "a select on the scores does not put -inf (or "
+                           "a finite value at most -1e30 in f32/f64)");
         if (match.bias || match.rule.causal)
           return fail(why, "the scores have more than one mask or bias");
         Value cond = select.getCond();
-        std::optional<KeyRule> rule =
-            constantRule(cond, queries, keys, [&](double element) {
-              return (element != 0) != condHides;
-            });
+        std::optional<KeyRule> rule;
+        if (!finite)
+          rule = constantRule(cond, queries, keys, [&](double element) {
+            return (element != 0) != condHides;
+          });
+        if (finite)
+          match.hiddenFinite = *hiddenValue;
         if (rule) {
           match.rule = *rule;
         } else {
@@ -571,7 +599,7 @@ struct FormAttention : public fuse::impl::FuseFormAttentionBase<FormAttention> {
       bool feedsMatmul =
           llvm::any_of(softmax.getResult().getUsers(), [](Operation *user) {
             return isa<MatmulOp>(user) ||
-                   (isa<SelectOp>(user) &&
+                   (isa<SelectOp, CastOp>(user) &&
                     llvm::any_of(user->getUsers(), [](Operation *next) {
                       return isa<MatmulOp>(next);
                     }));
@@ -611,7 +639,24 @@ struct FormAttention : public fuse::impl::FuseFormAttentionBase<FormAttention> {
     int64_t heads = q.getDimSize(1), headDim = q.getDimSize(3),
             valueHeadDim = v.getDimSize(3);
     Value bias = match.bias;
-    if (bias && match.biasHides) {
+    if (bias && match.hiddenFinite) {
+      // select(cond, hidden, 0) or select(cond, 0, hidden), added.
+      Type element = tensorType(match.scores.getResult()).getElementType();
+      auto scalar = [&](double value) {
+        auto type = RankedTensorType::get({}, element);
+        return ConstantOp::create(
+                   builder, loc,
+                   DenseElementsAttr::get(
+                       type, builder.getFloatAttr(element, value).getValue()))
+            .getResult();
+      };
+      Value hidden = scalar(*match.hiddenFinite), shown = scalar(0.0);
+      auto type = RankedTensorType::get(tensorType(bias).getShape(), element);
+      bias = SelectOp::create(builder, loc, type, bias,
+                              match.biasHides ? hidden : shown,
+                              match.biasHides ? shown : hidden)
+                 .getResult();
+    } else if (bias && match.biasHides) {
       // The kernel reads a bool bias as "visible": the select's condition
       // said "hidden". A constant condition folds.
       bias = NotOp::create(builder, loc, bias).getResult();
