@@ -359,7 +359,7 @@ std::vector<int64_t> bindDimSizes(const Program &program,
   constexpr int64_t kUnbound = -1;
   std::vector<int64_t> sizes(program.symbols.size(), kUnbound);
   std::vector<std::pair<size_t, size_t>> boundBy(program.symbols.size());
-  std::vector<std::pair<size_t, size_t>> derivedDims;
+  std::vector<std::pair<size_t, size_t>> checkedLater;
   if (inputShapes.size() != program.inputs.size())
     throw Error("the model takes " + std::to_string(program.inputs.size()) +
                 " inputs, " + std::to_string(inputShapes.size()) +
@@ -390,16 +390,15 @@ std::vector<int64_t> bindDimSizes(const Program &program,
                       " (shape " + declared() + ")");
         continue;
       }
-      if (dim.factor != 1 || dim.symbols.size() != 1)
-        throw Error(where(i, d) + " (" + dim.format(program.symbols) +
-                    ") is not one symbol: its size cannot be bound");
+      // A product or a sum binds nothing: checked once its symbols are.
+      if (dim.factor != 1 || dim.symbols.size() != 1 ||
+          program.symbols[dim.symbols[0]].isDerived()) {
+        checkedLater.push_back({i, d});
+        continue;
+      }
       int symbol = dim.symbols[0];
       const DimSymbol &named = program.symbols[symbol];
       auto label = [&] { return where(i, d) + " ('" + named.name + "')"; };
-      if (named.isDerived()) {
-        derivedDims.push_back({i, d});
-        continue; // checked once the symbols it sums are bound
-      }
       if (shape[d] < named.min || shape[d] > named.max)
         throw Error(label() + " is " + std::to_string(shape[d]) +
                     ", outside its range " + std::to_string(named.min) + ".." +
@@ -422,13 +421,14 @@ std::vector<int64_t> bindDimSizes(const Program &program,
       throw Error("no input's shape binds dim '" + program.symbols[s].name +
                   "'");
   evaluateDerivedSymbols(program.symbols, sizes);
-  for (auto [i, d] : derivedDims) {
-    int symbol = program.buffers[program.inputs[i]].symbolicShape[d].symbols[0];
-    if (inputShapes[i][d] != sizes[symbol])
-      throw Error(where(i, d) + " ('" + program.symbols[symbol].name +
-                  "') is " + std::to_string(inputShapes[i][d]) +
-                  ", but the sizes bound make it " +
-                  std::to_string(sizes[symbol]));
+  for (auto [i, d] : checkedLater) {
+    const SymbolicSize &dim =
+        program.buffers[program.inputs[i]].symbolicShape[d];
+    int64_t size = dim.evaluate(sizes);
+    if (inputShapes[i][d] != size)
+      throw Error(where(i, d) + " ('" + dim.format(program.symbols) + "') is " +
+                  std::to_string(inputShapes[i][d]) +
+                  ", but the sizes bound make it " + std::to_string(size));
   }
   return sizes;
 }

@@ -611,6 +611,23 @@ TEST_CASE("symbolic dims: an input dim that is a sum is checked, not bound",
                     Catch::Contains("input 'mask' dim 3 ('(past+seq)') is 9, "
                                     "but the sizes bound make it 8"));
   CHECK_NOTHROW(runAt(0, 2, 2));
+  // A product is checked the same way: b is [2*n, 4], bound by a's n.
+  GraphBuilder doubled("doubled");
+  doubled.symbol("n", 1, 8);
+  std::string a = doubled.input("a", DType::F32, {-1, 4}, {"n", ""});
+  std::string b = doubled.input("b", DType::F32, {-1, 4}, {"2*n", ""});
+  doubled.output(doubled.op(
+      "add", {doubled.op("concat", {a, a}, {{"axis", int64_t(0)}}), b}));
+  CompiledModel twice =
+      compile(doubled.build(), test::testOptions(true, Target::Cpu));
+  std::vector<Tensor> sum = twice.run({randomTensor(DType::F32, {3, 4}, rng),
+                                       randomTensor(DType::F32, {6, 4}, rng)});
+  CHECK(sum[0].shape == Shape{6, 4});
+  CHECK_THROWS_WITH(
+      twice.run({randomTensor(DType::F32, {3, 4}, rng),
+                 randomTensor(DType::F32, {7, 4}, rng)}),
+      Catch::Contains("input 'b' dim 0 ('n*2') is 7, but the sizes bound "
+                      "make it 6"));
   CHECK_THROWS_WITH(runAt(41, 2, 43),
                     Catch::Contains("('past') is 41, outside its range 0..40"));
 }
