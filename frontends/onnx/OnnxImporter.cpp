@@ -787,7 +787,13 @@ Graph OnnxConverter::convert(onnx::ModelProto &model) {
     } else {
       for (const onnx::TensorShapeProto::Dimension &dim :
            type.tensor_type().shape().dim()) {
-        auto range = options.dimRanges.find(dim.dim_param());
+        // A dim with no name (`?`) is named after its input and place,
+        // so that --dim can give it a range: "ids_dim1".
+        std::string param =
+            dim.dim_param().empty()
+                ? input.name() + "_dim" + std::to_string(shape.size())
+                : dim.dim_param();
+        auto range = options.dimRanges.find(param);
         if (!dim.has_dim_value() && range != options.dimRanges.end() &&
             range->second.min == range->second.max) {
           shape.push_back(range->second.min); // `--dim NAME=SIZE`: fixed
@@ -796,24 +802,21 @@ Graph OnnxConverter::convert(onnx::ModelProto &model) {
         if (!dim.has_dim_value() && range != options.dimRanges.end()) {
           // Left symbolic: the model serves the range.
           dimNames.resize(type.tensor_type().shape().dim_size());
-          dimNames[shape.size()] = dim.dim_param();
+          dimNames[shape.size()] = param;
           shape.push_back(-1);
           if (std::none_of(graph.symbols.begin(), graph.symbols.end(),
                            [&](const DimSymbol &symbol) {
-                             return symbol.name == dim.dim_param();
+                             return symbol.name == param;
                            }))
             graph.symbols.push_back(range->second);
           continue;
         }
         if (!dim.has_dim_value()) {
-          errors.push_back(path + ": input '" + input.name() +
-                           "': error: dim '" + dim.dim_param() +
-                           "' is symbolic; fix the shape with " +
-                           "--input-shape " + input.name() +
-                           "=D0,D1,... or give its range with --dim " +
-                           (dim.dim_param().empty() ? std::string("NAME")
-                                                    : dim.dim_param()) +
-                           "=MIN..MAX");
+          errors.push_back(
+              path + ": input '" + input.name() + "': error: dim '" + param +
+              "' is symbolic; fix the shape with " + "--input-shape " +
+              input.name() + "=D0,D1,... or give its range with --dim " +
+              param + "=MIN..MAX");
           break;
         }
         shape.push_back(dim.dim_value());
