@@ -333,10 +333,11 @@ FailureOr<SmallVector<int64_t>> paddedShape(ArrayRef<int64_t> shape,
       return emitError() << "pads of dim " << d << " (" << pad.begins[d] << ", "
                          << pad.ends[d] << ") exceed 2^48";
     if (ShapedType::isDynamic(shape[d])) {
-      // A symbolic dim stays as it is; padding it is not supported yet.
-      if (pad.begins[d] != 0 || pad.ends[d] != 0)
-        return emitError() << "pads dim " << d
-                           << ", a symbolic dim (not supported yet)";
+      // A symbolic dim grows by its pads (SymbolicDims names the sum); a
+      // crop could leave no element at some size, and is refused.
+      if (pad.begins[d] < 0 || pad.ends[d] < 0)
+        return emitError() << "crops dim " << d
+                           << ", a symbolic dim (only padding is supported)";
       result.push_back(shape[d]);
       continue;
     }

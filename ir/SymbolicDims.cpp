@@ -3,6 +3,7 @@
 #include "ir/SymbolicDims.h"
 
 #include "ir/FuseDialect.h"
+#include "ir/LayoutOps.h"
 #include "ir/LibraryOps.h"
 #include "ir/TypeUtils.h"
 
@@ -545,13 +546,27 @@ LogicalResult SymbolicDims::derive(Operation *op) {
   }
 
   if (isa<SliceOp, PadOp>(op)) {
-    // Their verifiers refuse slicing or padding a symbolic dim: the others
-    // keep the operand's.
+    // A slice's verifier refuses cutting a symbolic dim; a pad's, cropping
+    // one. The others keep the operand's, a padded one grows: seq + 3.
     SymbolicShape in = shapeOf(op->getOperand(0)), out;
     out = staticShape(resultType);
-    for (size_t d = 0; d < in.size(); ++d)
-      if (resultType.isDynamicDim(d))
-        out[d] = in[d];
+    auto pad = dyn_cast<PadOp>(op);
+    std::optional<ResolvedPad> pads;
+    if (pad)
+      pads = resolvePad(pad);
+    for (size_t d = 0; d < in.size(); ++d) {
+      if (!resultType.isDynamicDim(d))
+        continue;
+      out[d] = in[d];
+      int64_t added = pads ? pads->begins[d] + pads->ends[d] : 0;
+      if (added == 0)
+        continue;
+      std::optional<SymbolicSize> padded = fusec::addSymbolicSizes(
+          in[d], SymbolicSize::constant(added), /*subtract=*/false, syms);
+      if (!padded)
+        return unsupported("the padded dim " + Twine(d) + " is no size");
+      out[d] = *padded;
+    }
     return record(op, result, std::move(out));
   }
 

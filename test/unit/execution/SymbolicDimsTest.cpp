@@ -259,9 +259,9 @@ Graph concatCacheGraph() {
 
 /// A sequence length after a fixed batch of 3: layout kernels whose index
 /// arithmetic reads it (transposes that move it, concats, a slice and pads
-/// along fixed dims, an embedding gather by [3, seq] ids), a broadcast
-/// [seq, 1] read at every batch, and a softmax and layer norm over rows
-/// [3, seq].
+/// along fixed dims, a pad of the sequence itself, an embedding gather by [3,
+/// seq] ids), a broadcast [seq, 1] read at every batch, and a softmax and layer
+/// norm over rows [3, seq].
 Graph sequenceLayoutGraph() {
   std::mt19937_64 rng(11);
   GraphBuilder b("symbolic_sequence_layout");
@@ -289,6 +289,10 @@ Graph sequenceLayoutGraph() {
   b.output(b.op("pad", {y},
                 {{"pads", std::vector<int64_t>{1, 0, 2, 0, 0, 3}},
                  {"constant_value", -1.5}}));
+  // Padding the sequence itself: [3, seq + 3, 8].
+  b.output(b.op("pad", {y},
+                {{"pads", std::vector<int64_t>{0, 2, 0, 0, 1, 0}},
+                 {"constant_value", 0.5}}));
   b.output(b.op("gather", {table, ids}, {{"axis", int64_t(0)}}));
   b.output(b.op("add", {x, m}));
   b.output(b.op("softmax", {x}));
@@ -484,6 +488,16 @@ TEST_CASE("symbolic dims: sizes outside the range and unsupported ops are "
   CHECK_THROWS_WITH(
       compile(sliced.build(), test::testOptions(true, Target::Cpu)),
       Catch::Contains("slices dim 0, a symbolic dim (not supported yet)"));
+  // Cropping one (a negative pad) could leave it empty: refused too.
+  GraphBuilder cropped("cropped");
+  cropped.symbol("n", 1, 8);
+  std::string u = cropped.input("u", DType::F32, {-1, 4}, {"n", ""});
+  cropped.output(
+      cropped.op("pad", {u}, {{"pads", std::vector<int64_t>{-1, 0, 0, 0}}}));
+  CHECK_THROWS_WITH(
+      compile(cropped.build(), test::testOptions(true, Target::Cpu)),
+      Catch::Contains("crops dim 0, a symbolic dim (only padding is "
+                      "supported)"));
 
   // A reduction along a symbolic dim is refused too.
   GraphBuilder summed("summed");
