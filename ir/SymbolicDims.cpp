@@ -140,18 +140,20 @@ SymbolicShape SymbolicDims::shapeOf(Value value) const {
 
 bool declaresSymbol(func::FuncOp function, StringRef name) {
   if (name.starts_with("(")) {
-    // A sum of products: every name in it declared.
-    SmallVector<StringRef> tokens;
-    name.split(tokens, '+');
-    bool named = true;
-    for (StringRef term : tokens)
-      for (StringRef factor : splitSizeProduct(term.trim("()"))) {
-        int64_t number = 0;
-        factor = factor.trim("()");
-        named &= !factor.empty() && (!factor.getAsInteger(10, number) ||
-                                     declaresSymbol(function, factor));
-      }
-    return named && name.ends_with(")");
+    // A sum: read over the declared symbols as SymbolicDims reads it.
+    std::vector<fusec::DimSymbol> symbols;
+    auto list = function ? function->getAttrOfType<ArrayAttr>(kSymbolsAttrName)
+                         : nullptr;
+    for (Attribute entry : list ? list.getValue() : ArrayRef<Attribute>()) {
+      auto triple = dyn_cast<ArrayAttr>(entry);
+      if (triple && triple.size() >= 3 && isa<StringAttr>(triple[0]) &&
+          isa<IntegerAttr>(triple[1]) && isa<IntegerAttr>(triple[2]))
+        symbols.push_back({cast<StringAttr>(triple[0]).str(),
+                           cast<IntegerAttr>(triple[1]).getInt(),
+                           cast<IntegerAttr>(triple[2]).getInt()});
+    }
+    std::string why;
+    return parseSize(name, symbols, why).has_value();
   }
   auto declared =
       function ? function->getAttrOfType<ArrayAttr>(kSymbolsAttrName) : nullptr;
