@@ -474,6 +474,19 @@ Graph withSymbolicRows(Graph graph, int64_t rows) {
   return graph;
 }
 
+/// The graph with every input whose last dim is `length` given a symbolic
+/// last dim, `length` from 1 to `length`: rows whose length varies.
+Graph withSymbolicLength(Graph graph, int64_t length) {
+  graph.symbols.push_back({"length", 1, length});
+  for (GraphInput &input : graph.inputs)
+    if (input.shape.size() >= 2 && input.shape.back() == length) {
+      input.dimNames.assign(input.shape.size(), "");
+      input.dimNames.back() = "length";
+      input.shape.back() = -1;
+    }
+  return graph;
+}
+
 /// Dynamic shapes (--symbolic): each memory-bound case compiled once with
 /// its rows symbolic (1..16384) against its static compile for each size,
 /// in one run: device time per launch, % of the copy ceiling, and whether
@@ -640,8 +653,11 @@ void runSymbolic(Target target, int reps,
   constexpr int64_t columns = 4096, maxRows = 16384;
   struct SymbolicCase {
     BenchCase bench;
+    /// The symbolic dim's maximum, and the sizes run.
     int64_t maxRows;
     std::vector<int64_t> sizes;
+    /// The rows' length is symbolic (the last dim), not their count.
+    bool length = false;
   };
   std::vector<int64_t> rowSizes = {maxRows, 4096, 1000};
   std::vector<SymbolicCase> cases;
@@ -663,6 +679,14 @@ void runSymbolic(Target target, int reps,
   cases.push_back({{"encoder_block_bf16", [] { return encoderBlock(16); }},
                    16,
                    {16, 4, 1}});
+  // Softmax over 4096 rows whose length is symbolic (an attention's scores
+  // left unfused): scheduled for the longest row, guarded per step.
+  for (DType dtype : {DType::F32, DType::BF16})
+    cases.push_back({{std::string("softmax_length_") + dtypeName(dtype),
+                      [dtype] { return softmaxGraph(4096, maxRows, dtype); }},
+                     maxRows,
+                     rowSizes,
+                     /*length=*/true});
   bool cuda = target == Target::Cuda;
   for (DType dtype : {DType::F32, DType::BF16}) {
     std::string name = std::string("gpt2_prefill_") + dtypeName(dtype);
@@ -688,7 +712,10 @@ void runSymbolic(Target target, int reps,
     CompileOptions options;
     options.target = target;
     auto compileStart = std::chrono::steady_clock::now();
-    CompiledModel symbolic = compile(withSymbolicRows(graph, maxRows), options);
+    CompiledModel symbolic =
+        compile(symbolicCase.length ? withSymbolicLength(graph, maxRows)
+                                    : withSymbolicRows(graph, maxRows),
+                options);
     double symbolicCompileMs =
         std::chrono::duration<double, std::milli>(
             std::chrono::steady_clock::now() - compileStart)
@@ -697,9 +724,14 @@ void runSymbolic(Target target, int reps,
         dynamic_cast<SymbolicExecutable &>(executableOf(symbolic));
     for (int64_t rows : symbolicCase.sizes) {
       Graph sized = graph;
-      for (GraphInput &input : sized.inputs)
-        if (input.shape.size() >= 2 && input.shape[0] == maxRows)
-          input.shape[0] = rows;
+      for (GraphInput &input : sized.inputs) {
+        if (input.shape.size() < 2)
+          continue;
+        int64_t &dim =
+            symbolicCase.length ? input.shape.back() : input.shape[0];
+        if (dim == maxRows)
+          dim = rows;
+      }
       CompiledModel fixed = compile(sized, options);
       std::vector<Tensor> inputs = randomInputs(fixed.program());
       Executable &instance = instances.instanceFor({rows});
@@ -711,13 +743,14 @@ void runSymbolic(Target target, int reps,
           "{\"case\": \"symbolic_%s_%s\", \"target\": \"%s\", "
           "\"static_us\": %.2f, \"symbolic_us\": %.2f, "
           "\"symbolic_over_static\": %.3f, \"symbolic_pct_of_copy\": %.1f, "
-          "\"copy_GBps\": %.1f, \"rows_range\": \"1..%lld\", "
+          "\"copy_GBps\": %.1f, \"%s_range\": \"1..%lld\", "
           "\"symbolic_compile_ms\": %.0f, \"outputs_agree\": %s}\n",
           bench.name.c_str(),
           formatShape(fixed.program().buffers[fixed.program().inputs[0]].shape)
               .c_str(),
           targetName(target), fixedUs, symbolicUs, symbolicUs / fixedUs,
-          100.0 * gbps / ceiling, ceiling, (long long)maxRows,
+          100.0 * gbps / ceiling, ceiling,
+          symbolicCase.length ? "length" : "rows", (long long)maxRows,
           symbolicCompileMs,
           outputsAgree(symbolicOut, fixedOut) ? "true" : "false");
       std::fflush(stdout);

@@ -302,8 +302,6 @@ private:
       if (!symbolicRegion)
         return adopt(buildReductionKernel(fusion, index, program.target,
                                           f32Functions, &params));
-      if (failed(checkSymbolicReduction(fusion)))
-        return failure();
       return adopt(buildReductionKernel(fusion, index, program.target,
                                         f32Functions, &params, symbolic,
                                         dimCount));
@@ -396,39 +394,71 @@ private:
     return pairs;
   }
 
-  /// A library matmul's sizes that vary per run, in the two forms the
-  /// call takes: [..., m, k] @ [k, n] (every lhs dim but k stacks into
-  /// rows: m varies) and a batched product whose symbolic dims are batch
-  /// dims both operands have (m, k and n fixed). Others are errors.
+  /// A library matmul's sizes that vary per run: m, n, k and the batch
+  /// count, each an expression of the symbols. Operands are compact, so
+  /// the leading dims and batch strides follow from them. A batch only the
+  /// lhs has stacks into its rows (m is then every lhs dim but k).
   LogicalResult setSymbolicSizes(MatmulOp matmul, fusec::MatmulCall &call) {
     fusec::SymbolicShape lhs = symbolic->shapeOf(matmul.getLhs()),
                          rhs = symbolic->shapeOf(matmul.getRhs()),
                          out = symbolic->shapeOf(matmul);
     if (fusec::isStaticShape(lhs) && fusec::isStaticShape(rhs))
       return success();
-    if (fusec::isStaticShape(rhs) && rhs.size() <= 2 &&
-        !matmul.getTransposeA()) {
-      lhs.pop_back();
-      call.symbolicM = fusec::symbolicElements(lhs);
-      return success();
-    }
-    bool sameBatch = lhs.size() == rhs.size() && lhs.size() >= 3;
-    for (size_t d = 0; sameBatch && d < lhs.size(); ++d)
-      sameBatch = d + 2 < lhs.size() ? lhs[d] == rhs[d] || (lhs[d].isStatic() &&
-                                                            rhs[d].isStatic())
-                                     : lhs[d].isStatic() && rhs[d].isStatic();
-    if (sameBatch) {
-      out.resize(out.size() - 2);
-      call.symbolicBatch = fusec::symbolicElements(out);
-      return success();
-    }
-    return matmul.emitError()
-           << "codegen: a matmul '"
-           << fusec::formatSymbolicShape(lhs, program.symbols) << "' @ '"
-           << fusec::formatSymbolicShape(rhs, program.symbols)
-           << "' is not supported with symbolic dims yet: a library call "
-              "takes a symbolic m ([..., m, k] @ [k, n]) or symbolic batch "
-              "dims both operands have";
+    const fusec::SymbolicSize one = fusec::SymbolicSize::constant(1);
+    // A 1-D lhs is one row [1, k]; a 1-D rhs one column [k, 1].
+    auto matrixDims = [&](const fusec::SymbolicShape &shape, bool isLhs) {
+      if (shape.size() == 1)
+        return isLhs ? std::pair{one, shape[0]} : std::pair{shape[0], one};
+      return std::pair{shape[shape.size() - 2], shape.back()};
+    };
+    auto batchOf = [](const fusec::SymbolicShape &shape) {
+      return fusec::SymbolicShape(
+          shape.begin(), shape.end() - std::min<size_t>(shape.size(), 2));
+    };
+    auto [lhsRows, lhsCols] = matrixDims(lhs, true);
+    auto [rhsRows, rhsCols] = matrixDims(rhs, false);
+    bool transposeA = matmul.getTransposeA(),
+         transposeB = matmul.getTransposeB();
+    fusec::SymbolicSize m = transposeA ? lhsCols : lhsRows,
+                        k = transposeA ? lhsRows : lhsCols,
+                        n = transposeB ? rhsRows : rhsCols;
+    size_t matrixRank = (lhs.size() >= 2) + (rhs.size() >= 2);
+    fusec::SymbolicSize batch = fusec::symbolicElements(fusec::SymbolicShape(
+        out.begin(), out.end() - std::min(out.size(), matrixRank)));
+    fusec::SymbolicSize lhsBatch = fusec::symbolicElements(batchOf(lhs)),
+                        rhsBatch = fusec::symbolicElements(batchOf(rhs));
+    auto unsupported = [&](const char *why) {
+      return matmul.emitError()
+             << "codegen: a matmul '"
+             << fusec::formatSymbolicShape(lhs, program.symbols) << "' @ '"
+             << fusec::formatSymbolicShape(rhs, program.symbols)
+             << "' is not supported with symbolic dims: " << why;
+    };
+    // Each operand's batch is the whole batch or one matrix for all (a
+    // stacked lhs's batch is its rows').
+    bool stacked = call.batch == 1 && batch != one;
+    if ((!stacked && call.batchStrideA != 0 && lhsBatch != batch) ||
+        (call.batchStrideB != 0 && rhsBatch != batch) ||
+        (!stacked && call.batchStrideA == 0 && !lhsBatch.isStatic()) ||
+        (call.batchStrideB == 0 && !rhsBatch.isStatic()))
+      return unsupported("an operand's batch is partly broadcast");
+    auto setIfSymbolic = [](std::optional<fusec::SymbolicSize> &field,
+                            const fusec::SymbolicSize &size) {
+      if (!size.isStatic())
+        field = size;
+    };
+    setIfSymbolic(call.symbolicM, stacked ? m * batch : m);
+    setIfSymbolic(call.symbolicN, n);
+    setIfSymbolic(call.symbolicK, k);
+    if (!stacked)
+      setIfSymbolic(call.symbolicBatch, batch);
+    bool hasEpilogue =
+        matmul.getBias() || call.epilogue != fusec::Epilogue::None;
+    if (hasEpilogue && call.symbolicK &&
+        llvm::any_of(call.symbolicK->symbols,
+                     [&](int s) { return program.symbols[s].min == 0; }))
+      return unsupported("its bias or activation needs k > 0, and k may be 0");
+    return success();
   }
 
   /// Some input or result of the region has a symbolic dim, or it computes
@@ -444,32 +474,6 @@ private:
         [&](Operation *op) { readsSizes |= isa<DimSizeOp, IotaOp>(op); });
     return readsSizes || llvm::any_of(fusion.getInputs(), isSymbolic) ||
            llvm::any_of(fusion.getResults(), isSymbolic);
-  }
-
-  /// Symbolic reductions vary in their rows, not in their row length: the
-  /// reduced dims must be fixed.
-  LogicalResult checkSymbolicReduction(FusionOp fusion) {
-    // The row length is fixed: a reduction along a symbolic dim is a fused
-    // attention's alone.
-    WalkResult alongSymbolic =
-        fusion.getBody().walk([&](ReductionOpInterface reduction) {
-          fusec::SymbolicShape operand =
-              symbolic->shapeOf(reduction.getReducedOperand());
-          for (int64_t axis : reduction.getReducedAxes())
-            if (axis < static_cast<int64_t>(operand.size()) &&
-                !operand[axis].isStatic()) {
-              reduction->emitError()
-                  << "codegen: the reduced dim " << axis << " ('"
-                  << operand[axis].format(program.symbols)
-                  << "') must have a fixed size for now (a symbolic one is "
-                     "taken only by a fused attention)";
-              return WalkResult::interrupt();
-            }
-          return WalkResult::advance();
-        });
-    // (The kept dims may be symbolic anywhere, and values may repeat along
-    // some of them: the kernel's loads divide the row by the run's sizes.)
-    return failure(alongSymbolic.wasInterrupted());
   }
 
   fusec::Program &program;

@@ -74,13 +74,28 @@ RowScope EmitterBase::emitRowLoads(raw_indented_ostream &os,
   return scope;
 }
 
+std::string EmitterBase::outputRowOffset(const DimGroup &rows,
+                                         const Shape &outStrides) const {
+  if (plan.symbolicRowLength)
+    return "row * " + plan.rowLengthExpression(0);
+  return rows.offset("row", outStrides);
+}
+
 void EmitterBase::emitReducedLoads(
     raw_indented_ostream &os,
-    llvm::function_ref<std::string(const fusec::Shape &)> offsetOf) {
-  for (const Load &load : plan.loads)
+    llvm::function_ref<std::string(unsigned)> offsetOf) {
+  for (auto [index, load] : llvm::enumerate(plan.loads))
     if (load.kind == Load::Reduced)
       os << "const " << computeType(load.dtype) << " " << load.variable << " = "
-         << loadExpression(load, offsetOf(load.strides)) << ";\n";
+         << loadExpression(load, offsetOf(index)) << ";\n";
+}
+
+std::string EmitterBase::outerOffset(const DimGroup &outer, int load,
+                                     const Shape &strides) const {
+  if (plan.symbolicOuterOffsets.empty())
+    return outer.offset("o", strides);
+  return load == kFullOutput ? plan.symbolicOutputOuterOffset
+                             : plan.symbolicOuterOffsets[load];
 }
 
 void EmitterBase::emitColumnStep(raw_indented_ostream &os,

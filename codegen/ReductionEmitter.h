@@ -118,11 +118,19 @@ protected:
                       const ScopePrinter &printer,
                       const std::string &outputOffset, const std::string &lane);
   void emitUniformLoads(mlir::raw_indented_ostream &os);
+  /// Where row `row`'s full outputs start (`outStrides` from
+  /// outputStrides): row * length where the length is symbolic.
+  std::string outputRowOffset(const DimGroup &rows,
+                              const fusec::Shape &outStrides) const;
   /// The loads of values constant along the reduction (Load::Reduced), at
-  /// the offsets `offsetOf` gives for their strides.
-  void emitReducedLoads(
-      mlir::raw_indented_ostream &os,
-      llvm::function_ref<std::string(const fusec::Shape &)> offsetOf);
+  /// the offsets `offsetOf` gives for them (by index into the loads).
+  void emitReducedLoads(mlir::raw_indented_ostream &os,
+                        llvm::function_ref<std::string(unsigned)> offsetOf);
+  /// Column schedules: where outer point `o` starts in load `load`'s input,
+  /// or (kFullOutput) in a full output at `strides`.
+  static constexpr int kFullOutput = -1;
+  std::string outerOffset(const DimGroup &outer, int load,
+                          const fusec::Shape &strides) const;
   /// Prints the reduced ops ready after `level` at row scope and binds
   /// their results for later scopes.
   mlir::LogicalResult emitReducedOps(mlir::raw_indented_ostream &os,

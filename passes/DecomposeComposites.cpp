@@ -10,6 +10,8 @@
 
 #include "passes/Passes.h"
 
+#include "ir/SymbolicDims.h"
+
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -89,13 +91,29 @@ public:
     return ReshapeOp::create(builder, loc, type, operand).getResult();
   }
 
-  /// The number of elements a reduction over `axes` of `value` combines.
-  static int64_t countOf(Value value, ArrayRef<int64_t> axes) {
+  /// The number of elements a reduction over `axes` of `value` combines,
+  /// as a 0-d tensor of its element type. A symbolic dim's size is a
+  /// fuse.dim_of, which the pass resolves to the dim's symbols after it.
+  Value countOf(Value value, ArrayRef<int64_t> axes) {
     auto type = cast<RankedTensorType>(value.getType());
-    int64_t count = 1;
-    for (int64_t axis : axes)
-      count *= type.getDimSize(axis);
-    return count;
+    int64_t fixed = 1;
+    Value symbolic;
+    for (int64_t axis : axes) {
+      if (!type.isDynamicDim(axis)) {
+        fixed *= type.getDimSize(axis);
+        continue;
+      }
+      Value size = DimOfOp::create(
+          builder, loc, RankedTensorType::get({}, builder.getI64Type()), value,
+          axis);
+      symbolic = symbolic ? binary<MulOp>(symbolic, size) : size;
+    }
+    if (!symbolic)
+      return scalarLike(value, fixed);
+    if (fixed != 1)
+      symbolic = binary<MulOp>(symbolic, scalar(builder.getI64Type(), fixed));
+    return toType(symbolic, cast<RankedTensorType>(symbolic.getType())
+                                .clone(type.getElementType()));
   }
 
   OpBuilder builder;
@@ -138,7 +156,7 @@ Value decompose(Decomposer &d, LogSoftmaxOp op) {
 /// mean over `axes`, kept as dims of 1.
 Value mean(Decomposer &d, Value x, ArrayRef<int64_t> axes) {
   Value sum = d.reduce<ReduceSumOp>(x, axes, true);
-  return d.binary<DivOp>(sum, d.scalarLike(x, Decomposer::countOf(x, axes)));
+  return d.binary<DivOp>(sum, d.countOf(x, axes));
 }
 
 Value decompose(Decomposer &d, LayerNormOp op) {
@@ -295,7 +313,7 @@ Value decompose(Decomposer &d, ReduceMeanOp op) {
           ? d.toType(x, type.clone(d.builder.getI64Type()))
           : d.toCompute(x);
   Value sum = d.reduce<ReduceSumOp>(x, op.getAxes(), op.getKeepdims());
-  Value count = d.scalarLike(x, Decomposer::countOf(x, op.getAxes()));
+  Value count = d.countOf(x, op.getAxes());
   return d.toType(d.binary<DivOp>(sum, count), op.getType());
 }
 
@@ -384,6 +402,14 @@ struct DecomposeComposites
     for (Operation *op : composites)
       if (failed(decomposeComposite(op)))
         return signalPassFailure();
+    // The counts of reductions along symbolic dims become their sizes.
+    bool readsSizes = false;
+    getOperation().walk([&](DimOfOp) { readsSizes = true; });
+    if (!readsSizes)
+      return;
+    FailureOr<SymbolicDims> dims = SymbolicDims::analyze(getOperation());
+    if (failed(dims) || failed(resolveDimSizes(getOperation(), *dims)))
+      return signalPassFailure();
   }
 };
 

@@ -30,7 +30,7 @@ namespace fusec {
 
 /// The package format this runtime writes and reads; bumped by any change
 /// to the sections' layouts (ProgramBinary's included).
-constexpr uint32_t kPackageFormatVersion = 5;
+constexpr uint32_t kPackageFormatVersion = 6;
 /// The version of fusec writing packages ("0.4.0"): only the same version
 /// reads them.
 const char *packageFusecVersion();

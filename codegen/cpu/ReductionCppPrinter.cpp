@@ -61,7 +61,10 @@ private:
     rowGroups(plan.space, rows, cols);
     int64_t numRows = rows.size(), length = cols.size();
     Shape outStrides = outputStrides(plan);
-    std::string outRow = rows.offset("row", outStrides);
+    std::string outRow = outputRowOffset(rows, outStrides);
+    // A symbolic row is walked at the run's length (buffers kept for a
+    // later pass are sized for the longest).
+    const std::string lengthText = plan.rowLengthExpression(length);
     auto colOffset = [&](const Shape &strides) {
       return cols.contiguous(strides) ? std::string("col")
                                       : cols.offset("col", strides);
@@ -81,7 +84,7 @@ private:
     if (params.parallel)
       os << "#pragma omp parallel for schedule(static)"
          << (plan.symbolicRows ? " if(" + plan.rowCountExpression(numRows) +
-                                     " * " + std::to_string(length) + " >= " +
+                                     " * " + lengthText + " >= " +
                                      std::to_string(kCpuParallelThreshold) + ")"
                                : std::string())
          << "\n";
@@ -145,17 +148,27 @@ private:
       };
       if (storesOutputs) {
         os << "#pragma omp simd\n";
-        os << "for (int64_t col = 0; col < " << length << "; ++col) {\n";
+        os << "for (int64_t col = 0; col < " << lengthText << "; ++col) {\n";
         os.indent();
         body("");
         os.unindent();
         os << "}\n";
         continue;
       }
+      // Whole groups of lanes, then the rest of the row one by one.
       int64_t whole = length / lanes * lanes;
+      std::string wholeText = plan.symbolicRowLength
+                                  ? "(" + lengthText + ") / " +
+                                        std::to_string(lanes) + " * " +
+                                        std::to_string(lanes)
+                                  : std::to_string(whole);
+      if (plan.symbolicRowLength)
+        os << "const int64_t whole" << p << " = " << wholeText << ";\n";
+      if (plan.symbolicRowLength)
+        wholeText = "whole" + std::to_string(p);
       if (whole > 0) {
-        os << "for (int64_t col0 = 0; col0 < " << whole << "; col0 += " << lanes
-           << ") {\n";
+        os << "for (int64_t col0 = 0; col0 < " << wholeText
+           << "; col0 += " << lanes << ") {\n";
         os.indent();
         os << "#pragma omp simd\n";
         os << "for (int64_t lane = 0; lane < " << lanes << "; ++lane) {\n";
@@ -167,11 +180,11 @@ private:
         os.unindent();
         os << "}\n";
       }
-      if (whole < length) {
-        os << "for (int64_t col = " << whole << "; col < " << length
+      if (whole < length || plan.symbolicRowLength) {
+        os << "for (int64_t col = " << wholeText << "; col < " << lengthText
            << "; ++col) {\n";
         os.indent();
-        body("col - " + std::to_string(whole));
+        body("col - " + wholeText);
         os.unindent();
         os << "}\n";
       }
@@ -199,9 +212,14 @@ private:
     columnGroups(plan.space, outer, reduced, inner);
     const int64_t tileColumns = params.columnTile,
                   innerTiles = params.innerTiles, tiles = params.tiles;
+    // Symbolic outer dims: the run's tiles.
+    std::string tilesText =
+        plan.symbolicOuter ? plan.symbolicOuter->cExpression("fusec_dims") +
+                                 " * " + std::to_string(innerTiles)
+                           : std::to_string(tiles);
     if (params.parallel)
       os << "#pragma omp parallel for schedule(static)\n";
-    os << "for (int64_t tile = 0; tile < " << tiles << "; ++tile) {\n";
+    os << "for (int64_t tile = 0; tile < " << tilesText << "; ++tile) {\n";
     os.indent();
     os << "const int64_t o = tile / " << innerTiles << ";\n";
     os << "const int64_t i0 = tile % " << innerTiles << " * " << tileColumns
@@ -215,9 +233,10 @@ private:
          << reduction.accumulator << "[ii] = " << combiner(reduction)
          << "::identity();\n";
     Shape outStrides = outputStrides(plan);
-    auto offsetOf = [&](const Shape &strides, bool alongReduced) {
-      std::string offset =
-          outer.offset("o", strides) + " + " + inner.offset("i", strides);
+    // `load`: an index into the loads, or kFullOutput.
+    auto offsetOf = [&](int load, const Shape &strides, bool alongReduced) {
+      std::string offset = outerOffset(outer, load, strides) + " + " +
+                           inner.offset("i", strides);
       if (alongReduced)
         offset += " + " + reduced.offset("k", strides);
       return offset;
@@ -234,7 +253,8 @@ private:
     scope.bindInto(printer);
     if (failed(printer.build(slice, statements)))
       return failure();
-    os << "for (int64_t k = 0; k < " << reduced.size() << "; ++k) {\n";
+    os << "for (int64_t k = 0; k < " << plan.rowLengthExpression(reduced.size())
+       << "; ++k) {\n";
     os.indent();
     os << "#pragma omp simd\n";
     os << "for (int64_t ii = 0; ii < " << tileColumns << "; ++ii) {\n";
@@ -242,14 +262,16 @@ private:
     os << "if (ii < width) {\n";
     os.indent();
     os << "const int64_t i = i0 + ii;\n";
-    emitReducedLoads(
-        os, [&](const Shape &strides) { return offsetOf(strides, false); });
+    emitReducedLoads(os, [&](unsigned index) {
+      return offsetOf(index, plan.loads[index].strides, false);
+    });
     for (unsigned index : schedule.columnLoads) {
       const Load &load = plan.loads[index];
       os << "const " << computeType(load.dtype) << " " << load.variable << " = "
-         << loadExpression(load, offsetOf(load.strides, true)) << ";\n";
+         << loadExpression(load, offsetOf(index, load.strides, true)) << ";\n";
     }
-    emitColumnStep(os, statements, printer, offsetOf(outStrides, true), "ii");
+    emitColumnStep(os, statements, printer,
+                   offsetOf(kFullOutput, outStrides, true), "ii");
     os.unindent();
     os << "}\n";
     os.unindent();
@@ -260,8 +282,9 @@ private:
     os << "for (int64_t ii = 0; ii < width; ++ii) {\n";
     os.indent();
     os << "const int64_t i = i0 + ii;\n";
-    emitReducedLoads(
-        os, [&](const Shape &strides) { return offsetOf(strides, false); });
+    emitReducedLoads(os, [&](unsigned index) {
+      return offsetOf(index, plan.loads[index].strides, false);
+    });
     for (const ReductionInfo &reduction : plan.reductions) {
       os << "const " << computeType(reduction.dtype) << " "
          << reduction.accumulator << "_result = " << reduction.accumulator

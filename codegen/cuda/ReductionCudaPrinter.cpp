@@ -146,7 +146,7 @@ private:
          << keptNames[index] << "_cache[" << steps * width << "];\n";
     if (failed(emitReducedOps(os, scope, 0)))
       return failure();
-    std::string outRow = rows.offset("row", outStrides);
+    std::string outRow = outputRowOffset(rows, outStrides);
     std::vector<bool> inCache(plan.loads.size(), false);
     unsigned reciprocals = 0;
 
@@ -196,13 +196,21 @@ private:
         else
           os << computeType(reduction->dtype) << " " << reduction->accumulator
              << " = " << combiner(*reduction) << "::identity();\n";
-      os << "#pragma unroll\n";
-      os << "for (int step = 0; step < " << steps << "; ++step) {\n";
+      if (params.runtimeSteps) {
+        // The run's steps: a short row of a long maximum skips the rest.
+        std::string perStep = std::to_string(threads * width);
+        os << "#pragma unroll 4\n";
+        os << "for (int step = 0; step < (int)((" << plan.rowLengthExpression(0)
+           << " + " << perStep << " - 1) / " << perStep << "); ++step) {\n";
+      } else {
+        os << "#pragma unroll\n";
+        os << "for (int step = 0; step < " << steps << "; ++step) {\n";
+      }
       os.indent();
       os << "const int64_t col0 = ((int64_t)step * " << threads << " + tid) * "
          << width << ";\n";
       if (params.stepGuard)
-        os << "if (col0 < " << length << ") {\n";
+        os << "if (col0 < " << plan.rowLengthExpression(length) << ") {\n";
       else
         os << "{\n";
       os.indent();
@@ -377,22 +385,24 @@ private:
        << ";\n";
     os << "const int64_t kBegin = (int64_t)blockIdx.y * " << rowsPerSplit
        << ";\n";
+    const std::string reducedText = plan.rowLengthExpression(reducedSize);
     if (!params.wholeSplits)
       os << "const int64_t kEnd = kBegin + " << rowsPerSplit << " < "
-         << reducedSize << " ? kBegin + " << rowsPerSplit << " : "
-         << reducedSize << ";\n";
+         << reducedText << " ? kBegin + " << rowsPerSplit << " : "
+         << reducedText << ";\n";
     emitUniformLoads(os);
-    auto offsetOf = [&](const Shape &strides, bool alongReduced,
+    // `load`: an index into the loads, or kFullOutput.
+    auto offsetOf = [&](int load, const Shape &strides, bool alongReduced,
                         const std::string &column) {
-      std::string offset =
-          outer.offset("o", strides) + " + " + inner.offset(column, strides);
+      std::string offset = outerOffset(outer, load, strides) + " + " +
+                           inner.offset(column, strides);
       if (alongReduced)
         offset += " + " + reduced.offset("k", strides);
       return offset;
     };
     auto reducedLoads = [&] {
-      emitReducedLoads(os, [&](const Shape &strides) {
-        return offsetOf(strides, false, "i");
+      emitReducedLoads(os, [&](unsigned index) {
+        return offsetOf(index, plan.loads[index].strides, false, "i");
       });
     };
     RowScope scope;
@@ -434,7 +444,7 @@ private:
       std::string vectorType = cudaVectorType(load.dtype, width);
       os << "const " << vectorType << " " << load.variable
          << "_vector = *reinterpret_cast<const " << vectorType << " *>(in"
-         << load.argument << " + " << offsetOf(load.strides, true, "i0")
+         << load.argument << " + " << offsetOf(index, load.strides, true, "i0")
          << ");\n";
     }
     os << "#pragma unroll\n";
@@ -447,11 +457,12 @@ private:
       os << "const " << computeType(load.dtype) << " " << load.variable << " = "
          << (vectorizable(load.strides)
                  ? fromStorage(load.dtype, load.variable + "_vector.v[lane]")
-                 : loadExpression(load, offsetOf(load.strides, true, "i")))
+                 : loadExpression(load,
+                                  offsetOf(index, load.strides, true, "i")))
          << ";\n";
     }
-    emitColumnStep(os, statements, printer, offsetOf(outStrides, true, "i"),
-                   "lane");
+    emitColumnStep(os, statements, printer,
+                   offsetOf(kFullOutput, outStrides, true, "i"), "lane");
     os.unindent();
     os << "}\n";
     os.unindent();

@@ -30,6 +30,13 @@ constexpr int64_t kWarpRowVectors = 128;
 constexpr unsigned kRowsPerWarpBlock = 4;
 /// CUDA row schedule: each thread handles about this many vectors per row.
 constexpr int64_t kVectorsPerThread = 4;
+/// CUDA rows of symbolic length: threads per row at most. The schedule is
+/// made for the longest row; a shorter one leaves threads idle, and a
+/// block of 1024 for each row of a few hundred is mostly idle.
+constexpr int64_t kSymbolicRowThreads = 256;
+/// ... and steps unrolled (and held in registers) at most: longer maxima
+/// loop over the run's steps instead.
+constexpr int64_t kSymbolicRowUnrolledSteps = 8;
 /// Values per thread held in registers across passes, at most.
 constexpr int64_t kMaxCachedPerThread = 64;
 /// CUDA column schedule: a block is 32 inner columns x 8 reduced rows, and
@@ -368,7 +375,12 @@ void columnGroups(const ReductionSpace &space, DimGroup &outer,
 }
 
 Shape outputStrides(const ReductionPlan &plan) {
-  return fusec::rowMajorStrides(plan.space.full);
+  Shape strides = fusec::rowMajorStrides(plan.space.full);
+  if (plan.symbolicRowLength)
+    for (size_t d = 0; d < strides.size(); ++d)
+      if (!plan.space.reduced[d])
+        strides[d] = plan.rowLengthMultiple;
+  return strides;
 }
 
 //===----------------------------------------------------------------------===//
@@ -441,7 +453,8 @@ void scheduleCudaRows(const ReductionPlan &plan, ScheduledReduction &s) {
     if (output.full)
       widest = std::max(widest, fusec::dtypeBytes(output.dtype));
   int64_t width = std::min<int64_t>(8, 16 / widest);
-  if (length % width != 0)
+  if (length % width != 0 ||
+      (plan.symbolicRowLength && plan.rowLengthMultiple % width != 0))
     width = 1;
   const int64_t vectors = (length + width - 1) / width;
   const bool warpPerRow = vectors <= kWarpRowVectors;
@@ -451,7 +464,8 @@ void scheduleCudaRows(const ReductionPlan &plan, ScheduledReduction &s) {
     // more loads in flight per row for the same bytes.
     int64_t perThread = width == 8 ? kVectorsPerThread / 2 : kVectorsPerThread;
     threads = 64;
-    while (threads < 1024 && threads * perThread < vectors)
+    int64_t most = plan.symbolicRowLength ? kSymbolicRowThreads : 1024;
+    while (threads < most && threads * perThread < vectors)
       threads *= 2;
   }
   const int64_t steps = (vectors + threads - 1) / threads;
@@ -466,7 +480,8 @@ void scheduleCudaRows(const ReductionPlan &plan, ScheduledReduction &s) {
         ++uses[index];
     int64_t arrays = llvm::count_if(uses, [](int n) { return n > 1; }) +
                      static_cast<int64_t>(s.slices.kept.size());
-    bool fits = steps > 0 && arrays * steps * width <= kMaxCachedPerThread;
+    bool fits = steps > 0 && arrays * steps * width <= kMaxCachedPerThread &&
+                (!plan.symbolicRowLength || steps <= kSymbolicRowUnrolledSteps);
     p.cachedLoads.clear();
     for (size_t i = 0; i < plan.loads.size(); ++i)
       if (fits && uses[i] > 1)
@@ -478,7 +493,7 @@ void scheduleCudaRows(const ReductionPlan &plan, ScheduledReduction &s) {
   if (!planCaches()) {
     // (Not for empty rows: their sum of exp is 0, but the online state
     // cannot tell them from rows of -inf, whose sum is NaN.)
-    if (steps > 0)
+    if (steps > 0 && !plan.rowMayBeEmpty)
       s.online = findOnlineSoftmax(plan);
     if (s.online) {
       s.passes.erase(s.passes.begin() + (s.online->sum->level - 1));
@@ -498,7 +513,10 @@ void scheduleCudaRows(const ReductionPlan &plan, ScheduledReduction &s) {
   // by instruction issue. Long rows keep it: without it their many
   // steps unroll too far (H200, softmax_f32_512x131072: 60.3% of copy
   // with the guard, 37.8% without).)
-  p.stepGuard = s.online || length % (threads * width) != 0;
+  p.stepGuard = s.online || length % (threads * width) != 0 ||
+                plan.symbolicRowLength.has_value();
+  p.runtimeSteps =
+      plan.symbolicRowLength && p.cachedLoads.empty() && s.slices.kept.empty();
   p.rowsPerBlock = warpPerRow ? kRowsPerWarpBlock : 1;
   p.blockX =
       warpPerRow ? 32 * kRowsPerWarpBlock : static_cast<unsigned>(threads);
@@ -582,7 +600,7 @@ void scheduleCudaColumns(const ReductionPlan &plan, ScheduledReduction &s) {
   // Splits of whole rows per thread loop a constant count, unrolled so
   // that several loads are in flight per thread: a column sum reads each
   // element once and is bound by how many bytes wait in the memory system.
-  p.wholeSplits = reducedSize % rowsPerSplit == 0 &&
+  p.wholeSplits = !plan.symbolicRowLength && reducedSize % rowsPerSplit == 0 &&
                   rowsPerSplit % (kColumnRows * kColumnUnroll) == 0;
   p.unroll = kColumnUnroll;
   p.blockX = kColumnTile;
@@ -668,6 +686,8 @@ std::string ReductionParams::toString() const {
     field("cached-loads", "[" + cached + "]");
     flag("online-softmax", onlineSoftmax);
     flag("step-guard", stepGuard);
+    if (runtimeSteps)
+      flag("runtime-steps", runtimeSteps);
   }
   field("block", std::to_string(blockX) + "x" + std::to_string(blockY));
   field("grid", std::to_string(gridX) + "x" + std::to_string(gridY));
@@ -680,8 +700,8 @@ size_t ReductionParams::hash() const {
       parallel, lanes, keepValues, vectorWidth, warpPerRow, threadsPerRow,
       rowsPerBlock, steps,
       llvm::hash_combine_range(cachedLoads.begin(), cachedLoads.end()),
-      onlineSoftmax, stepGuard, columnTile, innerTiles, tiles, splits,
-      rowsPerSplit, wholeSplits, unroll,
+      onlineSoftmax, stepGuard, runtimeSteps, columnTile, innerTiles, tiles,
+      splits, rowsPerSplit, wholeSplits, unroll,
       llvm::hash_combine_range(partialOffsets.begin(), partialOffsets.end()),
       counterOffset, scratchBytes, blockX, blockY, gridX, gridY);
 }
@@ -691,10 +711,11 @@ bool ReductionParams::operator==(const ReductionParams &other) const {
     return std::tie(p.target, p.column, p.rows, p.rowLength, p.outer, p.reduced,
                     p.inner, p.parallel, p.lanes, p.keepValues, p.vectorWidth,
                     p.warpPerRow, p.threadsPerRow, p.rowsPerBlock, p.steps,
-                    p.cachedLoads, p.onlineSoftmax, p.stepGuard, p.columnTile,
-                    p.innerTiles, p.tiles, p.splits, p.rowsPerSplit,
-                    p.wholeSplits, p.unroll, p.partialOffsets, p.counterOffset,
-                    p.scratchBytes, p.blockX, p.blockY, p.gridX, p.gridY);
+                    p.cachedLoads, p.onlineSoftmax, p.stepGuard, p.runtimeSteps,
+                    p.columnTile, p.innerTiles, p.tiles, p.splits,
+                    p.rowsPerSplit, p.wholeSplits, p.unroll, p.partialOffsets,
+                    p.counterOffset, p.scratchBytes, p.blockX, p.blockY,
+                    p.gridX, p.gridY);
   };
   return fields(*this) == fields(other);
 }

@@ -115,10 +115,32 @@ public:
   /// Symbolic programs: each load's offset at the start of row `row`, an
   /// expression of `fusec_dims` (indexed like `loads`; empty otherwise).
   std::vector<std::string> symbolicRowOffsets;
+  /// Symbolic column schedules: the outer points as a size, each load's
+  /// offset at outer point `o` (indexed like `loads`), and a full output's.
+  std::optional<fusec::SymbolicSize> symbolicOuter;
+  std::vector<std::string> symbolicOuterOffsets;
+  std::string symbolicOutputOuterOffset;
   /// The row count as C: `numRows`, or an expression of `fusec_dims`.
   std::string rowCountExpression(int64_t numRows) const {
     return symbolicRows ? symbolicRows->cExpression("fusec_dims")
                         : std::to_string(numRows);
+  }
+  /// Symbolic programs whose reduced points vary (a row's length, a
+  /// column's reduced rows): only the outermost reduced dim is symbolic, so
+  /// that a point's offset within the reduced dims is the same expression
+  /// at every size. Row schedules also need the reduced dims innermost
+  /// (kept dims after them are 1): a full output row starts at row *
+  /// length. Kernels are scheduled for the maximal length and walk the
+  /// run's.
+  std::optional<fusec::SymbolicSize> symbolicRowLength;
+  /// What the row length is a multiple of at every size.
+  int64_t rowLengthMultiple = 1;
+  /// The row may be empty at some size (a symbol's range starts at 0).
+  bool rowMayBeEmpty = false;
+  /// The row length as C: `length`, or an expression of `fusec_dims`.
+  std::string rowLengthExpression(int64_t length) const {
+    return symbolicRowLength ? symbolicRowLength->cExpression("fusec_dims")
+                             : std::to_string(length);
   }
   ReductionSpace space;
   ReductionSchedule schedule;
@@ -196,7 +218,9 @@ void rowGroups(const ReductionSpace &space, DimGroup &rows, DimGroup &cols);
 void columnGroups(const ReductionSpace &space, DimGroup &outer,
                   DimGroup &reduced, DimGroup &inner);
 
-/// Row-major strides of the space: where a full output element goes.
+/// Row-major strides of the space: where a full output element goes. With
+/// a symbolic row length, the kept dims' strides are what they are
+/// multiples of (a full output row starts at row * length).
 fusec::Shape outputStrides(const ReductionPlan &plan);
 
 //===----------------------------------------------------------------------===//
@@ -238,6 +262,10 @@ struct ReductionParams {
   bool onlineSoftmax = false;
   /// CUDA rows: each step checks it is inside the row.
   bool stepGuard = false;
+  /// CUDA rows of symbolic length that hold nothing in registers across
+  /// passes: each pass loops over the run's steps (`steps` is the most)
+  /// rather than unrolling the most.
+  bool runtimeSteps = false;
 
   /// Column schedules: inner columns per tile (C++ and CUDA), tiles over
   /// the inner columns, and tiles in all (times the outer points).

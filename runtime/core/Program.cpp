@@ -226,6 +226,10 @@ std::string Program::planJson() const {
       entry["arena_offset"] = memory.offset[id];
     plan["buffers"].push_back(entry);
   }
+  // A matmul's size: its expression of the symbols, else the number.
+  auto size = [&](const std::optional<SymbolicSize> &symbolic, int64_t value) {
+    return symbolic ? json(symbolic->format(symbols)) : json(value);
+  };
   plan["steps"] = json::array();
   for (const Step &step : steps) {
     switch (step.kind) {
@@ -243,13 +247,10 @@ std::string Program::planJson() const {
            {"outputs", names({call.output})},
            {"dtype", dtypeName(call.dtype)},
            {"output_dtype", dtypeName(call.resultDType())},
-           {"m", call.symbolicM ? json(call.symbolicM->format(symbols))
-                                : json(call.m)},
-           {"n", call.n},
-           {"k", call.k},
-           {"batch", call.symbolicBatch
-                         ? json(call.symbolicBatch->format(symbols))
-                         : json(call.batch)},
+           {"m", size(call.symbolicM, call.m)},
+           {"n", size(call.symbolicN, call.n)},
+           {"k", size(call.symbolicK, call.k)},
+           {"batch", size(call.symbolicBatch, call.batch)},
            {"batch_stride_a", call.batchStrideA},
            {"batch_stride_b", call.batchStrideB},
            {"transpose_a", call.transposeA},
@@ -461,17 +462,19 @@ Program instantiateProgram(const Program &program,
     kernel.dynamicGridY.reset();
   }
   for (MatmulCall &call : instance.matmuls) {
-    if (call.symbolicM) {
-      int64_t m = call.symbolicM->evaluate(sizes);
-      // Batch strides of an operand laid out [batch, m, k] scale with m.
-      if (call.batchStrideA == call.m * call.k)
-        call.batchStrideA = m * call.k;
-      call.m = m;
+    for (auto [symbolic, size] : {std::pair{&call.symbolicM, &call.m},
+                                  {&call.symbolicN, &call.n},
+                                  {&call.symbolicK, &call.k},
+                                  {&call.symbolicBatch, &call.batch}}) {
+      if (*symbolic)
+        *size = (*symbolic)->evaluate(sizes);
+      symbolic->reset();
     }
-    if (call.symbolicBatch)
-      call.batch = call.symbolicBatch->evaluate(sizes);
-    call.symbolicM.reset();
-    call.symbolicBatch.reset();
+    // A batch stride is 0 (one matrix for every batch) or a whole matrix.
+    if (call.batchStrideA != 0)
+      call.batchStrideA = call.m * call.k;
+    if (call.batchStrideB != 0)
+      call.batchStrideB = call.k * call.n;
   }
   return instance;
 }

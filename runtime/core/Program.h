@@ -133,10 +133,10 @@ struct MatmulCall {
   int64_t batchStrideA = 0, batchStrideB = 0;
   double alpha = 1.0;
   Epilogue epilogue = Epilogue::None;
-  /// Symbolic programs: m at the run's sizes (`m` holds its maximum).
-  std::optional<SymbolicSize> symbolicM;
-  /// Symbolic programs: the batch count at the run's sizes.
-  std::optional<SymbolicSize> symbolicBatch;
+  /// Symbolic programs: m, n, k and the batch count at the run's sizes
+  /// (the fields above hold their maxima). Operands are stored compactly,
+  /// so a batch stride that is not 0 is its matrix at the run's sizes.
+  std::optional<SymbolicSize> symbolicM, symbolicN, symbolicK, symbolicBatch;
 
   /// One readable line: "matmul bf16 [8192x4096] = A[8192x4096] @
   /// B^T[4096x4096] (batch 1), alpha 1, bias, epilogue gelu_tanh".

@@ -147,8 +147,9 @@ std::string encodeProgram(const Program &program) {
     out.put<uint8_t>(call.transposeB);
     out.put<double>(call.alpha);
     putEnum(out, call.epilogue);
-    putOptionalSize(out, call.symbolicM);
-    putOptionalSize(out, call.symbolicBatch);
+    for (const auto *size : {&call.symbolicM, &call.symbolicN, &call.symbolicK,
+                             &call.symbolicBatch})
+      putOptionalSize(out, *size);
   }
   out.put<uint64_t>(program.steps.size());
   for (const Step &step : program.steps) {
@@ -233,8 +234,9 @@ Program decodeProgram(std::string_view bytes, const std::string &what) {
     call.transposeB = in.getBool();
     call.alpha = in.get<double>();
     call.epilogue = getEnum(in, Epilogue::GeluTanh, "epilogue");
-    call.symbolicM = getOptionalSize(in);
-    call.symbolicBatch = getOptionalSize(in);
+    for (auto *size : {&call.symbolicM, &call.symbolicN, &call.symbolicK,
+                       &call.symbolicBatch})
+      *size = getOptionalSize(in);
   }
   program.steps.resize(in.getCount(1 + 4));
   for (Step &step : program.steps) {
@@ -329,11 +331,25 @@ void checkProgram(const Program &program, const std::string &what) {
         program.dimSizes.empty())
       fail(user + " reads sizes the program does not have");
   }
-  for (size_t i = 0; i < program.matmuls.size(); ++i)
-    for (const auto *size :
-         {&program.matmuls[i].symbolicM, &program.matmuls[i].symbolicBatch})
-      if (*size)
-        checkSize(**size, "matmul " + std::to_string(i));
+  std::vector<int64_t> maxima;
+  for (const DimSymbol &symbol : program.symbols)
+    maxima.push_back(symbol.max);
+  for (size_t i = 0; i < program.matmuls.size(); ++i) {
+    const MatmulCall &call = program.matmuls[i];
+    std::string user = "matmul " + std::to_string(i);
+    // The call is checked against its buffers at the maxima: no run's
+    // sizes may reach further.
+    for (auto [symbolic, size] : {std::pair{&call.symbolicM, call.m},
+                                  {&call.symbolicN, call.n},
+                                  {&call.symbolicK, call.k},
+                                  {&call.symbolicBatch, call.batch}})
+      if (*symbolic) {
+        checkSize(**symbolic, user);
+        if ((*symbolic)->evaluate(maxima) != size)
+          fail(user + " has a size other than its symbolic one at the "
+                      "symbols' maxima");
+      }
+  }
 
   int64_t totalBytes = 0;
   for (size_t id = 0; id < buffers.size(); ++id) {

@@ -2,7 +2,8 @@
 """Writes fuzz-package's seeds (test/fuzz/corpus/package/) from packages the
 built `fusec` compiles, so they follow the current package format
 (docs/packages.md): the example, gemm_relu and linear_bias_gelu for the CPU
-and softmax and a symbolic model for CUDA (through NVRTC, no GPU needed), each with its code and
+and softmax, a symbolic model and an unfused attention over a symbolic
+sequence for CUDA (through NVRTC, no GPU needed), each with its code and
 PTX sections cut to 64 bytes (the harness never loads code; small seeds
 mutate faster) and the table, hashes and size rewritten to match; and the
 first 2000 bytes of one, a truncated package.
@@ -71,7 +72,12 @@ def main():
                ["--dim", "seq=1..64"]),
               # A derived symbol (a cache grown by concatenation): sums.
               ("derived-cpu", "test/models/concat_cache.json", "cpu",
-               ["--dim", "past=1..64", "--dim", "seq=1..8"])]
+               ["--dim", "past=1..64", "--dim", "seq=1..8"]),
+              # Symbolic matmul sizes (n, k), rows and columns of symbolic
+              # length.
+              ("unfused-attention-cuda", "test/models/unfused_attention.json",
+               "cuda", ["--no-fused-attention", "--dim", "batch=1..4",
+                        "--dim", "seq=1..64"])]
     corpus = os.path.join(HERE, "corpus", "package")
     with tempfile.TemporaryDirectory() as work:
         for name, model, target, extra in models:

@@ -361,7 +361,68 @@ Graph repeatedRowsGraph() {
   return b.build();
 }
 
+/// Reductions along a symbolic dim: rows as long as the sequence (a
+/// masked softmax over [batch, 3, seq] with a per-key bias, a sum and a
+/// max over seq, f16 rows), rows [seq, 8] whose outer dim is the sequence
+/// (a mean over both), and columns along the sequence.
+Graph symbolicRowLengthGraph() {
+  GraphBuilder b = batchAndSeqBuilder("symbolic_row_length");
+  std::string x = b.input("x", DType::F32, {-1, 3, -1}, {"batch", "", "seq"});
+  std::string bias = b.input("bias", DType::F32, {-1}, {"seq"});
+  std::string h = b.input("h", DType::F16, {-1, -1}, {"batch", "seq"});
+  std::string t = b.input("t", DType::F32, {-1, -1, 8}, {"batch", "seq", ""});
+  b.output(b.op("softmax", {b.op("add", {x, bias})}));
+  b.output(b.op("reduce_sum", {x}, {{"axes", std::vector<int64_t>{2}}}));
+  b.output(
+      b.op("reduce_max", {b.op("exp", {x})},
+           {{"axes", std::vector<int64_t>{-1}}, {"keepdims", int64_t(0)}}));
+  b.output(b.op("softmax", {h}));
+  b.output(b.op("reduce_mean", {t}, {{"axes", std::vector<int64_t>{1, 2}}}));
+  // Columns: a mean over seq (sentence embeddings' pooling), a max of a
+  // product over [seq, 3] keeping a [batch, ..., 8] column block.
+  b.output(b.op("reduce_mean", {t}, {{"axes", std::vector<int64_t>{1}}}));
+  std::string w =
+      b.input("w", DType::F32, {-1, -1, 3, 8}, {"batch", "seq", "", ""});
+  b.output(
+      b.op("reduce_max", {b.op("mul", {w, b.scalar(-1.5, DType::F32)})},
+           {{"axes", std::vector<int64_t>{1, 2}}, {"keepdims", int64_t(0)}}));
+  return b.build();
+}
+
+/// Library matmuls whose n and k are symbolic: x^T y over a sequence
+/// ([64, seq] @ [seq, 16], k varies), and a batched product whose m and n
+/// are the sequence ([batch, seq, 16] @ [batch, 16, seq], a tanh after
+/// it).
+Graph symbolicMatmulGraph() {
+  GraphBuilder b = batchAndSeqBuilder("symbolic_matmul");
+  std::string x = b.input("x", DType::F32, {-1, 64}, {"seq", ""});
+  std::string y = b.input("y", DType::F32, {-1, 16}, {"seq", ""});
+  std::string z = b.input("z", DType::F32, {-1, -1, 16}, {"batch", "seq", ""});
+  std::string xt =
+      b.op("transpose", {x}, {{"perm", std::vector<int64_t>{1, 0}}});
+  b.output(b.op("matmul", {xt, y}));
+  std::string zt =
+      b.op("transpose", {z}, {{"perm", std::vector<int64_t>{0, 2, 1}}});
+  b.output(b.op("tanh", {b.op("matmul", {z, zt})}));
+  return b.build();
+}
+
 void checkSymbolicDims(Target target) {
+  SECTION("reductions along a symbolic dim") {
+    checkSizes(symbolicRowLengthGraph(), {{1, 1}, {2, 17}, {4, 40}, {3, 8}},
+               DType::F16, target);
+  }
+  SECTION("matmuls of symbolic n and k") {
+    checkSizes(symbolicMatmulGraph(), {{1, 1}, {2, 17}, {4, 40}, {3, 8}},
+               DType::F32, target);
+  }
+  SECTION("attention over a symbolic sequence, unfused") {
+    for (DType dtype : {DType::F32, DType::F16}) {
+      INFO(dtypeName(dtype));
+      checkSizes(sequenceAttentionGraph(dtype), {{1}, {33}, {70}, {8}}, dtype,
+                 target, /*fusedAttention=*/false);
+    }
+  }
   SECTION("rows that repeat along symbolic dims") {
     checkSizes(repeatedRowsGraph(), {{1, 1}, {2, 17}, {4, 40}, {3, 9}},
                DType::F32, target);
@@ -499,15 +560,26 @@ TEST_CASE("symbolic dims: sizes outside the range and unsupported ops are "
       Catch::Contains("crops dim 0, a symbolic dim (only padding is "
                       "supported)"));
 
-  // A reduction along a symbolic dim is refused too.
+  // Columns whose inner dims are symbolic are refused.
   GraphBuilder summed("summed");
   summed.symbol("n", 1, 8);
-  std::string s = summed.input("s", DType::F32, {-1, 4}, {"n", ""});
+  std::string s = summed.input("s", DType::F32, {4, -1}, {"", "n"});
   summed.output(
       summed.op("reduce_sum", {s}, {{"axes", std::vector<int64_t>{0}}}));
   CHECK_THROWS_WITH(
       compile(summed.build(), test::testOptions(true, Target::Cpu)),
-      Catch::Contains("the reduced dim 0 ('n') must have a fixed size"));
+      Catch::Contains("has the symbolic inner dim 1; a column reduction takes "
+                      "symbolic outer and reduced dims only"));
+  // So are reductions with two symbolic reduced dims.
+  GraphBuilder square("square");
+  square.symbol("n", 1, 8);
+  std::string q = square.input("q", DType::F32, {4, -1, -1}, {"", "n", "n"});
+  square.output(
+      square.op("reduce_sum", {q}, {{"axes", std::vector<int64_t>{1, 2}}}));
+  CHECK_THROWS_WITH(
+      compile(square.build(), test::testOptions(true, Target::Cpu)),
+      Catch::Contains("has symbolic dims 1 and 2 in its reduced points; only "
+                      "the outermost reduced dim may be symbolic"));
 }
 
 TEST_CASE("symbolic dims: a fixed size by name, and specialized sizes",
