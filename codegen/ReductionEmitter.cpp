@@ -67,10 +67,16 @@ RowScope EmitterBase::emitRowLoads(raw_indented_ostream &os,
       os << "const int64_t " << load.variable << "_row = " << rowOffset
          << ";\n";
   }
+  return uniformScope();
+}
+
+RowScope EmitterBase::uniformScope() const {
   RowScope scope;
   for (auto [value, index] : plan.loadOf)
     if (plan.loads[index].kind != Load::Full)
       scope.bound.push_back({value, plan.loads[index].variable});
+  scope.bound.insert(scope.bound.end(), plan.sizeValues.begin(),
+                     plan.sizeValues.end());
   return scope;
 }
 

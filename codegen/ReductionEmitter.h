@@ -110,6 +110,9 @@ protected:
   /// offset (`aN_row`). Returns the row scope with the per-row and uniform
   /// loads bound.
   RowScope emitRowLoads(mlir::raw_indented_ostream &os, const DimGroup &rows);
+  /// The values the same at every point of a row or column: the per-row
+  /// and uniform loads, and the symbolic sizes.
+  RowScope uniformScope() const;
   /// One point of a column schedule: the prologue's statements, the full
   /// outputs stored at `outputOffset`, each accumulator's lane `lane`
   /// combined with its operand.

@@ -128,6 +128,16 @@ static LogicalResult planSymbolicDims(ReductionPlan &plan,
           broadcastOffsetExpression("row", rows, rowStrides, "int64_t"));
   }
   plan.symbolicRows = fusec::symbolicElements(rows);
+  for (Operation &op : body.without_terminator())
+    if (auto size = dyn_cast<DimSizeOp>(op)) {
+      std::optional<fusec::SymbolicSize> value =
+          symbolic.sizeNamed(size.getSymbols(), size.getFactor());
+      if (!value)
+        return op.emitError() << "codegen: " << describeOp(&op)
+                              << " names a symbol the program lacks";
+      plan.sizeValues.push_back(
+          {size.getResult(), "(" + value->cExpression("fusec_dims") + ")"});
+    }
   if (column) {
     plan.symbolicOutputOuterOffset = outerPart(fusec::rowMajorStrides(space));
     fusec::SymbolicShape outerShape;

@@ -115,12 +115,51 @@ struct MatmulOfOneTerm : OpRewritePattern<MatmulOp> {
     return success();
   }
 };
+/// A product of symbolic sizes and fixed integers is one symbolic size
+/// (`dim_size(seq) * 8` is `dim_size {symbols = ["seq"], factor = 8}`): the
+/// count a mean over `[seq, 8]` divides by, which kernels then read as a
+/// size they take rather than compute in a one-element kernel.
+struct ProductOfSizes : OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MulOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    if (type.getRank() != 0 || !type.getElementType().isInteger(64))
+      return failure();
+    SmallVector<Attribute> symbols;
+    int64_t factor = 1;
+    bool anySize = false;
+    for (Value operand : {op.getLhs(), op.getRhs()}) {
+      if (auto size = operand.getDefiningOp<DimSizeOp>()) {
+        llvm::append_range(symbols, size.getSymbols());
+        factor *= size.getFactor();
+        anySize = true;
+        continue;
+      }
+      auto constant = operand.getDefiningOp<ConstantOp>();
+      auto splat = constant ? dyn_cast<SplatElementsAttr>(constant.getValue())
+                            : SplatElementsAttr();
+      if (!splat)
+        return failure();
+      int64_t value = splat.getSplatValue<APInt>().getSExtValue();
+      // (A size is never negative; a product that could overflow stays.)
+      if (value < 0 || (factor != 0 && value > (int64_t(1) << 48) / factor))
+        return failure();
+      factor *= value;
+    }
+    if (!anySize)
+      return failure();
+    rewriter.replaceOpWithNewOp<DimSizeOp>(
+        op, type, rewriter.getArrayAttr(symbols), factor);
+    return success();
+  }
+};
 } // namespace
 
 void FuseDialect::getCanonicalizationPatterns(
     RewritePatternSet &results) const {
   results.add<
-      SquareForPowerOfTwo, TransposeOfUnitDims, MatmulOfOneTerm,
+      SquareForPowerOfTwo, TransposeOfUnitDims, MatmulOfOneTerm, ProductOfSizes,
       ReductionOverUnitAxes<ReduceSumOp>, ReductionOverUnitAxes<ReduceProdOp>,
       ReductionOverUnitAxes<ReduceMaxOp>, ReductionOverUnitAxes<ReduceMinOp>,
       ReductionOverUnitAxes<ReduceMeanOp>>(getContext());

@@ -286,6 +286,13 @@ FailureOr<SymbolicDims> SymbolicDims::analyze(func::FuncOp function) {
 
 LogicalResult SymbolicDims::record(Operation *op, Value result,
                                    SymbolicShape shape) {
+  // (Every rule below gives the result's rank; a mistake in one is an
+  // error here, not a read past a shape's end in the op after it.)
+  if (auto type = dyn_cast<RankedTensorType>(result.getType());
+      type && type.getRank() != static_cast<int64_t>(shape.size()))
+    return op->emitError() << "internal error: symbolic dims of rank "
+                           << shape.size() << " derived for a result of rank "
+                           << type.getRank();
   // Every size is computed at the maxima somewhere (buffers, kernels'
   // schedules): held to the 2^48 elements of any tensor, without overflow.
   int64_t elements = 1;
@@ -651,10 +658,15 @@ LogicalResult SymbolicDims::derive(Operation *op) {
                            "(the same in each) and length, not '" +
                            fusec::formatSymbolicShape(shape, syms) + "'");
     }
-    // [B, H, T, D] queries with the heads merged in the result: [B, T, C].
+    // [B, H, T, D] queries with the heads merged in the result: [B, T, C];
+    // [B, T, C] queries (packed heads) with the heads split in the result:
+    // [B, H, T, D].
     SymbolicShape out = query;
     if (query.size() == 4 && resultType.getRank() == 3)
       out = {query[0], query[2], query[3]};
+    if (query.size() == 3 && resultType.getRank() == 4)
+      out = {query[0], SymbolicSize::constant(resultType.getShape()[1]),
+             query[1], query[2]};
     out.back() = SymbolicSize::constant(resultType.getShape().back());
     return record(op, result, std::move(out));
   }

@@ -302,9 +302,19 @@ struct FormFusionRegions
       });
       // A contraction's kernel (the int8 GEMV) reads every operand from a
       // buffer, uniform scales too; the other kernels read splat constants
-      // inline.
+      // inline, and pointwise and reduction kernels symbolic sizes.
       bool contraction = kindOf(members.front()) == FusionKind::Contraction;
-      materialize(members, /*inlineSplats=*/!contraction);
+      materialize(members, /*inlineSplats=*/!contraction,
+                  /*inlineSizes=*/groups.group(leader).kind !=
+                      GroupKind::Layout);
+    }
+    // A size some other op still reads (a layout region's input) is a
+    // region of its own after all.
+    for (Operation *size : inlinedSizes) {
+      if (size->use_empty())
+        size->erase();
+      else
+        materialize({size}, /*inlineSplats=*/true, /*inlineSizes=*/false);
     }
     // Splat constants now live inside the (non-contraction) regions that
     // use them.
@@ -321,6 +331,20 @@ struct FormFusionRegions
 
   LogicalResult decide(Block &block, FusionGroups &groups) {
     for (Operation &op : block.without_terminator()) {
+      // A symbolic size is one of the sizes a kernel takes: cloned into
+      // the regions of the elementwise ops and reductions reading it (as a
+      // splat constant is) rather than a one-element kernel of its own
+      // (which it still gets where another op reads it: runOnOperation).
+      if (isa<DimSizeOp>(&op) &&
+          llvm::any_of(op.getUsers(), [](Operation *user) {
+            std::optional<FusionKind> kind = kindOf(user);
+            return kind && (*kind == FusionKind::Elementwise ||
+                            *kind == FusionKind::Broadcast ||
+                            *kind == FusionKind::Reduction);
+          })) {
+        inlinedSizes.push_back(&op);
+        continue;
+      }
       if (isa<ConstantOp>(&op)) {
         if (!isSplatConstant(&op))
           op.emitRemark() << "not fused: " << describeOp(&op)
@@ -583,7 +607,11 @@ struct FormFusionRegions
     return false;
   }
 
-  void materialize(ArrayRef<Operation *> members, bool inlineSplats) {
+  /// Symbolic sizes (fuse.dim_size) cloned into the regions reading them.
+  SmallVector<Operation *> inlinedSizes;
+
+  void materialize(ArrayRef<Operation *> members, bool inlineSplats,
+                   bool inlineSizes) {
     llvm::SmallPtrSet<Operation *, 16> inGroup(members.begin(), members.end());
     llvm::SetVector<Value> inputs;
     SmallVector<Operation *> clonedConstants;
@@ -592,7 +620,8 @@ struct FormFusionRegions
         Operation *producer = operand.getDefiningOp();
         if (inGroup.contains(producer))
           continue;
-        if (inlineSplats && isSplatConstant(producer)) {
+        if ((inlineSplats && isSplatConstant(producer)) ||
+            (inlineSizes && llvm::is_contained(inlinedSizes, producer))) {
           if (!llvm::is_contained(clonedConstants, producer))
             clonedConstants.push_back(producer);
           continue;

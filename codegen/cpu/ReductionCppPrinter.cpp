@@ -244,10 +244,7 @@ private:
     // Every full value is a prologue: computed per reduced row.
     const SmallVector<Operation *> &slice = schedule.columnSlice;
     ScalarLets statements;
-    RowScope scope;
-    for (auto [value, index] : plan.loadOf)
-      if (plan.loads[index].kind != Load::Full)
-        scope.bound.push_back({value, plan.loads[index].variable});
+    RowScope scope = uniformScope();
     ScopePrinter printer(plan, f32Functions, "v");
     printer.bindLoads(Load::Full);
     scope.bindInto(printer);

@@ -405,10 +405,7 @@ private:
         return offsetOf(index, plan.loads[index].strides, false, "i");
       });
     };
-    RowScope scope;
-    for (auto [value, index] : plan.loadOf)
-      if (plan.loads[index].kind != Load::Full)
-        scope.bound.push_back({value, plan.loads[index].variable});
+    RowScope scope = uniformScope();
     ScalarLets statements;
     ScopePrinter printer(plan, f32Functions, "v");
     scope.bindInto(printer);

@@ -146,7 +146,8 @@ FailureOr<ReductionPlan> ReductionPlan::analyze(FusionOp fusion) {
 
   for (Operation &op : body.without_terminator()) {
     Value result = op.getResult(0);
-    if (isa<ConstantOp>(op)) {
+    // Constants and symbolic sizes: the same at every point.
+    if (isa<ConstantOp, DimSizeOp>(op)) {
       plan.avail[result] = 0;
       continue;
     }
@@ -227,7 +228,8 @@ SmallVector<Operation *> ReductionPlan::reducedOpsAt(unsigned level) const {
   SmallVector<Operation *> ops;
   for (Operation &op : fusion.getBody().front().without_terminator()) {
     Value result = op.getResult(0);
-    if (isa<ConstantOp, ReductionOpInterface>(op) || loadOf.count(result))
+    if (isa<ConstantOp, DimSizeOp, ReductionOpInterface>(op) ||
+        loadOf.count(result))
       continue;
     if (roles.lookup(result) == ValueRole::Reduced &&
         avail.lookup(result) == level)

@@ -115,6 +115,9 @@ public:
   /// Symbolic programs: each load's offset at the start of row `row`, an
   /// expression of `fusec_dims` (indexed like `loads`; empty otherwise).
   std::vector<std::string> symbolicRowOffsets;
+  /// Symbolic programs: each fuse.dim_size of the region with its C
+  /// expression of `fusec_dims` (a mean's count over symbolic dims).
+  std::vector<std::pair<mlir::Value, std::string>> sizeValues;
   /// Symbolic column schedules: the outer points as a size, each load's
   /// offset at outer point `o` (indexed like `loads`), and a full output's.
   std::optional<fusec::SymbolicSize> symbolicOuter;

@@ -136,3 +136,42 @@ func.func @layer_norms_share_weights(%x: tensor<8x128xf32>, %w: tensor<128xf32>,
   %z = fuse.layer_norm %t2 weight %w bias %b {axis = -1 : i64, epsilon = 1.0e-5 : f64} : (tensor<8x128xf32>, tensor<128xf32>, tensor<128xf32>) -> tensor<8x128xf32>
   return %z : tensor<8x128xf32>
 }
+
+// -----
+
+// A mean over a symbolic dim divides by the run's count: dim_size(seq)
+// times 8 folds to one fuse.dim_size, which the reduction's region reads
+// as one of the sizes its kernel takes (cloned in, as a splat constant is)
+// rather than a one-element region of its own.
+// CHECK-LABEL: func.func @mean_over_seq
+// CHECK: fuse.fusion ins(%{{.*}} : tensor<?x?x8xf32>) -> tensor<?x1x1xf32>
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: fuse.dim_size {factor = 8 : i64, symbols = ["seq"]} : tensor<i64>
+// CHECK: fuse.reduce_sum
+// CHECK: fuse.div
+// CHECK-NOT: fuse.fusion
+func.func @mean_over_seq(%t: tensor<?x?x8xf32> {fuse.dims = ["batch", "seq", 8]}) -> tensor<?x1x1xf32> attributes {fuse.symbols = [["batch", 1, 4], ["seq", 1, 40]]} {
+  %0 = fuse.reduce_mean %t {axes = array<i64: 1, 2>} : tensor<?x?x8xf32> -> tensor<?x1x1xf32>
+  return %0 : tensor<?x1x1xf32>
+}
+
+// -----
+
+// A symbolic size an elementwise op reads is cloned into its region too;
+// where another op reads it as well (here the function returns it), it is
+// also a region of its own.
+// CHECK-LABEL: func.func @divide_by_seq
+// CHECK: %[[SIZE:.*]] = fuse.fusion -> tensor<i64>
+// CHECK-NEXT: fuse.dim_size {symbols = ["seq"]}
+// CHECK: %[[Y:.*]] = fuse.fusion ins(%{{.*}} : tensor<?x8xf32>) -> tensor<?x8xf32>
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: fuse.dim_size {symbols = ["seq"]}
+// CHECK: fuse.div
+// CHECK: return %[[Y]], %[[SIZE]]
+func.func @divide_by_seq(%x: tensor<?x8xf32> {fuse.dims = ["seq", 8]}) -> (tensor<?x8xf32>, tensor<i64>) attributes {fuse.symbols = [["seq", 1, 64]]} {
+  %n = fuse.dim_size {symbols = ["seq"]} : tensor<i64>
+  %b = fuse.broadcast_to %n : tensor<i64> to tensor<?x8xi64>
+  %f = fuse.cast %b : tensor<?x8xi64> to tensor<?x8xf32>
+  %y = fuse.div %x, %f : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %y, %n : tensor<?x8xf32>, tensor<i64>
+}
