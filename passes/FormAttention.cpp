@@ -14,6 +14,7 @@
 
 #include "passes/Passes.h"
 
+#include "ir/SymbolicDims.h"
 #include "ir/TypeUtils.h"
 
 #include "mlir/IR/Builders.h"
@@ -202,11 +203,43 @@ Operand headsOperand(Value value, double &scale) {
   return tokensFirst(reshape.getOperand());
 }
 
+/// Whether dim `i` of `a` and dim `j` of `b` are the same size: equal
+/// fixed sizes, or (symbolic programs) the same expression of the symbols.
+bool sameDim(Value a, int64_t i, Value b, int64_t j,
+             const SymbolicDims *symbolic) {
+  int64_t sizeA = tensorType(a).getDimSize(i),
+          sizeB = tensorType(b).getDimSize(j);
+  if (!ShapedType::isDynamic(sizeA) || !ShapedType::isDynamic(sizeB))
+    return sizeA == sizeB;
+  return symbolic && symbolic->shapeOf(a)[i] == symbolic->shapeOf(b)[j];
+}
+
 /// k as the attention reads it, from the [B, H, D, Tk] value the score
-/// matmul takes: a transpose [0, 1, 3, 2] of a [B, H, Tk, D] value, or a
-/// transpose [0, 2, 3, 1] of a reshape of [B, Tk, H*D].
-FailureOr<Operand> keyOperand(Value value, double &scale, std::string &why) {
+/// matmul takes: a transpose [0, 1, 3, 2] of a [B, H, Tk, D] value, the
+/// same transpose with the batch dims merged around it (torch's dynamo
+/// exporter: reshape to [B*H, Tk, D], transpose [0, 2, 1], reshape to [B,
+/// H, D, Tk]), or a transpose [0, 2, 3, 1] of a reshape of [B, Tk, H*D].
+FailureOr<Operand> keyOperand(Value value, double &scale, std::string &why,
+                              const SymbolicDims *symbolic) {
   value = peelScale(value, scale);
+  if (auto split = value.getDefiningOp<ReshapeOp>()) {
+    auto swap = split.getOperand().getDefiningOp<TransposeOp>();
+    auto merge = hasPerm(swap, {0, 2, 1})
+                     ? swap.getOperand().getDefiningOp<ReshapeOp>()
+                     : ReshapeOp();
+    Value heads = merge ? merge.getOperand() : Value();
+    // (The reshapes keep the elements: [B*H, Tk, D] merges B and H when
+    // Tk and D stay, and [B, H, D, Tk] splits them back.)
+    if (heads && tensorType(heads).getRank() == 4 &&
+        tensorType(value).getRank() == 4 &&
+        sameDim(merge, 1, heads, 2, symbolic) &&
+        sameDim(merge, 2, heads, 3, symbolic) &&
+        sameDim(value, 0, heads, 0, symbolic) &&
+        sameDim(value, 1, heads, 1, symbolic) &&
+        sameDim(value, 2, heads, 3, symbolic) &&
+        sameDim(value, 3, heads, 2, symbolic))
+      return headsOperand(heads, scale);
+  }
   auto transpose = value.getDefiningOp<TransposeOp>();
   if (hasPerm(transpose, {0, 1, 3, 2}))
     return headsOperand(transpose.getOperand(), scale);
@@ -335,7 +368,11 @@ struct AttentionMatch {
 
 class Matcher {
 public:
-  explicit Matcher(SoftmaxOp softmax) { match.softmax = softmax; }
+  /// `symbolic`: the function's symbolic dims, where it has symbols.
+  Matcher(SoftmaxOp softmax, const SymbolicDims *symbolic)
+      : symbolic(symbolic) {
+    match.softmax = softmax;
+  }
 
   /// Fills the match or says why not.
   FailureOr<AttentionMatch> run(std::string &why) {
@@ -534,7 +571,7 @@ private:
   LogicalResult matchOperands(std::string &why) {
     match.query = headsOperand(match.scores.getLhs(), match.scale);
     FailureOr<Operand> key =
-        keyOperand(match.scores.getRhs(), match.scale, why);
+        keyOperand(match.scores.getRhs(), match.scale, why, symbolic);
     if (failed(key))
       return failure();
     match.key = *key;
@@ -585,6 +622,7 @@ private:
   }
 
   AttentionMatch match;
+  const SymbolicDims *symbolic;
 };
 
 struct FormAttention : public fuse::impl::FuseFormAttentionBase<FormAttention> {
@@ -593,6 +631,14 @@ struct FormAttention : public fuse::impl::FuseFormAttentionBase<FormAttention> {
   void runOnOperation() override {
     SmallVector<SoftmaxOp> softmaxes;
     getOperation().walk([&](SoftmaxOp op) { softmaxes.push_back(op); });
+    // Symbolic dims say which dynamic dims are the same size (the chains
+    // matched are the function's own values, which rewrites keep).
+    std::optional<SymbolicDims> symbolic;
+    if (!softmaxes.empty() && getOperation()->hasAttr(kSymbolsAttrName)) {
+      FailureOr<SymbolicDims> dims = SymbolicDims::analyze(getOperation());
+      if (succeeded(dims))
+        symbolic = std::move(*dims);
+    }
     for (SoftmaxOp softmax : softmaxes) {
       // Only a softmax feeding a matmul may be attention.
       // (Through Where(IsNaN(p), 0, p), as the exporters write SDPA.)
@@ -607,7 +653,8 @@ struct FormAttention : public fuse::impl::FuseFormAttentionBase<FormAttention> {
       if (!feedsMatmul)
         continue;
       std::string why;
-      FailureOr<AttentionMatch> match = Matcher(softmax).run(why);
+      FailureOr<AttentionMatch> match =
+          Matcher(softmax, symbolic ? &*symbolic : nullptr).run(why);
       if (failed(match)) {
         softmax.emitRemark() << "attention not formed: " << why;
         continue;

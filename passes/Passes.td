@@ -72,7 +72,11 @@ def FuseFormAttention : Pass<"fuse-form-attention", "mlir::func::FuncOp"> {
     [B, T, H*D] (the head split), possibly a slice of the last dim of a
     fused qkv projection, are read in place ([B, T, C] operands with a
     column); a transpose [0, 2, 1, 3] and reshape to [B, Tq, H*Dv] after o
-    (the head merge) becomes a [B, Tq, C] result. Each intermediate must
+    (the head merge) becomes a [B, Tq, C] result. k' may also be k's
+    transpose with the batch dims merged around it (torch's dynamo
+    exporter: reshape to [B*H, Tk, D], transpose [0, 2, 1], reshape to [B,
+    H, D, Tk]; with symbolic dims, SymbolicDims says the dims agree). Each
+    intermediate must
     have no other user. A softmax feeding a matmul that does not match gets
     a remark "attention not formed: <why>". With `max-wide-query-rows`
     (the CUDA target), f32 and f64 attention of more query rows is left as

@@ -102,6 +102,60 @@ func.func @window(%q: tensor<1x1x4x8xf32>, %k: tensor<1x1x4x8xf32>, %v: tensor<1
 
 // -----
 
+// torch's dynamo exporter writes k^T with the batch dims merged around the
+// transpose: reshape [B, H, Tk, D] to [B*H, Tk, D], transpose [0, 2, 1],
+// reshape to [B, H, D, Tk] (and scales q and k^T by sqrt(scale) each).
+// Attention reads k as [B, H, Tk, D]. With symbolic dims, the dims the
+// reshapes name say that the merged and split dims are the same.
+// CHECK-LABEL: func.func @dynamo_key
+// CHECK-NEXT: %[[A:.*]] = fuse.attention %arg0, %arg1, %arg2 {head_dim = 16 : i64, kv_num_heads = 4 : i64, num_heads = 4 : i64, scale = 2.500000e-01 : f64, value_head_dim = 16 : i64} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+// CHECK-NEXT: return %[[A]]
+func.func @dynamo_key(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16xf32>, %v: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  %root = fuse.constant dense<0.5> : tensor<1xf32>
+  %qs = fuse.mul %q, %root : (tensor<2x4x8x16xf32>, tensor<1xf32>) -> tensor<2x4x8x16xf32>
+  %merged = fuse.reshape %k : tensor<2x4x8x16xf32> to tensor<8x8x16xf32>
+  %swapped = fuse.transpose %merged {perm = array<i64: 0, 2, 1>} : tensor<8x8x16xf32> -> tensor<8x16x8xf32>
+  %kt = fuse.reshape %swapped : tensor<8x16x8xf32> to tensor<2x4x16x8xf32>
+  %kts = fuse.mul %kt, %root : (tensor<2x4x16x8xf32>, tensor<1xf32>) -> tensor<2x4x16x8xf32>
+  %s = fuse.matmul %qs, %kts : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %p = fuse.softmax %s : tensor<2x4x8x8xf32>
+  %o = fuse.matmul %p, %v : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @dynamo_key_symbolic
+// CHECK-NEXT: %[[A:.*]] = fuse.attention %arg0, %arg1, %arg2 {{.*}} : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+func.func @dynamo_key_symbolic(%q: tensor<?x4x?x16xf32> {fuse.dims = ["batch", 4, "seq", 16]}, %k: tensor<?x4x?x16xf32> {fuse.dims = ["batch", 4, "seq", 16]}, %v: tensor<?x4x?x16xf32> {fuse.dims = ["batch", 4, "seq", 16]}) -> tensor<?x4x?x16xf32> attributes {fuse.symbols = [["batch", 1, 8], ["seq", 1, 64]]} {
+  %merged = fuse.reshape %k {fuse.dims = ["4*batch", "seq", 16]} : tensor<?x4x?x16xf32> to tensor<?x?x16xf32>
+  %swapped = fuse.transpose %merged {perm = array<i64: 0, 2, 1>} : tensor<?x?x16xf32> -> tensor<?x16x?xf32>
+  %kt = fuse.reshape %swapped {fuse.dims = ["batch", 4, 16, "seq"]} : tensor<?x16x?xf32> to tensor<?x4x16x?xf32>
+  %s = fuse.matmul %q, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %c = fuse.constant dense<0.25> : tensor<f32>
+  %scaled = fuse.mul %s, %c : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %p = fuse.softmax %scaled : tensor<?x4x?x?xf32>
+  %o = fuse.matmul %p, %v : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// The same reshapes, but the first merges the wrong dims ([B, H*Tk, D]
+// with H*Tk dynamic): not the transpose of k, so no attention.
+func.func @dynamo_key_wrong_merge(%q: tensor<?x4x?x16xf32> {fuse.dims = ["batch", 4, "seq", 16]}, %k: tensor<?x4x?x16xf32> {fuse.dims = ["batch", 4, "seq", 16]}, %v: tensor<?x4x?x16xf32> {fuse.dims = ["batch", 4, "seq", 16]}) -> tensor<?x4x?x16xf32> attributes {fuse.symbols = [["batch", 1, 8], ["seq", 1, 64]]} {
+  %merged = fuse.reshape %k {fuse.dims = ["batch", "4*seq", 16]} : tensor<?x4x?x16xf32> to tensor<?x?x16xf32>
+  %swapped = fuse.transpose %merged {perm = array<i64: 0, 2, 1>} : tensor<?x?x16xf32> -> tensor<?x16x?xf32>
+  %kt = fuse.reshape %swapped {fuse.dims = ["batch", 4, 16, "seq"]} : tensor<?x16x?xf32> to tensor<?x4x16x?xf32>
+  %s = fuse.matmul %q, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  // expected-remark @+1 {{attention not formed: the key operand is not a transposed [B, H, Tk, D] tensor}}
+  %p = fuse.softmax %s : tensor<?x4x?x?xf32>
+  %o = fuse.matmul %p, %v : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}
+
+// -----
+
 // Where the chain differs from attention, it stays, with a remark.
 // CHECK-LABEL: func.func @not_attention
 // CHECK-NOT: fuse.attention
