@@ -108,6 +108,10 @@ std::set<std::string> namesUsedAsConstants(const onnx::GraphProto &graph) {
 /// Runs ONNX's shape inference with data propagation on a copy of the
 /// model whose inputs have the shapes fusec will use. A model it cannot
 /// infer is still converted; only its shape subgraphs stay unfolded.
+/// External integer tensors up to this many elements are read for shape
+/// inference (the shape computations data propagation follows).
+constexpr int64_t kInlinedExternalElements = 1024;
+
 void OnnxConverter::inferShapes(const onnx::ModelProto &model) {
   // The large initializers' bytes are gone from the model (convert released
   // them), so the copy is the graph's structure: inference needs their
@@ -115,14 +119,46 @@ void OnnxConverter::inferShapes(const onnx::ModelProto &model) {
   // of small tensors only (the shape computations it propagates).
   onnx::ModelProto copy = model;
   onnx::GraphProto &graph = *copy.mutable_graph();
-  if (!releasedInitializers.empty()) {
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> &initializers =
+      *graph.mutable_initializer();
+  // External data is read from the model's directory, which ONNX's checker
+  // is not told (it would look in the working directory, fail, and leave
+  // the whole model uninferred): small integer tensors (the shape values
+  // data propagation reads) are inlined into the copy, larger ones kept as
+  // inputs, as released ones are.
+  std::unordered_set<std::string> asInputs(releasedInitializers.begin(),
+                                           releasedInitializers.end());
+  for (onnx::TensorProto &initializer : initializers) {
+    if (initializer.data_location() != onnx::TensorProto::EXTERNAL)
+      continue;
+    bool integers = initializer.data_type() == onnx::TensorProto::INT64 ||
+                    initializer.data_type() == onnx::TensorProto::INT32;
+    int64_t elements = 1;
+    for (int64_t dim : initializer.dims())
+      elements = dim < 0 || dim > kInlinedExternalElements
+                     ? kInlinedExternalElements + 1
+                     : std::min(elements * std::max<int64_t>(dim, 1),
+                                kInlinedExternalElements + 1);
+    if (integers && elements <= kInlinedExternalElements) {
+      try {
+        Tensor values = tensorFromProto(initializer, modelDir);
+        initializer.clear_external_data();
+        initializer.set_data_location(onnx::TensorProto::DEFAULT);
+        initializer.set_raw_data(
+            std::string(values.bytes.begin(), values.bytes.end()));
+        continue;
+      } catch (const Unsupported &) {
+        // (Unreadable: conversion reports it; inference takes its type.)
+      }
+    }
+    asInputs.insert(initializer.name());
+  }
+  if (!asInputs.empty()) {
     std::unordered_set<std::string> inputs;
     for (const onnx::ValueInfoProto &input : graph.input())
       inputs.insert(input.name());
-    google::protobuf::RepeatedPtrField<onnx::TensorProto> &initializers =
-        *graph.mutable_initializer();
     auto isReleased = [&](const onnx::TensorProto &initializer) {
-      return releasedInitializers.count(initializer.name()) > 0;
+      return asInputs.count(initializer.name()) > 0;
     };
     for (const onnx::TensorProto &initializer : initializers) {
       if (!isReleased(initializer) || inputs.count(initializer.name()))

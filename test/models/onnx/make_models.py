@@ -210,3 +210,22 @@ hard_swish = helper.make_graph(
 onnx.save(helper.make_model(hard_swish,
                             opset_imports=[helper.make_opsetid("", 13)]),
           "hardswish_opset13.onnx")
+
+# A shape computed from a symbolic input's Shape and a constant stored as
+# external data beside the model: ONNX's inference must read that constant
+# from the model's folder, not the working directory, for the Reshape's
+# shape to be followed ([batch, seq, 8] to [batch, seq, 4, 2]).
+split = numpy_helper.from_array(np.array([4, 2], dtype=np.int64), "split")
+external_shape = helper.make_model(helper.make_graph(
+    [helper.make_node("Shape", ["x"], ["leading"], start=0, end=2),
+     helper.make_node("Concat", ["leading", "split"], ["dims"], axis=0),
+     helper.make_node("Reshape", ["x", "dims"], ["y"], name="regroup")],
+    "external_shape",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                   ["batch", "seq", 8])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                   ["batch", "seq", 4, 2])], [split]),
+    opset_imports=[helper.make_opsetid("", 17)])
+onnx.save(external_shape, "external_shape.onnx", save_as_external_data=True,
+          all_tensors_to_one_file=True, location="external_shape.onnx.data",
+          size_threshold=0)
