@@ -344,6 +344,18 @@ void OnnxConverter::inferShapes(const onnx::ModelProto &model) {
     // nothing about the graph: the copy claims at most the one it knows.
     if (copy.ir_version() > onnx::IR_VERSION)
       copy.set_ir_version(onnx::IR_VERSION);
+    // It also refuses a graph output declared without a shape, which
+    // onnxruntime accepts and inference does not need (it types every
+    // node's outputs): the copy leaves such outputs out.
+    google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> &outputs =
+        *graph.mutable_output();
+    outputs.erase(
+        std::remove_if(outputs.begin(), outputs.end(),
+                       [](const onnx::ValueInfoProto &output) {
+                         return !output.type().has_tensor_type() ||
+                                !output.type().tensor_type().has_shape();
+                       }),
+        outputs.end());
     onnx::checker::check_model(copy);
     // Data propagation dereferences an input's type without checking it
     // (ONNX 1.12's Shape of a Pad whose pads do not fit its rank, whose own
@@ -658,6 +670,11 @@ bool OnnxConverter::foldToSymbolicSizes(const onnx::NodeProto &node) {
           static_cast<int64_t>(value->second.size()))
     return false;
   const std::vector<SymbolicSize> &sizes = value->second;
+  // A negated size (-seq) is no size: the node computes it as it is.
+  if (std::any_of(sizes.begin(), sizes.end(), [](const SymbolicSize &size) {
+        return !size.isStatic() && size.factor < 0;
+      }))
+    return false;
   Shape staticShape = evaluateShape(*shape, {});
   if (std::all_of(sizes.begin(), sizes.end(),
                   [](const SymbolicSize &size) { return size.isStatic(); })) {

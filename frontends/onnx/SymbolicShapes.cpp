@@ -886,6 +886,10 @@ void OnnxConverter::recordSymbolicShapes(const onnx::NodeProto &node) {
       const SymbolicSize &a = at(0, k), &b = at(1, k);
       if (op == "Add" || op == "Sub") {
         element = op == "Add" ? add(a, b, symbols) : subtract(a, b, symbols);
+        if (!element && op == "Sub" && a == SymbolicSize::constant(0)) {
+          element = b; // 0 - seq, as Neg
+          element->factor = -element->factor;
+        }
         if (!element && (!a.isStatic() || !b.isStatic()))
           symbolicGaps[node.output(0)] =
               "'" + node.output(0) + "' is " + sizeText(a) +
@@ -909,6 +913,12 @@ void OnnxConverter::recordSymbolicShapes(const onnx::NodeProto &node) {
         element = condition.factor != 0 ? at(1, k) : at(2, k);
     } else if (values.size() == 1 && op == "Not" && at(0, k).isStatic()) {
       element = SymbolicSize::constant(at(0, k).factor == 0 ? 1 : 0);
+    } else if (values.size() == 1 && op == "Neg") {
+      // -seq: a Slice's start counted from the back (T5's
+      // position_bias[:, :, -seq:]); a negative value is no size, and
+      // only a Slice reads one (symbolicSlices).
+      element = at(0, k);
+      element->factor = -element->factor;
     }
     if (!element)
       return;
@@ -953,8 +963,17 @@ OnnxConverter::symbolicSlices(const onnx::NodeProto &node) const {
     if (!at)
       return std::nullopt;
     slice.axis = *at;
-    slice.start = (*starts)[k];
-    slice.end = (*ends)[k];
+    // A bound counted back from the end by exactly the dim's own size
+    // (-seq on a seq-long dim) is its start.
+    auto fromBack = [&](SymbolicSize bound) {
+      SymbolicSize back = bound;
+      back.factor = -back.factor;
+      if (!bound.isStatic() && bound.factor < 0 && back == (*in)[*at])
+        return SymbolicSize::constant(0);
+      return bound;
+    };
+    slice.start = fromBack((*starts)[k]);
+    slice.end = fromBack((*ends)[k]);
     slice.step = steps ? (*steps)[k] : kOne;
     slices.push_back(slice);
   }

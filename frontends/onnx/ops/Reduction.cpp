@@ -125,14 +125,40 @@ void cumulativeSum(OnnxConverter &converter, const onnx::NodeProto &proto,
   };
   bool exclusive = flag("exclusive"), reverse = flag("reverse");
   int64_t length = shape[axis];
+  // A symbolic axis (a mask's running count over `seq`): its positions are
+  // an iota of the run's length.
+  std::optional<SymbolicShape> symbolic = converter.symbolicShapeOf(x);
+  std::string symbolicLength;
+  if (length < 0 && symbolic && !(*symbolic)[axis].isStatic())
+    symbolicLength = converter.sizeText((*symbolic)[axis]);
+  // Positions along `at` of a tensor of rank + 1 (dims of 1 elsewhere).
+  auto positions = [&](int64_t at, const char *name) {
+    if (symbolicLength.empty())
+      return converter.addStepConstant(node, name,
+                                       indicesAlong(rank + 1, at, length));
+    std::string dims;
+    for (int64_t d = 0; d <= rank; ++d)
+      dims += (d ? "," : "") + (d == at ? symbolicLength : std::string("1"));
+    std::string iota =
+        converter.addStep(node, "iota", {}, std::string(name) + "_iota",
+                          {{"size", symbolicLength}});
+    return converter.addStep(node, "reshape", {iota}, name, {{"dims", dims}});
+  };
   // x viewed with a dim of 1 for i before its own (now j) dim.
-  Shape spread = shape;
-  spread.insert(spread.begin() + axis, 1);
-  std::string terms = viewStep(converter, node, x, spread, "spread");
-  std::string target = converter.addStepConstant(
-      node, "target", indicesAlong(rank + 1, axis, length));
-  std::string source = converter.addStepConstant(
-      node, "source", indicesAlong(rank + 1, axis + 1, length));
+  std::string terms;
+  if (symbolic && !isStaticShape(*symbolic)) {
+    std::string dims;
+    for (int64_t d = 0; d < rank; ++d)
+      dims += (d ? "," : "") + std::string(d == axis ? "1," : "") +
+              converter.sizeText((*symbolic)[d]);
+    terms = converter.addStep(node, "reshape", {x}, "spread", {{"dims", dims}});
+  } else {
+    Shape spread = shape;
+    spread.insert(spread.begin() + axis, 1);
+    terms = viewStep(converter, node, x, spread, "spread");
+  }
+  std::string target = positions(axis, "target");
+  std::string source = positions(axis + 1, "source");
   const char *compare =
       reverse ? (exclusive ? "gt" : "ge") : (exclusive ? "lt" : "le");
   std::string taken =
@@ -140,15 +166,41 @@ void cumulativeSum(OnnxConverter &converter, const onnx::NodeProto &proto,
   // Terms left out are -0.0, the float sum's identity, so that a sum of
   // -0.0 stays -0.0 as in ONNX's running sum; but the empty sum that starts
   // an exclusive one is ONNX's +0. A product leaves out 1s.
-  Shape alongTarget(rank + 1, 1);
-  alongTarget[axis] = length;
-  Tensor leftOut(dtype, alongTarget);
-  for (int64_t i = 0; i < length; ++i)
-    leftOut.set(i, product ? 1.0 : isFloat(dtype) ? -0.0 : 0.0);
-  if (exclusive && length > 0 && !product)
-    leftOut.set(reverse ? length - 1 : 0, 0.0);
-  std::string identity =
-      converter.addStepConstant(node, "left_out", std::move(leftOut));
+  const double leftOutValue = product ? 1.0 : isFloat(dtype) ? -0.0 : 0.0;
+  std::string identity;
+  if (symbolicLength.empty()) {
+    Shape alongTarget(rank + 1, 1);
+    alongTarget[axis] = length;
+    Tensor leftOut(dtype, alongTarget);
+    for (int64_t i = 0; i < length; ++i)
+      leftOut.set(i, leftOutValue);
+    if (exclusive && length > 0 && !product)
+      leftOut.set(reverse ? length - 1 : 0, 0.0);
+    identity = converter.addStepConstant(node, "left_out", std::move(leftOut));
+  } else {
+    identity = converter.addStepConstant(node, "identity",
+                                         scalarTensor(dtype, leftOutValue));
+    if (exclusive && !product && isFloat(dtype)) {
+      // +0 at the first position the sum starts from (the last, reversed).
+      std::string first =
+          reverse ? converter.addStep(
+                        node, "add",
+                        {converter.addStep(node, "dim_size", {}, "length",
+                                           {{"size", symbolicLength}}),
+                         converter.addStepConstant(
+                             node, "minus_one", scalarTensor(DType::I64, -1))},
+                        "last")
+                  : converter.addStepConstant(node, "zero_index",
+                                              scalarTensor(DType::I64, 0));
+      identity = converter.addStep(
+          node, "select",
+          {converter.addStep(node, "eq", {target, first}, "starts"),
+           converter.addStepConstant(node, "plus_zero",
+                                     scalarTensor(dtype, 0.0)),
+           identity},
+          "left_out");
+    }
+  }
   std::string masked =
       converter.addStep(node, "select", {taken, terms, identity}, "terms");
   node.op = product ? "reduce_prod" : "reduce_sum";

@@ -229,3 +229,24 @@ external_shape = helper.make_model(helper.make_graph(
 onnx.save(external_shape, "external_shape.onnx", save_as_external_data=True,
           all_tensors_to_one_file=True, location="external_shape.onnx.data",
           size_threshold=0)
+
+# A graph output declared with a dtype but no shape (onnxruntime takes it,
+# ONNX's checker does not): y = x[:, :, -seq:] with seq read by Shape, so
+# the Slice needs ONNX's inference of the symbolic shapes.
+untyped = helper.make_model(helper.make_graph(
+    [helper.make_node("Shape", ["x"], ["shape"]),
+     helper.make_node("Gather", ["shape", "two"], ["length"], axis=0),
+     helper.make_node("Neg", ["length"], ["back"]),
+     helper.make_node("Unsqueeze", ["back", "zero"], ["starts"]),
+     helper.make_node("Slice", ["x", "starts", "last", "axes"], ["y"],
+                      name="tail")],
+    "untyped_output",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                   ["batch", 4, "seq", 3])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    [numpy_helper.from_array(np.array(2, dtype=np.int64), "two"),
+     numpy_helper.from_array(np.array([0], dtype=np.int64), "zero"),
+     numpy_helper.from_array(np.array([2**63 - 1], dtype=np.int64), "last"),
+     numpy_helper.from_array(np.array([2], dtype=np.int64), "axes")]),
+    opset_imports=[helper.make_opsetid("", 17)])
+onnx.save(untyped, "untyped_output.onnx")
