@@ -311,6 +311,13 @@ void OnnxConverter::inferShapes(const onnx::ModelProto &model) {
       if (rank != declaredRank.end() && rank->second == 0)
         return false;
     }
+    // Its STFT's inference reads the signal's dims [batch, length, 1 or 2]
+    // without checking the rank (fuzz-onnx: a rank-0 signal, SIGSEGV).
+    if (node.op_type() == "STFT" && node.input_size() > 0) {
+      auto rank = declaredRank.find(node.input(0));
+      if (rank != declaredRank.end() && rank->second != 3)
+        return false;
+    }
     // Its convolutions' and pools' inference divides by the strides and
     // dilations (fuzz-onnx: a stride of 0 raised SIGFPE): a window not
     // positive in every dim is left out (conversion reports it).

@@ -871,6 +871,13 @@ void OnnxConverter::recordSymbolicShapes(const onnx::NodeProto &node) {
     std::optional<Sizes> value = valueIn(i);
     if (!value || value->empty())
       return;
+    // A negated size (-seq) is only a Slice's bound: arithmetic on it
+    // (other than negating it back) is not followed.
+    if (op != "Neg" &&
+        std::any_of(value->begin(), value->end(), [](const SymbolicSize &v) {
+          return !v.isStatic() && v.factor < 0;
+        }))
+      return;
     if (value->size() != 1 && length != 1 && value->size() != length)
       return;
     length = std::max(length, value->size());
