@@ -147,6 +147,7 @@ public:
   Graph convert(onnx::ModelProto &model);
 
   int64_t opset = 0;
+  std::unordered_map<std::string, const onnx::NodeProto *> producers;
 
   /// The constant value of `name`, or null when it is computed at run time.
   const Tensor *constantOrNull(const std::string &name) const {
@@ -167,6 +168,19 @@ public:
 
   /// A value's dims, with the symbols where they are symbolic.
   std::optional<SymbolicShape> symbolicShapeOf(const std::string &name) const;
+  /// "1,seq,12,64": the dims attr of reshape and broadcast_to.
+  std::string dimsText(const SymbolicShape &shape) const;
+  /// Whether ScatterND `indices` name every point of a tensor of `data`'s
+  /// dims, each its own ([..., k] counting along dim k: transformers'
+  /// `mask[:, :, :, :length] = ...` over the whole mask).
+  bool namesEveryElement(const std::string &indices,
+                         const SymbolicShape &data) const;
+  /// The main graph's node computing `value`; null for inputs,
+  /// initializers and values of subgraphs.
+  const onnx::NodeProto *producerOf(const std::string &value) const {
+    auto it = producers.find(value);
+    return it == producers.end() ? nullptr : it->second;
+  }
   /// A small integer value's elements (a shape value), constant or symbolic
   /// (SymbolicShapes.cpp and ONNX's data propagation).
   std::optional<std::vector<SymbolicSize>>
@@ -307,8 +321,6 @@ private:
   /// result's symbolic dims (false when they read constants).
   bool convertSymbolicShapeReader(const onnx::NodeProto &node);
   std::optional<int> symbolIndex(const std::string &name) const;
-  /// "1,seq,12,64": the dims attr of reshape and broadcast_to.
-  std::string dimsText(const SymbolicShape &shape) const;
   /// One axis of a Slice, its bounds as sizes.
   struct SymbolicSlice {
     size_t axis = 0;

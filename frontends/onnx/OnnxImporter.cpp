@@ -885,6 +885,9 @@ Graph OnnxConverter::convert(onnx::ModelProto &model) {
     graph.inputs.push_back({input.name(), *dtype, shape, dimNames});
   }
   inferShapes(model);
+  for (const onnx::NodeProto &node : proto.node())
+    for (const std::string &output : node.output())
+      producers[output] = &node;
   for (int index = 0; index < proto.node_size(); ++index) {
     const onnx::NodeProto &node = proto.node(index);
     auto fail = [&](const std::string &reason) {

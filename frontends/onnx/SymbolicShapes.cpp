@@ -377,12 +377,36 @@ void OnnxConverter::recordCountingIndices(const onnx::NodeProto &node) {
     return;
   if (op == "Cast" || op == "Identity")
     record(first->start, first->axis);
+  // A count reshaped so that its one dim of more than 1 lands elsewhere
+  // ([n] to [n, 1, 1]: transformers' index grids).
+  if (op == "Reshape") {
+    std::optional<SymbolicShape> out = symbolicShapeOf(node.output(0));
+    std::optional<SymbolicShape> in = symbolicShapeOf(input(0));
+    if (!out || !in || in->size() != 1)
+      return;
+    std::optional<size_t> axis;
+    for (size_t d = 0; d < out->size(); ++d)
+      if ((*out)[d] != kOne) {
+        if (axis || (*out)[d] != (*in)[0])
+          return;
+        axis = d;
+      }
+    // (A count of one, [0], counts along any dim of 1: the first.)
+    if (!axis && (*in)[0] == kOne && !out->empty())
+      axis = 0;
+    if (axis)
+      record(first->start, *axis);
+  }
   if (op == "Expand") {
     // The counting dim stays (it is not 1); dims added in front shift it.
     std::optional<SymbolicShape> out = symbolicShapeOf(node.output(0));
     std::optional<SymbolicShape> in = symbolicShapeOf(input(0));
-    if (out && in && out->size() >= in->size())
-      record(first->start, first->axis + (out->size() - in->size()));
+    // (A count of one broadcast along its dim would be zeros: not kept.)
+    size_t shift =
+        out && in ? out->size() - std::min(out->size(), in->size()) : 0;
+    if (out && in && out->size() >= in->size() && first->axis < in->size() &&
+        (*in)[first->axis] == (*out)[first->axis + shift])
+      record(first->start, first->axis + shift);
   }
   if (op == "Unsqueeze") {
     std::optional<SymbolicShape> out = symbolicShapeOf(node.output(0));
@@ -401,6 +425,36 @@ void OnnxConverter::recordCountingIndices(const onnx::NodeProto &node) {
     if (axis)
       record(first->start, *axis);
   }
+}
+
+bool OnnxConverter::namesEveryElement(const std::string &indices,
+                                      const SymbolicShape &data) const {
+  // Concat(axis -1) of Unsqueeze(c_k, -1), each c_k counting from 0 along
+  // dim k of a tensor of the data's dims: the tuple at each point is the
+  // point itself.
+  const onnx::NodeProto *concat = producerOf(indices);
+  if (!concat || concat->op_type() != "Concat" ||
+      concat->input_size() != static_cast<int>(data.size()))
+    return false;
+  std::optional<SymbolicShape> tuples = symbolicShapeOf(indices);
+  if (!tuples || tuples->size() != data.size() + 1 ||
+      !std::equal(data.begin(), data.end(), tuples->begin()))
+    return false;
+  for (int k = 0; k < concat->input_size(); ++k) {
+    const onnx::NodeProto *unsqueeze = producerOf(concat->input(k));
+    if (!unsqueeze || unsqueeze->op_type() != "Unsqueeze" ||
+        unsqueeze->input_size() < 1)
+      return false;
+    std::string component = resolve(unsqueeze->input(0));
+    const CountingIndices *counting = countingIndicesOrNull(component);
+    // (Along a dim of 1 the count is 0: any dim of 1 does.)
+    if (!counting || !counting->start.empty() ||
+        symbolicShapeOf(component) != data ||
+        (counting->axis != static_cast<size_t>(k) &&
+         (data[k] != kOne || data[counting->axis] != kOne)))
+      return false;
+  }
+  return true;
 }
 
 void OnnxConverter::recordSymbolicShapes(const onnx::NodeProto &node) {
