@@ -377,9 +377,10 @@ void OnnxConverter::recordCountingIndices(const onnx::NodeProto &node) {
     return;
   if (op == "Cast" || op == "Identity")
     record(first->start, first->axis);
-  // A count reshaped so that its one dim of more than 1 lands elsewhere
-  // ([n] to [n, 1, 1]: transformers' index grids).
-  if (op == "Reshape") {
+  // A count unsqueezed or reshaped: the counting dim is the output's only
+  // dim that is not a fixed 1 ([n] to [n, 1, 1]: transformers' index
+  // grids).
+  if (op == "Reshape" || op == "Unsqueeze") {
     std::optional<SymbolicShape> out = symbolicShapeOf(node.output(0));
     std::optional<SymbolicShape> in = symbolicShapeOf(input(0));
     if (!out || !in || in->size() != 1)
@@ -407,23 +408,6 @@ void OnnxConverter::recordCountingIndices(const onnx::NodeProto &node) {
     if (out && in && out->size() >= in->size() && first->axis < in->size() &&
         (*in)[first->axis] == (*out)[first->axis + shift])
       record(first->start, first->axis + shift);
-  }
-  if (op == "Unsqueeze") {
-    std::optional<SymbolicShape> out = symbolicShapeOf(node.output(0));
-    std::optional<SymbolicShape> in = symbolicShapeOf(input(0));
-    if (!out || !in || in->size() != 1)
-      return;
-    // The counting dim is the one the unsqueeze did not insert: the only
-    // dim of the output that is not a fixed 1, when the input's is not.
-    std::optional<size_t> axis;
-    for (size_t d = 0; d < out->size(); ++d)
-      if ((*out)[d] != kOne) {
-        if (axis)
-          return;
-        axis = d;
-      }
-    if (axis)
-      record(first->start, *axis);
   }
 }
 

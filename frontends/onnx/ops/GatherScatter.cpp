@@ -351,21 +351,6 @@ void scatterElements(OnnxConverter &converter, const onnx::NodeProto &proto,
     throw Unsupported{proto.op_type() + " takes data, indices and updates"};
   const std::string data = node.inputs[0], indices = node.inputs[1],
                     updates = node.inputs[2];
-  // With symbolic dims: an assignment to every element (transformers'
-  // padding mask merged into the causal one) is the updates.
-  std::optional<SymbolicShape> symbolic = converter.symbolicShapeOf(data);
-  if (symbolic && !isStaticShape(*symbolic)) {
-    if (scatterReduction(node, converter.opset) != "none" ||
-        converter.symbolicShapeOf(updates) != symbolic ||
-        !converter.namesEveryElement(indices, *symbolic))
-      throw Unsupported{"ScatterND with symbolic dims is supported only as "
-                        "an assignment to every element (indices counting "
-                        "along each dim, reduction none)"};
-    node.op = "reshape";
-    node.inputs = {updates};
-    node.attrs = {{"dims", converter.dimsText(*symbolic)}};
-    return;
-  }
   Shape shape = converter.requireShape(data, proto.op_type());
   Shape indexShape = converter.requireShape(indices, proto.op_type());
   DType dtype = converter.requireDType(data, proto.op_type());
