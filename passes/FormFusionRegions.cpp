@@ -287,6 +287,8 @@ struct FormFusionRegions
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
+    // (A pass instance may run on several functions: nothing carries over.)
+    inlinedSizes.clear();
     if (!func.getBody().hasOneBlock()) {
       func.emitError("fusion expects a function with a single block");
       return signalPassFailure();
