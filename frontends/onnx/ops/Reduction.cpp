@@ -136,22 +136,21 @@ void cumulativeSum(OnnxConverter &converter, const onnx::NodeProto &proto,
     if (symbolicLength.empty())
       return converter.addStepConstant(node, name,
                                        indicesAlong(rank + 1, at, length));
-    std::string dims;
-    for (int64_t d = 0; d <= rank; ++d)
-      dims += (d ? "," : "") + (d == at ? symbolicLength : std::string("1"));
+    SymbolicShape along(rank + 1, SymbolicSize::constant(1));
+    along[at] = (*symbolic)[axis];
     std::string iota =
         converter.addStep(node, "iota", {}, std::string(name) + "_iota",
                           {{"size", symbolicLength}});
-    return converter.addStep(node, "reshape", {iota}, name, {{"dims", dims}});
+    return converter.addStep(node, "reshape", {iota}, name,
+                             {{"dims", converter.dimsText(along)}});
   };
   // x viewed with a dim of 1 for i before its own (now j) dim.
   std::string terms;
   if (symbolic && !isStaticShape(*symbolic)) {
-    std::string dims;
-    for (int64_t d = 0; d < rank; ++d)
-      dims += (d ? "," : "") + std::string(d == axis ? "1," : "") +
-              converter.sizeText((*symbolic)[d]);
-    terms = converter.addStep(node, "reshape", {x}, "spread", {{"dims", dims}});
+    SymbolicShape spread = *symbolic;
+    spread.insert(spread.begin() + axis, SymbolicSize::constant(1));
+    terms = converter.addStep(node, "reshape", {x}, "spread",
+                              {{"dims", converter.dimsText(spread)}});
   } else {
     Shape spread = shape;
     spread.insert(spread.begin() + axis, 1);
