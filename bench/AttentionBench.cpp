@@ -187,6 +187,19 @@ void runAttention(Target target, const std::vector<std::string> &only,
     } else {
       std::printf(", \"TFLOPs\": %.3f", bench.flops() / us / 1e6);
     }
+    // On sm_90a, f16/bf16 prefill runs the wgmma kernel; the portable
+    // sm_90 schedule (mma.sync) on the same inputs, for comparison.
+    if (target == Target::Cuda && !bench.decode && bench.dtype != DType::F32 &&
+        resolveGpuArch(options) == "sm_90a") {
+      CompileOptions portable = options;
+      portable.gpuArch = "sm_90";
+      CompiledModel mma = compile(fusedGraph(bench), portable);
+      std::vector<Tensor> mmaOut;
+      double mmaUs = timeModel(mma, target, inputs, mmaOut, reps);
+      std::printf(", \"sm90_mma_sync_us\": %.1f, \"sm90_mma_sync_TFLOPs\": "
+                  "%.3f",
+                  mmaUs, bench.flops() / mmaUs / 1e6);
+    }
     // The unfused chain writes Tq x Tk scores twice: up to 4k.
     if (!bench.decode && bench.queries <= 4096) {
       CompileOptions chainOptions = options;

@@ -250,13 +250,14 @@ std::string printAttentionTraits(std::ostream &os, const std::string &name,
 
 FailureOr<fusec::KernelDesc>
 buildAttentionKernel(FusionOp fusion, unsigned index, fusec::Target target,
-                     std::string *paramsText, const SymbolicDims *symbolic) {
+                     const std::string &gpuArch, std::string *paramsText,
+                     const SymbolicDims *symbolic) {
   FailureOr<AttentionRegion> region = analyzeAttentionRegion(fusion, symbolic);
   if (failed(region))
     return failure();
   if (symbolic)
     region->signature.dimCount = symbolic->symbols().size();
-  AttentionParams params = scheduleAttention(region->shape, target);
+  AttentionParams params = scheduleAttention(region->shape, target, gpuArch);
   if (paramsText)
     *paramsText = params.toString();
   fusec::KernelDesc desc;
@@ -281,9 +282,9 @@ buildAttentionKernel(FusionOp fusion, unsigned index, fusec::Target target,
             pairs * sizes.queryLen, params.blockX / 32};
       } else {
         desc.dynamicGridY = fusec::KernelDesc::DynamicGrid{pairs, 1};
-        if (params.kernel == "tensor-cores")
+        if (params.kernel == "tensor-cores" || params.kernel == "wgmma")
           desc.dynamicGrid = fusec::KernelDesc::DynamicGrid{
-              sizes.queryLen, 16 * params.rowTiles * params.warpsPerBlock};
+              sizes.queryLen, params.queryRowsPerBlock()};
       }
     }
   } else {

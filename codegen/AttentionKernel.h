@@ -66,11 +66,12 @@ mlir::FailureOr<AttentionRegion>
 analyzeAttentionRegion(FusionOp fusion, const SymbolicDims *symbolic = nullptr);
 
 /// The kernel of a region holding one fuse.attention (inputs and outputs
-/// are filled in by the caller). `params`, when given, receives the
-/// schedule's params (AttentionParams::toString()).
+/// are filled in by the caller), for `gpuArch` on CUDA (scheduleAttention).
+/// `params`, when given, receives the schedule's params
+/// (AttentionParams::toString()).
 mlir::FailureOr<fusec::KernelDesc>
 buildAttentionKernel(FusionOp fusion, unsigned index, fusec::Target target,
-                     std::string *params = nullptr,
+                     const std::string &gpuArch, std::string *params = nullptr,
                      const SymbolicDims *symbolic = nullptr);
 
 /// `  args.FIELD = VALUE;` lines filling device/AttentionCpu.h's and

@@ -22,9 +22,12 @@ struct KernelSchedule {
 /// reshapes and a return (the output of the default pipeline) to a Program
 /// of generated kernels. Emits an error at the offending op on failure.
 /// With `fastMath`, CUDA kernels call fast intrinsics (__sinf, __expf, ...).
+/// `gpuArch` ("sm_90a"): the GPU the CUDA kernels are for; schedules use
+/// its own instructions (sm_90a's wgmma) only when they are named.
 /// `schedules`, when given, receives each kernel's schedule in order.
 mlir::FailureOr<fusec::Program>
 buildProgram(mlir::ModuleOp module, fusec::Target target, bool fastMath = false,
+             const std::string &gpuArch = "",
              std::vector<KernelSchedule> *schedules = nullptr);
 
 } // namespace fuse

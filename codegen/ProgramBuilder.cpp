@@ -134,10 +134,11 @@ namespace {
 class ProgramBuilder {
 public:
   ProgramBuilder(fusec::Program &program, const MathFunctionMap *f32Functions,
+                 const std::string &gpuArch,
                  std::vector<KernelSchedule> *schedules,
                  const SymbolicDims *symbolic)
-      : program(program), f32Functions(f32Functions), schedules(schedules),
-        symbolic(symbolic) {}
+      : program(program), f32Functions(f32Functions), gpuArch(gpuArch),
+        schedules(schedules), symbolic(symbolic) {}
 
   int addBuffer(Value value, std::string name, BufferRole role) {
     // Names are unique in a plan: later duplicates get a suffix.
@@ -311,7 +312,8 @@ private:
                                      symbolicRegion ? symbolic : nullptr));
     case fuse::RegionKind::Attention:
       usesAttention = true;
-      return adopt(buildAttentionKernel(fusion, index, program.target, &params,
+      return adopt(buildAttentionKernel(fusion, index, program.target, gpuArch,
+                                        &params,
                                         symbolicRegion ? symbolic : nullptr));
     case fuse::RegionKind::Contraction:
       if (symbolicRegion)
@@ -478,6 +480,7 @@ private:
 
   fusec::Program &program;
   const MathFunctionMap *f32Functions;
+  std::string gpuArch;
   std::vector<KernelSchedule> *schedules;
   /// Symbolic programs: every value's dims (types are at the maxima).
   const SymbolicDims *symbolic;
@@ -491,6 +494,7 @@ private:
 
 FailureOr<fusec::Program> buildProgram(ModuleOp module, fusec::Target target,
                                        bool fastMath,
+                                       const std::string &gpuArch,
                                        std::vector<KernelSchedule> *schedules) {
   SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
   if (funcs.size() != 1)
@@ -511,7 +515,7 @@ FailureOr<fusec::Program> buildProgram(ModuleOp module, fusec::Target target,
     program.symbols = dims->symbols();
     setTypesAtMaxima(funcs.front(), *dims);
   }
-  if (failed(ProgramBuilder(program, f32Functions, schedules,
+  if (failed(ProgramBuilder(program, f32Functions, gpuArch, schedules,
                             dims->empty() ? nullptr : &*dims)
                  .build(funcs.front())))
     return failure();

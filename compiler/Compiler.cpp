@@ -250,9 +250,11 @@ Lowering lower(const CompileOptions &options, bool captureIR, Stage stopAfter,
 
   trace::Scope codegen("codegen", "codegen");
   std::vector<fuse::KernelSchedule> schedules;
-  FailureOr<Program> program =
-      fuse::buildProgram(*module, resolveTarget(options), options.fastMath,
-                         captureIR ? &schedules : nullptr);
+  FailureOr<Program> program = fuse::buildProgram(
+      *module, resolveTarget(options), options.fastMath,
+      resolveTarget(options) == Target::Cuda ? resolveGpuArch(options)
+                                             : std::string(),
+      captureIR ? &schedules : nullptr);
   if (failed(program))
     diagnostics.fail("fusec: code generation failed");
   lowering.program = std::move(*program);

@@ -43,6 +43,12 @@ std::string printCudaAttentionKernel(const std::string &name,
        << (params.vectorValues ? "true" : "false") << ", " << params.stages
        << ">(args, " << params.splits << ", " << params.splitKeys
        << ", scratch);\n";
+  else if (params.kernel == "wgmma")
+    os << "#if !defined(__CUDA_ARCH_FEAT_SM90_ALL)\n#error \"the wgmma "
+          "attention kernel needs sm_90a\"\n#else\n  fusec_attention_wgmma<"
+       << (shape.dtype == fusec::DType::BF16 ? "true" : "false") << ", "
+       << shape.headDim << ", " << (shape.causal ? "true" : "false")
+       << ">(args);\n#endif\n";
   else if (params.kernel == "tensor-cores")
     os << "  fusec_attention_tensor_cores<"
        << (shape.dtype == fusec::DType::BF16 ? "true" : "false") << ", "

@@ -216,6 +216,142 @@ fusec_attention_load_tile(unsigned tile, const uint16_t *base,
   }
 }
 
+// The bias and the hidden keys in the scores of a 16-row tile against the
+// key block at n0 (an mma accumulator layout: rows i0 in elements 0 and 1,
+// i0 + 8 in 2 and 3; keys n0 + 8 j + 2 t, + 1). With a bias the scores
+// move to log2 units here (the softmax's scale is then 1).
+template <bool Bf16, int TileN, bool Causal>
+static __device__ __forceinline__ void
+fusec_attention_mask_scores(float (&s)[TileN][4], const fusec_attention_args &a,
+                            int i0, int n0, int t, int bb, int h,
+                            float scale_log2) {
+#pragma unroll
+  for (int j = 0; j < TileN; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int i = i0 + (e < 2 ? 0 : 8);
+      const int key = n0 + j * 8 + 2 * t + (e & 1);
+      float x = s[j][e];
+      if (a.bias_kind != 0) {
+        x *= scale_log2;
+        if (i < a.query_len && key < a.key_len) {
+          const long long at = a.b.offset + bb * a.b.batch + h * a.b.head +
+                               (long long)i * a.b.row + key * a.b.column;
+          if (a.bias_kind == 1) {
+            const uint16_t raw = ((const uint16_t *)a.bias)[at];
+            x += (Bf16 ? fusec_bf16_to_f32(raw) : fusec_f16_to_f32(raw)) *
+                 1.4426950408889634f;
+          } else if (!((const unsigned char *)a.bias)[at]) {
+            x = -INFINITY;
+          }
+        }
+      }
+      bool hidden = key >= a.key_len;
+      if (Causal)
+        hidden =
+            hidden || key > i + a.causal_offset ||
+            (a.window_left >= 0 && key < i + a.causal_offset - a.window_left);
+      s[j][e] = hidden ? -INFINITY : x;
+    }
+}
+
+// One key block's step of the online softmax of rows g and g + 8 of a
+// 16-row tile (a quad of lanes holds each row): the scores become their
+// exponents against the new maxima and the sums grow; the output rows must
+// then shrink by `corr`.
+template <int TileN>
+static __device__ __forceinline__ void
+fusec_attention_softmax_step(float (&s)[TileN][4], float (&row_max)[2],
+                             float (&row_sum)[2], float scale,
+                             float (&corr)[2]) {
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    float m = row_max[half];
+    bool nan = false;
+#pragma unroll
+    for (int j = 0; j < TileN; ++j) {
+      const float x0 = s[j][2 * half], x1 = s[j][2 * half + 1];
+      nan |= x0 != x0 || x1 != x1;
+      m = fmaxf(m, fmaxf(x0, x1));
+    }
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+    // A NaN score makes the row NaN, as softmax does.
+    if (nan)
+      m = NAN;
+    // Nothing visible yet: exponents against 0 (all give 0). Scores are
+    // raw or (with a bias) in log2 units; maxima in the same units, so
+    // exp2(s * scale - max * scale) is one fma and an exp2.
+    const float base = m == -INFINITY ? 0.f : m * scale;
+    corr[half] = fusec_attention_exp2(row_max[half] * scale - base);
+    row_max[half] = m;
+    float sum = 0.f;
+#pragma unroll
+    for (int j = 0; j < TileN; ++j) {
+      s[j][2 * half] = fusec_attention_exp2(fmaf(s[j][2 * half], scale, -base));
+      s[j][2 * half + 1] =
+          fusec_attention_exp2(fmaf(s[j][2 * half + 1], scale, -base));
+      sum += s[j][2 * half] + s[j][2 * half + 1];
+    }
+    row_sum[half] = row_sum[half] * corr[half] + sum;
+  }
+}
+
+template <int TileD>
+static __device__ __forceinline__ void
+fusec_attention_rescale(float (&o)[TileD][4], const float (&corr)[2]) {
+#pragma unroll
+  for (int j = 0; j < TileD; ++j) {
+    o[j][0] *= corr[0];
+    o[j][1] *= corr[0];
+    o[j][2] *= corr[1];
+    o[j][3] *= corr[1];
+  }
+}
+
+// The exponents of keys [16 step, 16 step + 16) as the A operand of the
+// product with v (rounded to the dtype): the accumulator layout of two
+// 8-key tiles is the A fragment's.
+template <bool Bf16, int TileN>
+static __device__ __forceinline__ void
+fusec_attention_p_fragment(unsigned (&p)[4], const float (&s)[TileN][4],
+                           int step) {
+  p[0] = fusec_attention_pack<Bf16>(s[2 * step][0], s[2 * step][1]);
+  p[1] = fusec_attention_pack<Bf16>(s[2 * step][2], s[2 * step][3]);
+  p[2] = fusec_attention_pack<Bf16>(s[2 * step + 1][0], s[2 * step + 1][1]);
+  p[3] = fusec_attention_pack<Bf16>(s[2 * step + 1][2], s[2 * step + 1][3]);
+}
+
+// Rows i0 and i0 + 8 of the output from a 16-row tile's accumulators, after
+// the sums over the quad: zeros or NaN for a row that saw no key.
+template <bool Bf16, int TileD>
+static __device__ __forceinline__ void
+fusec_attention_store_tile(uint16_t *out, const fusec_attention_args &a, int i0,
+                           int t, const float (&o)[TileD][4],
+                           const float (&row_max)[2],
+                           const float (&row_sum)[2]) {
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    float sum = row_sum[half];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const bool masked = row_max[half] == -INFINITY;
+    const bool zero = a.zero_nan_rows && (masked || sum != sum);
+    const float inv = masked ? (a.zero_masked_rows ? 0.f : NAN) : 1.f / sum;
+    const int i = i0 + half * 8;
+    if (i >= a.query_len)
+      continue;
+    uint16_t *orow = out + (long long)i * a.o.row;
+#pragma unroll
+    for (int j = 0; j < TileD; ++j) {
+      // A masked row's accumulators are 0: NaN stays NaN, 0 * 0 is 0.
+      const float x0 = zero ? 0.f : inv != inv ? inv : o[j][2 * half] * inv;
+      const float x1 = zero ? 0.f : inv != inv ? inv : o[j][2 * half + 1] * inv;
+      *(unsigned *)(orow + j * 8 + 2 * t) = fusec_attention_pack<Bf16>(x0, x1);
+    }
+  }
+}
+
 // RowTiles: 16-row tiles of queries per warp (two halve the shared-memory
 // reads per multiply: each k and v fragment serves both). QInRegisters:
 // the warp's query fragments stay in registers for the whole loop (else
@@ -372,7 +508,7 @@ fusec_attention_tensor_cores(const fusec_attention_args &a) {
 
     // The bias and the hidden keys, on the blocks that have any: the last
     // (ragged) block, those crossing the causal diagonal or the window's
-    // edge. With a bias the scores move to log2 units here (scale 1 after).
+    // edge.
     const bool ragged = n0 + BlockN > a.key_len;
     const bool edge =
         Causal && (n0 + BlockN - 1 > m0 + a.causal_offset ||
@@ -382,82 +518,16 @@ fusec_attention_tensor_cores(const fusec_attention_args &a) {
     if (a.bias_kind != 0 || ragged || edge) {
 #pragma unroll
       for (int r = 0; r < RowTiles; ++r)
-#pragma unroll
-        for (int j = 0; j < TileN; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int i = warp_row0 + r * 16 + (e < 2 ? 0 : 8);
-            const int key = n0 + j * 8 + 2 * t + (e & 1);
-            float x = s[r][j][e];
-            if (a.bias_kind != 0) {
-              x *= scale_log2;
-              if (i < a.query_len && key < a.key_len) {
-                const long long at = a.b.offset + bb * a.b.batch +
-                                      h * a.b.head + (long long)i * a.b.row +
-                                      key * a.b.column;
-                if (a.bias_kind == 1) {
-                  const uint16_t raw = ((const uint16_t *)a.bias)[at];
-                  x += (Bf16 ? fusec_bf16_to_f32(raw)
-                             : fusec_f16_to_f32(raw)) *
-                       1.4426950408889634f;
-                } else if (!((const unsigned char *)a.bias)[at]) {
-                  x = -INFINITY;
-                }
-              }
-            }
-            bool hidden = key >= a.key_len;
-            if (Causal)
-              hidden = hidden || key > i + a.causal_offset ||
-                       (a.window_left >= 0 &&
-                        key < i + a.causal_offset - a.window_left);
-            s[r][j][e] = hidden ? -INFINITY : x;
-          }
+        fusec_attention_mask_scores<Bf16, TileN, Causal>(
+            s[r], a, warp_row0 + r * 16, n0, t, bb, h, scale_log2);
     }
 
-    // The online softmax of rows g and g + 8 of each row tile (a quad of
-    // lanes holds each row).
 #pragma unroll
     for (int r = 0; r < RowTiles; ++r) {
       float corr[2];
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        float m = row_max[r][half];
-        bool nan = false;
-#pragma unroll
-        for (int j = 0; j < TileN; ++j) {
-          const float x0 = s[r][j][2 * half], x1 = s[r][j][2 * half + 1];
-          nan |= x0 != x0 || x1 != x1;
-          m = fmaxf(m, fmaxf(x0, x1));
-        }
-        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
-        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-        // A NaN score makes the row NaN, as softmax does.
-        if (nan)
-          m = NAN;
-        // Nothing visible yet: exponents against 0 (all give 0). Scores
-        // are raw or (with a bias) in log2 units; maxima in the same
-        // units, so exp2(s * scale - max * scale) is one fma and an exp2.
-        const float base = m == -INFINITY ? 0.f : m * scale;
-        corr[half] = fusec_attention_exp2(row_max[r][half] * scale - base);
-        row_max[r][half] = m;
-        float sum = 0.f;
-#pragma unroll
-        for (int j = 0; j < TileN; ++j) {
-          s[r][j][2 * half] =
-              fusec_attention_exp2(fmaf(s[r][j][2 * half], scale, -base));
-          s[r][j][2 * half + 1] =
-              fusec_attention_exp2(fmaf(s[r][j][2 * half + 1], scale, -base));
-          sum += s[r][j][2 * half] + s[r][j][2 * half + 1];
-        }
-        row_sum[r][half] = row_sum[r][half] * corr[half] + sum;
-      }
-#pragma unroll
-      for (int j = 0; j < TileD; ++j) {
-        o[r][j][0] *= corr[0];
-        o[r][j][1] *= corr[0];
-        o[r][j][2] *= corr[1];
-        o[r][j][3] *= corr[1];
-      }
+      fusec_attention_softmax_step<TileN>(s[r], row_max[r], row_sum[r], scale,
+                                          corr);
+      fusec_attention_rescale<TileD>(o[r], corr);
     }
 
     // o += p v: the scores' accumulators are the A operands (rounded to
@@ -467,16 +537,8 @@ fusec_attention_tensor_cores(const fusec_attention_args &a) {
     for (int step = 0; step < BlockN / 16; ++step) {
       unsigned p[RowTiles][4];
 #pragma unroll
-      for (int r = 0; r < RowTiles; ++r) {
-        p[r][0] =
-            fusec_attention_pack<Bf16>(s[r][2 * step][0], s[r][2 * step][1]);
-        p[r][1] =
-            fusec_attention_pack<Bf16>(s[r][2 * step][2], s[r][2 * step][3]);
-        p[r][2] = fusec_attention_pack<Bf16>(s[r][2 * step + 1][0],
-                                             s[r][2 * step + 1][1]);
-        p[r][3] = fusec_attention_pack<Bf16>(s[r][2 * step + 1][2],
-                                             s[r][2 * step + 1][3]);
-      }
+      for (int r = 0; r < RowTiles; ++r)
+        fusec_attention_p_fragment<Bf16, TileN>(p[r], s[r], step);
 #pragma unroll
       for (int j = 0; j < TileD; j += 2) {
         unsigned b[4];
@@ -496,37 +558,346 @@ fusec_attention_tensor_cores(const fusec_attention_args &a) {
   }
   asm volatile("cp.async.wait_group 0;");
 
-  // The sums over the quad, then each row's output: zeros or NaN for a
-  // row that saw no key.
   uint16_t *out = (uint16_t *)a.output + a.o.offset + bb * a.o.batch +
                   h * a.o.head;
 #pragma unroll
   for (int r = 0; r < RowTiles; ++r)
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      float sum = row_sum[r][half];
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      const bool masked = row_max[r][half] == -INFINITY;
-      const bool zero = a.zero_nan_rows && (masked || sum != sum);
-      const float inv =
-          masked ? (a.zero_masked_rows ? 0.f : NAN) : 1.f / sum;
-      const int i = warp_row0 + r * 16 + half * 8;
-      if (i >= a.query_len)
-        continue;
-      uint16_t *orow = out + (long long)i * a.o.row;
-#pragma unroll
-      for (int j = 0; j < TileD; ++j) {
-        // A masked row's accumulators are 0: NaN stays NaN, 0 * 0 is 0.
-        const float x0 =
-            zero ? 0.f : inv != inv ? inv : o[r][j][2 * half] * inv;
-        const float x1 =
-            zero ? 0.f : inv != inv ? inv : o[r][j][2 * half + 1] * inv;
-        *(unsigned *)(orow + j * 8 + 2 * t) =
-            fusec_attention_pack<Bf16>(x0, x1);
-      }
-    }
+    fusec_attention_store_tile<Bf16, TileD>(out, a, warp_row0 + r * 16, t, o[r],
+                                            row_max[r], row_sum[r]);
 }
+
+// ---------------------------------------------------------------------------
+// f16 and bf16 on sm_90a's warpgroup tensor cores (wgmma), after
+// FlashAttention-3: a block of two warpgroups holds 128 query rows (64
+// each, the wgmma's M); key and value blocks of 128 rows stream through
+// shared memory by cp.async, two deep, in the 128-byte swizzled layout
+// wgmma reads (rows of 64 elements per panel, 8-row groups 1024 bytes
+// apart). The scores read q and k from shared memory; the product with v
+// takes the exponents from registers (the scores' accumulator layout is
+// the A operand's) and v from shared memory, transposed. A warpgroup
+// overlaps the softmax of key block n with the tensor cores' product of
+// block n - 1 with v: it issues both, waits for the scores only, and
+// waits for the product before it rescales the output.
+// Requires: sm_90a; head dims equal, 64 or 128; rows 16-byte aligned.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+#define FUSEC_WGMMA_D32                                                        \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "     \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "     \
+  "%30, %31"
+#define FUSEC_WGMMA_D64                                                        \
+  FUSEC_WGMMA_D32 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, "  \
+                  "%43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, "    \
+                  "%54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define FUSEC_WGMMA_OUT8(i)                                                    \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]),  \
+      "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define FUSEC_WGMMA_OUT32                                                      \
+  FUSEC_WGMMA_OUT8(0), FUSEC_WGMMA_OUT8(8), FUSEC_WGMMA_OUT8(16),              \
+      FUSEC_WGMMA_OUT8(24)
+#define FUSEC_WGMMA_OUT64                                                      \
+  FUSEC_WGMMA_OUT32, FUSEC_WGMMA_OUT8(32), FUSEC_WGMMA_OUT8(40),               \
+      FUSEC_WGMMA_OUT8(48), FUSEC_WGMMA_OUT8(56)
+
+// d (64 x 128, f32) = a (64 x 16) b (16 x 128) (+ d when `accumulate`),
+// both operands K-major in shared memory.
+#define FUSEC_WGMMA_SS_N128(TYPE)                                              \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                    \
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE    \
+               " {" FUSEC_WGMMA_D64 "}, %64, %65, p, 1, 1, 0, 0;\n}\n"         \
+               : FUSEC_WGMMA_OUT64                                             \
+               : "l"(a), "l"(b), "r"(accumulate))
+// d (64 x N, f32) += a (64 x 16, registers) b (16 x N), b MN-major in
+// shared memory (transposed).
+#define FUSEC_WGMMA_RS_N64(TYPE)                                               \
+  asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE     \
+               " {" FUSEC_WGMMA_D32 "}, {%32, %33, %34, %35}, %36, 1, 1, 1, "  \
+               "1;\n"                                                          \
+               : FUSEC_WGMMA_OUT32                                             \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b))
+#define FUSEC_WGMMA_RS_N128(TYPE)                                              \
+  asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE    \
+               " {" FUSEC_WGMMA_D64 "}, {%64, %65, %66, %67}, %68, 1, 1, 1, "  \
+               "1;\n"                                                          \
+               : FUSEC_WGMMA_OUT64                                             \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b))
+
+template <bool Bf16>
+static __device__ __forceinline__ void
+fusec_wgmma_scores(float (&d)[64], unsigned long long a, unsigned long long b,
+                   int accumulate) {
+  if (Bf16)
+    FUSEC_WGMMA_SS_N128("bf16");
+  else
+    FUSEC_WGMMA_SS_N128("f16");
+}
+
+template <bool Bf16>
+static __device__ __forceinline__ void
+fusec_wgmma_values(float (&d)[32], const unsigned (&a)[4],
+                   unsigned long long b) {
+  if (Bf16)
+    FUSEC_WGMMA_RS_N64("bf16");
+  else
+    FUSEC_WGMMA_RS_N64("f16");
+}
+
+template <bool Bf16>
+static __device__ __forceinline__ void
+fusec_wgmma_values(float (&d)[64], const unsigned (&a)[4],
+                   unsigned long long b) {
+  if (Bf16)
+    FUSEC_WGMMA_RS_N128("bf16");
+  else
+    FUSEC_WGMMA_RS_N128("f16");
+}
+
+// A shared-memory matrix descriptor: a tile of 128-byte swizzled rows whose
+// 8-row groups lie 1024 bytes apart; `panels`: the byte distance between
+// 64-element panels of an MN-major operand (K-major ones ignore it).
+static __device__ __forceinline__ unsigned long long
+fusec_wgmma_descriptor(unsigned address, unsigned panels) {
+  return (unsigned long long)((address & 0x3ffff) >> 4) |
+         (unsigned long long)((panels >> 4) & 0x3fff) << 16 |
+         (unsigned long long)(1024 >> 4) << 32 | 1ull << 62;
+}
+
+static __device__ __forceinline__ void fusec_wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+static __device__ __forceinline__ void fusec_wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int Pending>
+static __device__ __forceinline__ void fusec_wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
+}
+// Registers an issued wgmma reads or writes, pinned: the compiler neither
+// reuses them nor moves their reads above the wait that completes it.
+template <int N>
+static __device__ __forceinline__ void fusec_wgmma_keep(float *x) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    asm volatile("" : "+f"(x[i])::"memory");
+}
+template <int N>
+static __device__ __forceinline__ void fusec_wgmma_keep(unsigned *x) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    asm volatile("" : "+r"(x[i])::"memory");
+}
+// Shared memory written by cp.async (the generic proxy) visible to wgmma
+// (the async proxy).
+static __device__ __forceinline__ void fusec_wgmma_shared_fence() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// Loads `Rows` rows of HeadDim elements (row r from `base + r * stride`,
+// rows at or past `valid_rows` as zeros) into panels of 64 elements, each
+// Rows x 128 bytes, chunk c of row r at chunk c ^ (r % 8): the 128-byte
+// swizzle wgmma reads.
+template <int Rows, int HeadDim, int Threads>
+static __device__ __forceinline__ void
+fusec_wgmma_load_tile(unsigned tile, const uint16_t *base, long long stride,
+                      int valid_rows) {
+  enum { Chunks = HeadDim / 8 };
+#pragma unroll
+  for (int i = threadIdx.x; i < Rows * Chunks; i += Threads) {
+    const int row = i / Chunks, chunk = i % Chunks;
+    const bool valid = row < valid_rows;
+    const uint16_t *source = base + (valid ? row : 0) * stride + chunk * 8;
+    fusec_attention_copy16(tile + (chunk >> 3) * (Rows * 128) + row * 128 +
+                               (((chunk & 7) ^ (row & 7)) << 4),
+                           source, valid);
+  }
+}
+
+template <bool Bf16, int HeadDim, bool Causal>
+static __device__ __forceinline__ void
+fusec_attention_wgmma(const fusec_attention_args &a) {
+  enum {
+    BlockM = 128,
+    BlockN = 128,
+    Threads = 256,
+    TileN = BlockN / 8,    // 8-key column tiles of the scores
+    TileD = HeadDim / 8,   // 8-element column tiles of the output
+    StepsD = HeadDim / 16, // k-steps of the scores
+    StepsN = BlockN / 16,  // k-steps of the product with v
+    QBytes = BlockM * HeadDim * 2,
+    TileBytes = BlockN * HeadDim * 2
+  };
+  const int warpgroup = threadIdx.x >> 7;
+  const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  // Causal blocks with the most key blocks (the last) start first.
+  const int m_block = Causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int m0 = m_block * BlockM;
+  const int bh = blockIdx.y;
+  const int h = bh % a.heads, bb = bh / a.heads;
+  const int kvh = h / (a.heads / a.kv_heads);
+  const uint16_t *query =
+      (const uint16_t *)a.query + a.q.offset + bb * a.q.batch + h * a.q.head;
+  const uint16_t *keys =
+      (const uint16_t *)a.key + a.k.offset + bb * a.k.batch + kvh * a.k.head;
+  const uint16_t *values =
+      (const uint16_t *)a.value + a.v.offset + bb * a.v.batch + kvh * a.v.head;
+  // Tiles start at the swizzle's period (1024 bytes).
+  const unsigned smem =
+      ((unsigned)__cvta_generic_to_shared(fusec_attention_smem) + 1023u) &
+      ~1023u;
+  const unsigned q_tile = smem;
+  const unsigned k_tiles = q_tile + QBytes;
+  const unsigned v_tiles = k_tiles + 2 * TileBytes;
+
+  int key_begin = 0, key_end = a.key_len;
+  if (Causal) {
+    long long last = (long long)m0 + BlockM - 1 + a.causal_offset + 1;
+    if (last < key_end)
+      key_end = last > 0 ? (int)last : 0;
+    if (a.window_left >= 0) {
+      long long first = (long long)m0 + a.causal_offset - a.window_left;
+      key_begin = first > 0 ? (int)(first / BlockN * BlockN) : 0;
+    }
+  }
+  const int blocks =
+      key_end > key_begin ? (key_end - key_begin + BlockN - 1) / BlockN : 0;
+  const int warp_row0 = m0 + warpgroup * 64 + warp * 16 + g;
+  const float scale_log2 = a.scale * 1.4426950408889634f;
+  const float scale = a.bias_kind != 0 ? 1.f : scale_log2;
+
+  float o[TileD][4];
+#pragma unroll
+  for (int j = 0; j < TileD; ++j)
+    o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
+  float s[TileN][4];
+  unsigned p[StepsN][4];
+  float(&s_flat)[TileN * 4] = *reinterpret_cast<float(*)[TileN * 4]>(s);
+  float(&o_flat)[TileD * 4] = *reinterpret_cast<float(*)[TileD * 4]>(o);
+
+  // The scores of key block `block` (in k buffer block % 2); then its
+  // bias, hidden keys and softmax step (`corr` for the output); then the
+  // exponents as the next product's operand.
+  auto issue_scores = [&](int block) {
+    const unsigned k_tile = k_tiles + (block & 1) * TileBytes;
+#pragma unroll
+    for (int step = 0; step < StepsD; ++step) {
+      const unsigned along = (step & 3) * 32; // 16 elements a step
+      fusec_wgmma_scores<Bf16>(
+          s_flat,
+          fusec_wgmma_descriptor(q_tile + (step >> 2) * (BlockM * 128) +
+                                     warpgroup * (64 * 128) + along,
+                                 16),
+          fusec_wgmma_descriptor(k_tile + (step >> 2) * (BlockN * 128) + along,
+                                 16),
+          step > 0);
+    }
+    fusec_wgmma_commit();
+  };
+  auto softmax = [&](int block, float(&corr)[2]) {
+    const int n0 = key_begin + block * BlockN;
+    const bool ragged = n0 + BlockN > a.key_len;
+    const bool edge =
+        Causal && (n0 + BlockN - 1 > m0 + a.causal_offset ||
+                   (a.window_left >= 0 &&
+                    n0 < m0 + BlockM - 1 + a.causal_offset - a.window_left));
+    if (a.bias_kind != 0 || ragged || edge)
+      fusec_attention_mask_scores<Bf16, TileN, Causal>(s, a, warp_row0, n0, t,
+                                                       bb, h, scale_log2);
+    fusec_attention_softmax_step<TileN>(s, row_max, row_sum, scale, corr);
+  };
+  auto pack_exponents = [&]() {
+#pragma unroll
+    for (int step = 0; step < StepsN; ++step)
+      fusec_attention_p_fragment<Bf16, TileN>(p[step], s, step);
+  };
+  // o += p v of key block `block` (in v buffer block % 2).
+  auto issue_values = [&](int block) {
+    const unsigned v_tile = v_tiles + (block & 1) * TileBytes;
+#pragma unroll
+    for (int step = 0; step < StepsN; ++step)
+      fusec_wgmma_values<Bf16>(
+          o_flat, p[step],
+          fusec_wgmma_descriptor(v_tile + step * (16 * 128), BlockN * 128));
+    fusec_wgmma_commit();
+  };
+
+  if (blocks > 0) {
+    // q and the first key block, then the first value block (and the
+    // second key block) while the first scores compute.
+    fusec_wgmma_load_tile<BlockM, HeadDim, Threads>(
+        q_tile, query + (long long)m0 * a.q.row, a.q.row, a.query_len - m0);
+    fusec_wgmma_load_tile<BlockN, HeadDim, Threads>(
+        k_tiles, keys + (long long)key_begin * a.k.row, a.k.row,
+        a.key_len - key_begin);
+    asm volatile("cp.async.commit_group;");
+    fusec_wgmma_load_tile<BlockN, HeadDim, Threads>(
+        v_tiles, values + (long long)key_begin * a.v.row, a.v.row,
+        a.key_len - key_begin);
+    if (blocks > 1) {
+      const int next = key_begin + BlockN;
+      fusec_wgmma_load_tile<BlockN, HeadDim, Threads>(
+          k_tiles + TileBytes, keys + (long long)next * a.k.row, a.k.row,
+          a.key_len - next);
+    }
+    asm volatile("cp.async.commit_group;");
+    asm volatile("cp.async.wait_group 1;");
+    fusec_wgmma_shared_fence();
+    __syncthreads();
+    fusec_wgmma_fence();
+    issue_scores(0);
+    fusec_wgmma_wait<0>();
+    fusec_wgmma_keep<TileN * 4>(s_flat);
+    float corr[2];
+    softmax(0, corr);
+    pack_exponents();
+
+    for (int block = 1; block < blocks; ++block) {
+      // Key block `block` and value block `block - 1` have landed; every
+      // thread is past the reads of the buffers the next loads fill.
+      asm volatile("cp.async.wait_group 0;");
+      fusec_wgmma_shared_fence();
+      __syncthreads();
+      const int n0 = key_begin + block * BlockN;
+      if (block + 1 < blocks)
+        fusec_wgmma_load_tile<BlockN, HeadDim, Threads>(
+            k_tiles + ((block + 1) & 1) * TileBytes,
+            keys + (long long)(n0 + BlockN) * a.k.row, a.k.row,
+            a.key_len - (n0 + BlockN));
+      fusec_wgmma_load_tile<BlockN, HeadDim, Threads>(
+          v_tiles + (block & 1) * TileBytes, values + (long long)n0 * a.v.row,
+          a.v.row, a.key_len - n0);
+      asm volatile("cp.async.commit_group;");
+      fusec_wgmma_fence();
+      issue_scores(block);
+      issue_values(block - 1);
+      fusec_wgmma_wait<1>();
+      fusec_wgmma_keep<TileN * 4>(s_flat);
+      softmax(block, corr);
+      // p is the product's operand until it completes.
+      fusec_wgmma_wait<0>();
+      fusec_wgmma_keep<TileD * 4>(o_flat);
+      fusec_wgmma_keep<StepsN * 4>(&p[0][0]);
+      fusec_attention_rescale<TileD>(o, corr);
+      pack_exponents();
+    }
+    asm volatile("cp.async.wait_group 0;");
+    fusec_wgmma_shared_fence();
+    __syncthreads();
+    fusec_wgmma_fence();
+    issue_values(blocks - 1);
+    fusec_wgmma_wait<0>();
+    fusec_wgmma_keep<TileD * 4>(o_flat);
+    fusec_wgmma_keep<StepsN * 4>(&p[0][0]);
+  }
+
+  uint16_t *out =
+      (uint16_t *)a.output + a.o.offset + bb * a.o.batch + h * a.o.head;
+  fusec_attention_store_tile<Bf16, TileD>(out, a, warp_row0, t, o, row_max,
+                                          row_sum);
+}
+
+#endif // __CUDA_ARCH_FEAT_SM90_ALL
 
 // ---------------------------------------------------------------------------
 // Decode (a few query rows against a long key sequence): the keys split

@@ -73,7 +73,8 @@ double AttentionShape::flops() const {
 }
 
 AttentionParams scheduleAttention(const AttentionShape &shape,
-                                  fusec::Target target) {
+                                  fusec::Target target,
+                                  const std::string &gpuArch) {
   AttentionParams params;
   params.target = target;
   if (target == fusec::Target::Cpu) {
@@ -150,6 +151,22 @@ AttentionParams scheduleAttention(const AttentionShape &shape,
         pairs * params.splits * decodeRows * (shape.valueHeadDim + 2) * 4;
     return params;
   }
+  if (fitsTensorCores(shape) && shape.headDim <= 128 && gpuArch == "sm_90a") {
+    // Two warpgroups of 64 query rows each (the wgmma's M) against key
+    // blocks of 128; q and two stages of k and v in shared memory, plus
+    // the slack that aligns them to the swizzle's 1024 bytes.
+    params.kernel = "wgmma";
+    params.warpsPerBlock = 8;
+    params.rowTiles = 1;
+    params.blockN = 128;
+    int64_t blockM = params.queryRowsPerBlock();
+    params.blockX = static_cast<unsigned>(32 * params.warpsPerBlock);
+    params.gridX = (shape.queryLen + blockM - 1) / blockM;
+    params.gridY = static_cast<unsigned>(shape.batch * shape.heads);
+    params.sharedBytes = static_cast<unsigned>(
+        (blockM + 4 * params.blockN) * shape.headDim * 2 + 1024);
+    return params;
+  }
   if (fitsTensorCores(shape)) {
     // Each warp takes 32 query rows (two 16-row tiles share every k and v
     // fragment it reads from shared memory) against key blocks of 64; at
@@ -162,7 +179,7 @@ AttentionParams scheduleAttention(const AttentionShape &shape,
     params.rowTiles = wide ? 1 : 2;
     params.blockN = wide ? 32 : 64;
     params.queryInRegisters = shape.headDim == 64;
-    int64_t blockM = 16 * params.rowTiles * kWarpsPerBlock;
+    int64_t blockM = params.queryRowsPerBlock();
     params.blockX = static_cast<unsigned>(32 * kWarpsPerBlock);
     params.gridX = (shape.queryLen + blockM - 1) / blockM;
     params.gridY = static_cast<unsigned>(shape.batch * shape.heads);

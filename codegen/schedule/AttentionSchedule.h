@@ -88,9 +88,11 @@ struct AttentionParams {
   fusec::Target target = fusec::Target::Cpu;
   /// "cpu-tiles" (C++: query tiles by key tiles, online softmax),
   /// "split-keys" (CUDA decode: few query rows, the keys split among
-  /// blocks), "tensor-cores" (CUDA f16/bf16: mma.sync on query blocks of
-  /// 16 rows per warp, key blocks through shared memory) or "warp-per-row"
-  /// (CUDA cores: a warp per query row, its lanes over the head dims).
+  /// blocks), "wgmma" (sm_90a f16/bf16: warpgroup MMAs on query blocks of
+  /// 64 rows per warpgroup, key blocks through shared memory),
+  /// "tensor-cores" (CUDA f16/bf16: mma.sync on query blocks of 16 rows per
+  /// warp, key blocks through shared memory) or "warp-per-row" (CUDA
+  /// cores: a warp per query row, its lanes over the head dims).
   std::string kernel;
   /// C++: rows of a query tile and keys of a key tile.
   int64_t cpuQueryTile = 0, cpuKeyTile = 0;
@@ -116,6 +118,9 @@ struct AttentionParams {
   /// Zero-initialized device memory between blocks (split-KV partials).
   int64_t scratchBytes = 0;
 
+  /// "wgmma" and "tensor-cores": the query rows of a block.
+  int64_t queryRowsPerBlock() const { return 16 * rowTiles * warpsPerBlock; }
+
   /// One line of `key=value` fields, those of the chosen kernel only.
   std::string toString() const;
   size_t hash() const;
@@ -125,8 +130,11 @@ struct AttentionParams {
   }
 };
 
+/// The kernel for `shape` on `target`; on CUDA, for the GPU `gpuArch`
+/// names ("sm_90a": the wgmma kernel where it applies).
 AttentionParams scheduleAttention(const AttentionShape &shape,
-                                  fusec::Target target);
+                                  fusec::Target target,
+                                  const std::string &gpuArch = "");
 
 /// The CUDA launch of a scheduled kernel.
 fusec::LaunchGeometry launchOf(const AttentionParams &params);

@@ -20,6 +20,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -404,6 +405,10 @@ const std::vector<AttentionCase> &cases() {
        Form::Op},
       {"op, tensor cores, many heads, head dim 64, causal", D::F16, 1, 140, 140,
        100, 100, 64, 64, Form::Op, Mask::Causal},
+      {"op, several query and key blocks, causal with an offset", D::BF16, 1, 2,
+       2, 300, 520, 128, 128, Form::Op, Mask::Causal, 220},
+      {"op, several query and key blocks, additive bias", D::F16, 1, 2, 2, 260,
+       390, 64, 64, Form::Op, Mask::Additive},
       {"op, decode split over the keys, two queries, bool mask", D::F16, 2, 4,
        1, 2, 700, 64, 64, Form::Op, Mask::Keep},
       {"op, decode split over the keys, additive bias", D::BF16, 1, 2, 2, 1,
@@ -454,8 +459,8 @@ bool formsOn(const AttentionCase &c, Target target) {
 
 /// Every case's program (one attention kernel, nothing else, where
 /// formsOn) on both targets, then its numbers on `target`, all cases as one
-/// graph.
-void checkCases(Target target) {
+/// graph; on CUDA, compiled for `gpuArch` ("": the GPU's own).
+void checkCases(Target target, const std::string &gpuArch = "") {
   std::vector<Built> built;
   Graph merged;
   merged.name = "attention_cases";
@@ -485,7 +490,9 @@ void checkCases(Target target) {
   }
   if (target == Target::Cpu)
     test::compileForGpus(merged, /*everyVariant=*/false);
-  CompiledModel model = compile(merged, test::testOptions(true, target));
+  CompileOptions options = test::testOptions(true, target);
+  options.gpuArch = gpuArch;
+  CompiledModel model = compile(merged, options);
   std::vector<Tensor> outputs = model.run(inputs);
   REQUIRE(outputs.size() == cases().size());
   for (size_t i = 0; i < cases().size(); ++i) {
@@ -505,6 +512,17 @@ TEST_CASE("attention in every form matches an f64 reference on the GPU",
           "[attention][gpu]") {
   FUSEC_SKIP_IF(cuda::unavailableReason());
   checkCases(Target::Cuda);
+}
+
+TEST_CASE("attention matches an f64 reference with the GPU's portable kernels",
+          "[attention][gpu]") {
+  // On sm_90a the f16/bf16 prefill runs wgmma; the same cases compiled for
+  // plain sm_90 run the mma.sync kernel sm_80 GPUs get.
+  FUSEC_SKIP_IF(cuda::unavailableReason());
+  std::string arch = cuda::deviceArch();
+  if (!std::isdigit(static_cast<unsigned char>(arch.back())))
+    arch.pop_back();
+  checkCases(Target::Cuda, arch);
 }
 
 TEST_CASE("attention formation stops with a remark where the chain differs",
