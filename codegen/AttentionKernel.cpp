@@ -283,8 +283,8 @@ buildAttentionKernel(FusionOp fusion, unsigned index, fusec::Target target,
       } else {
         desc.dynamicGridY = fusec::KernelDesc::DynamicGrid{pairs, 1};
         if (params.kernel == "tensor-cores" || params.kernel == "wgmma")
-          desc.dynamicGrid = fusec::KernelDesc::DynamicGrid{
-              sizes.queryLen, params.queryRowsPerBlock()};
+          desc.dynamicGrid =
+              fusec::KernelDesc::DynamicGrid{sizes.queryLen, params.blockM};
       }
     }
   } else {

@@ -22,8 +22,10 @@ std::string printCudaAttentionKernel(const std::string &name,
   std::ostringstream os;
   std::string traits = printAttentionTraits(
       os, name, shape, params, "__device__ __forceinline__", "expf");
+  // The wgmma kernel's warpgroups trade registers (setmaxnreg), which
+  // needs the registers per thread known at entry: one block per SM.
   os << "extern \"C\" __global__ void __launch_bounds__(" << params.blockX
-     << ") " << name << "(";
+     << (params.kernel == "wgmma" ? ", 1" : "") << ") " << name << "(";
   for (size_t i = 0; i < signature.inputs.size(); ++i)
     os << "const " << storageType(signature.inputs[i]) << " *__restrict__ in"
        << i << ", ";

@@ -568,16 +568,21 @@ fusec_attention_tensor_cores(const fusec_attention_args &a) {
 
 // ---------------------------------------------------------------------------
 // f16 and bf16 on sm_90a's warpgroup tensor cores (wgmma), after
-// FlashAttention-3: a block of two warpgroups holds 128 query rows (64
-// each, the wgmma's M); key and value blocks of 128 rows stream through
-// shared memory by cp.async, two deep, in the 128-byte swizzled layout
-// wgmma reads (rows of 64 elements per panel, 8-row groups 1024 bytes
-// apart). The scores read q and k from shared memory; the product with v
-// takes the exponents from registers (the scores' accumulator layout is
-// the A operand's) and v from shared memory, transposed. A warpgroup
-// overlaps the softmax of key block n with the tensor cores' product of
-// block n - 1 with v: it issues both, waits for the scores only, and
-// waits for the product before it rescales the output.
+// FlashAttention-3. A block is three warpgroups:
+// - a producer, which copies q and then each key and value block (128 rows)
+//   into shared memory by cp.async, two stages deep, in the 128-byte
+//   swizzled layout wgmma reads (rows of 64 elements per panel, 8-row
+//   groups 1024 bytes apart); mbarriers say when a stage is full (the
+//   copies landed) and when it is empty again (both consumers are done);
+// - two consumers of 64 query rows each (the wgmma's M). The scores read q
+//   and k from shared memory; the product with v takes the exponents from
+//   registers (the scores' accumulator layout is the A operand's) and v
+//   from shared memory, transposed. A consumer issues the scores of key
+//   block n and the product of block n - 1 with v together, waits for the
+//   scores only, and runs their softmax while the tensor cores work on the
+//   product; the two consumers issue their products in turns (ping-pong),
+//   so that one's softmax overlaps the other's products.
+// The producer gives its registers to the consumers (setmaxnreg).
 // Requires: sm_90a; head dims equal, 64 or 128; rows 16-byte aligned.
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
@@ -692,23 +697,59 @@ static __device__ __forceinline__ void fusec_wgmma_shared_fence() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
-// Loads `Rows` rows of HeadDim elements (row r from `base + r * stride`,
-// rows at or past `valid_rows` as zeros) into panels of 64 elements, each
-// Rows x 128 bytes, chunk c of row r at chunk c ^ (r % 8): the 128-byte
-// swizzle wgmma reads.
+// mbarriers in shared memory: a stage full (its copies landed) or empty
+// (its readers are done); a waiter names the phase it waits for by parity.
+static __device__ __forceinline__ void fusec_mbarrier_init(unsigned barrier,
+                                                           unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(barrier),
+               "r"(count)
+               : "memory");
+}
+static __device__ __forceinline__ void fusec_mbarrier_wait(unsigned barrier,
+                                                           unsigned parity) {
+  unsigned done;
+  do {
+    asm volatile("{\n.reg .pred p;\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(barrier), "r"(parity)
+                 : "memory");
+  } while (!done);
+}
+static __device__ __forceinline__ void fusec_mbarrier_arrive(unsigned barrier) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(barrier)
+               : "memory");
+}
+// Arrives on `barrier` once the thread's earlier cp.async copies landed.
+static __device__ __forceinline__ void
+fusec_mbarrier_arrive_after_copies(unsigned barrier) {
+  asm volatile(
+      "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(barrier)
+      : "memory");
+}
+
+// Thread `thread` of `Threads`' share of loading `Rows` rows of HeadDim
+// elements (row r from `base + r * stride`, rows at or past `valid_rows`
+// as zeros) into panels of 64 elements, each Rows x 128 bytes, chunk c of
+// row r at chunk c ^ (r % 8): the 128-byte swizzle wgmma reads. A thread
+// keeps one chunk column, so its rows share one swizzle and one pointer
+// walks them.
 template <int Rows, int HeadDim, int Threads>
 static __device__ __forceinline__ void
-fusec_wgmma_load_tile(unsigned tile, const uint16_t *base, long long stride,
-                      int valid_rows) {
-  enum { Chunks = HeadDim / 8 };
-#pragma unroll
-  for (int i = threadIdx.x; i < Rows * Chunks; i += Threads) {
-    const int row = i / Chunks, chunk = i % Chunks;
+fusec_wgmma_load_tile(int thread, unsigned tile, const uint16_t *base,
+                      long long stride, int valid_rows) {
+  enum { Chunks = HeadDim / 8, RowsPerPass = Threads / Chunks };
+  static_assert(RowsPerPass % 8 == 0, "a thread's rows share their swizzle");
+  const int chunk = thread % Chunks, row0 = thread / Chunks;
+  const unsigned column =
+      tile + (chunk >> 3) * (Rows * 128) + (((chunk & 7) ^ (row0 & 7)) << 4);
+  const uint16_t *source = base + row0 * stride + chunk * 8;
+#pragma unroll 4
+  for (int row = row0; row < Rows; row += RowsPerPass) {
     const bool valid = row < valid_rows;
-    const uint16_t *source = base + (valid ? row : 0) * stride + chunk * 8;
-    fusec_attention_copy16(tile + (chunk >> 3) * (Rows * 128) + row * 128 +
-                               (((chunk & 7) ^ (row & 7)) << 4),
-                           source, valid);
+    fusec_attention_copy16(column + row * 128, valid ? source : base, valid);
+    source += RowsPerPass * stride;
   }
 }
 
@@ -718,7 +759,7 @@ fusec_attention_wgmma(const fusec_attention_args &a) {
   enum {
     BlockM = 128,
     BlockN = 128,
-    Threads = 256,
+    ConsumerWarps = 8,
     TileN = BlockN / 8,    // 8-key column tiles of the scores
     TileD = HeadDim / 8,   // 8-element column tiles of the output
     StepsD = HeadDim / 16, // k-steps of the scores
@@ -727,27 +768,24 @@ fusec_attention_wgmma(const fusec_attention_args &a) {
     TileBytes = BlockN * HeadDim * 2
   };
   const int warpgroup = threadIdx.x >> 7;
-  const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
-  const int g = lane >> 2, t = lane & 3;
   // Causal blocks with the most key blocks (the last) start first.
   const int m_block = Causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
   const int m0 = m_block * BlockM;
   const int bh = blockIdx.y;
   const int h = bh % a.heads, bb = bh / a.heads;
   const int kvh = h / (a.heads / a.kv_heads);
-  const uint16_t *query =
-      (const uint16_t *)a.query + a.q.offset + bb * a.q.batch + h * a.q.head;
-  const uint16_t *keys =
-      (const uint16_t *)a.key + a.k.offset + bb * a.k.batch + kvh * a.k.head;
-  const uint16_t *values =
-      (const uint16_t *)a.value + a.v.offset + bb * a.v.batch + kvh * a.v.head;
-  // Tiles start at the swizzle's period (1024 bytes).
+  // Tiles start at the swizzle's period (1024 bytes): q, two stages of k,
+  // two of v, then the mbarriers (8 bytes each): q full, k full, v full,
+  // k empty and v empty per stage.
   const unsigned smem =
       ((unsigned)__cvta_generic_to_shared(fusec_attention_smem) + 1023u) &
       ~1023u;
   const unsigned q_tile = smem;
   const unsigned k_tiles = q_tile + QBytes;
   const unsigned v_tiles = k_tiles + 2 * TileBytes;
+  const unsigned q_full = v_tiles + 2 * TileBytes;
+  const unsigned k_full = q_full + 8, v_full = k_full + 16;
+  const unsigned k_empty = v_full + 16, v_empty = k_empty + 16;
 
   int key_begin = 0, key_end = a.key_len;
   if (Causal) {
@@ -761,7 +799,62 @@ fusec_attention_wgmma(const fusec_attention_args &a) {
   }
   const int blocks =
       key_end > key_begin ? (key_end - key_begin + BlockN - 1) / BlockN : 0;
-  const int warp_row0 = m0 + warpgroup * 64 + warp * 16 + g;
+
+  if (threadIdx.x == 0) {
+    fusec_mbarrier_init(q_full, 128);
+    for (int stage = 0; stage < 2; ++stage) {
+      fusec_mbarrier_init(k_full + 8 * stage, 128);
+      fusec_mbarrier_init(v_full + 8 * stage, 128);
+      fusec_mbarrier_init(k_empty + 8 * stage, ConsumerWarps);
+      fusec_mbarrier_init(v_empty + 8 * stage, ConsumerWarps);
+    }
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    // The producer: q, then key block n and value block n - 1 in the order
+    // the consumers read them. A stage is refilled once both consumers
+    // released what it held two blocks before.
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+    if (blocks == 0)
+      return;
+    const int thread = threadIdx.x;
+    const uint16_t *query =
+        (const uint16_t *)a.query + a.q.offset + bb * a.q.batch + h * a.q.head;
+    const uint16_t *keys =
+        (const uint16_t *)a.key + a.k.offset + bb * a.k.batch + kvh * a.k.head;
+    const uint16_t *values = (const uint16_t *)a.value + a.v.offset +
+                             bb * a.v.batch + kvh * a.v.head;
+    fusec_wgmma_load_tile<BlockM, HeadDim, 128>(thread, q_tile,
+                                                query + (long long)m0 * a.q.row,
+                                                a.q.row, a.query_len - m0);
+    fusec_mbarrier_arrive_after_copies(q_full);
+    auto load = [&](int n, unsigned tiles, unsigned full, unsigned empty,
+                    const uint16_t *rows, long long stride) {
+      const int stage = n & 1;
+      if (n >= 2)
+        fusec_mbarrier_wait(empty + 8 * stage, ((n >> 1) & 1) ^ 1);
+      const int n0 = key_begin + n * BlockN;
+      fusec_wgmma_load_tile<BlockN, HeadDim, 128>(
+          thread, tiles + stage * TileBytes, rows + (long long)n0 * stride,
+          stride, a.key_len - n0);
+      fusec_mbarrier_arrive_after_copies(full + 8 * stage);
+    };
+    for (int n = 0; n < blocks; ++n) {
+      load(n, k_tiles, k_full, k_empty, keys, a.k.row);
+      if (n >= 1)
+        load(n - 1, v_tiles, v_full, v_empty, values, a.v.row);
+    }
+    load(blocks - 1, v_tiles, v_full, v_empty, values, a.v.row);
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+    return;
+  }
+
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+  const int consumer = warpgroup - 1;
+  const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int warp_row0 = m0 + consumer * 64 + warp * 16 + g;
   const float scale_log2 = a.scale * 1.4426950408889634f;
   const float scale = a.bias_kind != 0 ? 1.f : scale_log2;
 
@@ -775,9 +868,7 @@ fusec_attention_wgmma(const fusec_attention_args &a) {
   float(&s_flat)[TileN * 4] = *reinterpret_cast<float(*)[TileN * 4]>(s);
   float(&o_flat)[TileD * 4] = *reinterpret_cast<float(*)[TileD * 4]>(o);
 
-  // The scores of key block `block` (in k buffer block % 2); then its
-  // bias, hidden keys and softmax step (`corr` for the output); then the
-  // exponents as the next product's operand.
+  // The scores of key block `block` (in k stage block % 2).
   auto issue_scores = [&](int block) {
     const unsigned k_tile = k_tiles + (block & 1) * TileBytes;
 #pragma unroll
@@ -786,7 +877,7 @@ fusec_attention_wgmma(const fusec_attention_args &a) {
       fusec_wgmma_scores<Bf16>(
           s_flat,
           fusec_wgmma_descriptor(q_tile + (step >> 2) * (BlockM * 128) +
-                                     warpgroup * (64 * 128) + along,
+                                     consumer * (64 * 128) + along,
                                  16),
           fusec_wgmma_descriptor(k_tile + (step >> 2) * (BlockN * 128) + along,
                                  16),
@@ -794,6 +885,7 @@ fusec_attention_wgmma(const fusec_attention_args &a) {
     }
     fusec_wgmma_commit();
   };
+  // The scores' bias, hidden keys and softmax step (`corr` for the output).
   auto softmax = [&](int block, float(&corr)[2]) {
     const int n0 = key_begin + block * BlockN;
     const bool ragged = n0 + BlockN > a.key_len;
@@ -806,12 +898,13 @@ fusec_attention_wgmma(const fusec_attention_args &a) {
                                                        bb, h, scale_log2);
     fusec_attention_softmax_step<TileN>(s, row_max, row_sum, scale, corr);
   };
+  // The exponents as the operand of the next product with v.
   auto pack_exponents = [&]() {
 #pragma unroll
     for (int step = 0; step < StepsN; ++step)
       fusec_attention_p_fragment<Bf16, TileN>(p[step], s, step);
   };
-  // o += p v of key block `block` (in v buffer block % 2).
+  // o += p v of key block `block` (in v stage block % 2).
   auto issue_values = [&](int block) {
     const unsigned v_tile = v_tiles + (block & 1) * TileBytes;
 #pragma unroll
@@ -821,71 +914,74 @@ fusec_attention_wgmma(const fusec_attention_args &a) {
           fusec_wgmma_descriptor(v_tile + step * (16 * 128), BlockN * 128));
     fusec_wgmma_commit();
   };
+  auto release = [&](unsigned barrier) {
+    if (lane == 0)
+      fusec_mbarrier_arrive(barrier);
+  };
+  // Ping-pong on named barriers 1 and 2: a consumer waits for its turn to
+  // issue products, and gives the other one its turn once it has.
+  auto my_turn = [&]() {
+    if (consumer == 0)
+      asm volatile("bar.sync 1, 256;\n" ::: "memory");
+    else
+      asm volatile("bar.sync 2, 256;\n" ::: "memory");
+  };
+  auto their_turn = [&]() {
+    if (consumer == 0)
+      asm volatile("bar.arrive 2, 256;\n" ::: "memory");
+    else
+      asm volatile("bar.arrive 1, 256;\n" ::: "memory");
+  };
 
+  // Each consumer issues products blocks + 1 times: the first scores,
+  // blocks - 1 times scores and a product with v, the last product. The
+  // first consumer goes first; the second gives it no turn after its last.
   if (blocks > 0) {
-    // q and the first key block, then the first value block (and the
-    // second key block) while the first scores compute.
-    fusec_wgmma_load_tile<BlockM, HeadDim, Threads>(
-        q_tile, query + (long long)m0 * a.q.row, a.q.row, a.query_len - m0);
-    fusec_wgmma_load_tile<BlockN, HeadDim, Threads>(
-        k_tiles, keys + (long long)key_begin * a.k.row, a.k.row,
-        a.key_len - key_begin);
-    asm volatile("cp.async.commit_group;");
-    fusec_wgmma_load_tile<BlockN, HeadDim, Threads>(
-        v_tiles, values + (long long)key_begin * a.v.row, a.v.row,
-        a.key_len - key_begin);
-    if (blocks > 1) {
-      const int next = key_begin + BlockN;
-      fusec_wgmma_load_tile<BlockN, HeadDim, Threads>(
-          k_tiles + TileBytes, keys + (long long)next * a.k.row, a.k.row,
-          a.key_len - next);
-    }
-    asm volatile("cp.async.commit_group;");
-    asm volatile("cp.async.wait_group 1;");
+    if (consumer == 1)
+      their_turn();
+    fusec_mbarrier_wait(q_full, 0);
+    fusec_mbarrier_wait(k_full, 0);
     fusec_wgmma_shared_fence();
-    __syncthreads();
+    my_turn();
     fusec_wgmma_fence();
     issue_scores(0);
+    their_turn();
     fusec_wgmma_wait<0>();
     fusec_wgmma_keep<TileN * 4>(s_flat);
+    release(k_empty);
     float corr[2];
     softmax(0, corr);
     pack_exponents();
-
     for (int block = 1; block < blocks; ++block) {
-      // Key block `block` and value block `block - 1` have landed; every
-      // thread is past the reads of the buffers the next loads fill.
-      asm volatile("cp.async.wait_group 0;");
+      fusec_mbarrier_wait(k_full + 8 * (block & 1), (block >> 1) & 1);
+      fusec_mbarrier_wait(v_full + 8 * ((block - 1) & 1),
+                          ((block - 1) >> 1) & 1);
       fusec_wgmma_shared_fence();
-      __syncthreads();
-      const int n0 = key_begin + block * BlockN;
-      if (block + 1 < blocks)
-        fusec_wgmma_load_tile<BlockN, HeadDim, Threads>(
-            k_tiles + ((block + 1) & 1) * TileBytes,
-            keys + (long long)(n0 + BlockN) * a.k.row, a.k.row,
-            a.key_len - (n0 + BlockN));
-      fusec_wgmma_load_tile<BlockN, HeadDim, Threads>(
-          v_tiles + (block & 1) * TileBytes, values + (long long)n0 * a.v.row,
-          a.v.row, a.key_len - n0);
-      asm volatile("cp.async.commit_group;");
+      my_turn();
       fusec_wgmma_fence();
       issue_scores(block);
       issue_values(block - 1);
+      their_turn();
       fusec_wgmma_wait<1>();
       fusec_wgmma_keep<TileN * 4>(s_flat);
+      release(k_empty + 8 * (block & 1));
       softmax(block, corr);
       // p is the product's operand until it completes.
       fusec_wgmma_wait<0>();
       fusec_wgmma_keep<TileD * 4>(o_flat);
       fusec_wgmma_keep<StepsN * 4>(&p[0][0]);
+      release(v_empty + 8 * ((block - 1) & 1));
       fusec_attention_rescale<TileD>(o, corr);
       pack_exponents();
     }
-    asm volatile("cp.async.wait_group 0;");
+    fusec_mbarrier_wait(v_full + 8 * ((blocks - 1) & 1),
+                        ((blocks - 1) >> 1) & 1);
     fusec_wgmma_shared_fence();
-    __syncthreads();
+    my_turn();
     fusec_wgmma_fence();
     issue_values(blocks - 1);
+    if (consumer == 0)
+      their_turn();
     fusec_wgmma_wait<0>();
     fusec_wgmma_keep<TileD * 4>(o_flat);
     fusec_wgmma_keep<StepsN * 4>(&p[0][0]);

@@ -88,18 +88,20 @@ struct AttentionParams {
   fusec::Target target = fusec::Target::Cpu;
   /// "cpu-tiles" (C++: query tiles by key tiles, online softmax),
   /// "split-keys" (CUDA decode: few query rows, the keys split among
-  /// blocks), "wgmma" (sm_90a f16/bf16: warpgroup MMAs on query blocks of
-  /// 64 rows per warpgroup, key blocks through shared memory),
+  /// blocks), "wgmma" (sm_90a f16/bf16: a producer warpgroup copies key
+  /// blocks into shared memory, two consumer warpgroups of 64 query rows
+  /// each run warpgroup MMAs on them),
   /// "tensor-cores" (CUDA f16/bf16: mma.sync on query blocks of 16 rows per
   /// warp, key blocks through shared memory) or "warp-per-row" (CUDA
   /// cores: a warp per query row, its lanes over the head dims).
   std::string kernel;
   /// C++: rows of a query tile and keys of a key tile.
   int64_t cpuQueryTile = 0, cpuKeyTile = 0;
-  /// CUDA: warps per block; tensor cores: keys per key block, 16-row query
-  /// tiles per warp, and whether a warp keeps its query fragments in
-  /// registers (else it reads them from shared memory per key block).
-  int64_t warpsPerBlock = 0, blockN = 0, rowTiles = 0;
+  /// CUDA: warps per block; tensor cores (wgmma, mma.sync): query rows per
+  /// block and keys per key block; mma.sync: 16-row query tiles per warp,
+  /// and whether a warp keeps its query fragments in registers (else it
+  /// reads them from shared memory per key block).
+  int64_t warpsPerBlock = 0, blockM = 0, blockN = 0, rowTiles = 0;
   bool queryInRegisters = false;
   /// "split-keys" (decode): the query rows that share a kv head, together,
   /// and the keys in `splits` splits of `splitKeys` keys.
@@ -117,9 +119,6 @@ struct AttentionParams {
   unsigned sharedBytes = 0;
   /// Zero-initialized device memory between blocks (split-KV partials).
   int64_t scratchBytes = 0;
-
-  /// "wgmma" and "tensor-cores": the query rows of a block.
-  int64_t queryRowsPerBlock() const { return 16 * rowTiles * warpsPerBlock; }
 
   /// One line of `key=value` fields, those of the chosen kernel only.
   std::string toString() const;
