@@ -352,6 +352,33 @@ fusec_attention_store_tile(uint16_t *out, const fusec_attention_args &a, int i0,
   }
 }
 
+// The key blocks query rows [m0, m0 + BlockM) may see: from the first key
+// (0, or the sliding window's first, rounded down to a block), as many
+// blocks of BlockN as reach the last key any of them sees (every key, or
+// up to the causal diagonal).
+template <int BlockM, int BlockN, bool Causal>
+static __device__ __forceinline__ int
+fusec_attention_first_key(const fusec_attention_args &a, int m0) {
+  if (!Causal || a.window_left < 0)
+    return 0;
+  long long first = (long long)m0 + a.causal_offset - a.window_left;
+  return first > 0 ? (int)(first / BlockN * BlockN) : 0;
+}
+template <int BlockM, int BlockN, bool Causal>
+static __device__ __forceinline__ int
+fusec_attention_key_blocks(const fusec_attention_args &a, int m0,
+                           int key_begin) {
+  long long key_end = a.key_len;
+  if (Causal) {
+    long long last = (long long)m0 + BlockM - 1 + a.causal_offset + 1;
+    if (last < key_end)
+      key_end = last > 0 ? last : 0;
+  }
+  return key_end > key_begin
+             ? (int)((key_end - key_begin + BlockN - 1) / BlockN)
+             : 0;
+}
+
 // RowTiles: 16-row tiles of queries per warp (two halve the shared-memory
 // reads per multiply: each k and v fragment serves both). QInRegisters:
 // the warp's query fragments stay in registers for the whole loop (else
@@ -390,20 +417,10 @@ fusec_attention_tensor_cores(const fusec_attention_args &a) {
   const unsigned v_tiles = k_tiles + 2 * BlockN * HeadDim * 2;
   const unsigned tile_bytes = BlockN * HeadDim * 2;
 
-  // Key blocks this query block may see.
-  int key_begin = 0, key_end = a.key_len;
-  if (Causal) {
-    long long last = (long long)m0 + BlockM - 1 + a.causal_offset + 1;
-    if (last < key_end)
-      key_end = last > 0 ? (int)last : 0;
-    if (a.window_left >= 0) {
-      long long first = (long long)m0 + a.causal_offset - a.window_left;
-      key_begin = first > 0 ? (int)(first / BlockN * BlockN) : 0;
-    }
-  }
-  const int blocks = key_end > key_begin
-                         ? (key_end - key_begin + BlockN - 1) / BlockN
-                         : 0;
+  const int key_begin =
+      fusec_attention_first_key<BlockM, BlockN, Causal>(a, m0);
+  const int blocks =
+      fusec_attention_key_blocks<BlockM, BlockN, Causal>(a, m0, key_begin);
 
   fusec_attention_load_tile<BlockM, HeadDim, Threads>(
       q_tile, query + (long long)m0 * a.q.row, a.q.row, a.query_len - m0);
@@ -613,48 +630,46 @@ fusec_attention_tensor_cores(const fusec_attention_args &a) {
                : FUSEC_WGMMA_OUT64                                             \
                : "l"(a), "l"(b), "r"(accumulate))
 // d (64 x N, f32) += a (64 x 16, registers) b (16 x N), b MN-major in
-// shared memory (transposed).
+// shared memory (transposed); the operands after d's are a's 4 registers
+// and b's descriptor.
+#define FUSEC_WGMMA_RS(SHAPE, D, OUT, A_AND_B, TYPE)                           \
+  asm volatile("wgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE "." TYPE     \
+               " {" D "}, " A_AND_B ", 1, 1, 1, 1;\n"                          \
+               : OUT                                                           \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b))
 #define FUSEC_WGMMA_RS_N64(TYPE)                                               \
-  asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE     \
-               " {" FUSEC_WGMMA_D32 "}, {%32, %33, %34, %35}, %36, 1, 1, 1, "  \
-               "1;\n"                                                          \
-               : FUSEC_WGMMA_OUT32                                             \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b))
+  FUSEC_WGMMA_RS("m64n64k16", FUSEC_WGMMA_D32, FUSEC_WGMMA_OUT32,              \
+                 "{%32, %33, %34, %35}, %36", TYPE)
 #define FUSEC_WGMMA_RS_N128(TYPE)                                              \
-  asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE    \
-               " {" FUSEC_WGMMA_D64 "}, {%64, %65, %66, %67}, %68, 1, 1, 1, "  \
-               "1;\n"                                                          \
-               : FUSEC_WGMMA_OUT64                                             \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b))
+  FUSEC_WGMMA_RS("m64n128k16", FUSEC_WGMMA_D64, FUSEC_WGMMA_OUT64,             \
+                 "{%64, %65, %66, %67}, %68", TYPE)
+
+// The instruction of the operands' dtype (a function's `Bf16`).
+#define FUSEC_WGMMA_OF_DTYPE(INSTRUCTION)                                      \
+  do {                                                                         \
+    if (Bf16)                                                                  \
+      INSTRUCTION("bf16");                                                     \
+    else                                                                       \
+      INSTRUCTION("f16");                                                      \
+  } while (0)
 
 template <bool Bf16>
 static __device__ __forceinline__ void
 fusec_wgmma_scores(float (&d)[64], unsigned long long a, unsigned long long b,
                    int accumulate) {
-  if (Bf16)
-    FUSEC_WGMMA_SS_N128("bf16");
-  else
-    FUSEC_WGMMA_SS_N128("f16");
+  FUSEC_WGMMA_OF_DTYPE(FUSEC_WGMMA_SS_N128);
 }
 
-template <bool Bf16>
+// d (64 x 2 Regs) += a b: head dims 64 and 128.
+template <bool Bf16, int Regs>
 static __device__ __forceinline__ void
-fusec_wgmma_values(float (&d)[32], const unsigned (&a)[4],
+fusec_wgmma_values(float (&d)[Regs], const unsigned (&a)[4],
                    unsigned long long b) {
-  if (Bf16)
-    FUSEC_WGMMA_RS_N64("bf16");
+  static_assert(Regs == 32 || Regs == 64, "value rows of 64 or 128");
+  if constexpr (Regs == 32)
+    FUSEC_WGMMA_OF_DTYPE(FUSEC_WGMMA_RS_N64);
   else
-    FUSEC_WGMMA_RS_N64("f16");
-}
-
-template <bool Bf16>
-static __device__ __forceinline__ void
-fusec_wgmma_values(float (&d)[64], const unsigned (&a)[4],
-                   unsigned long long b) {
-  if (Bf16)
-    FUSEC_WGMMA_RS_N128("bf16");
-  else
-    FUSEC_WGMMA_RS_N128("f16");
+    FUSEC_WGMMA_OF_DTYPE(FUSEC_WGMMA_RS_N128);
 }
 
 // A shared-memory matrix descriptor: a tile of 128-byte swizzled rows whose
@@ -787,18 +802,10 @@ fusec_attention_wgmma(const fusec_attention_args &a) {
   const unsigned k_full = q_full + 8, v_full = k_full + 16;
   const unsigned k_empty = v_full + 16, v_empty = k_empty + 16;
 
-  int key_begin = 0, key_end = a.key_len;
-  if (Causal) {
-    long long last = (long long)m0 + BlockM - 1 + a.causal_offset + 1;
-    if (last < key_end)
-      key_end = last > 0 ? (int)last : 0;
-    if (a.window_left >= 0) {
-      long long first = (long long)m0 + a.causal_offset - a.window_left;
-      key_begin = first > 0 ? (int)(first / BlockN * BlockN) : 0;
-    }
-  }
+  const int key_begin =
+      fusec_attention_first_key<BlockM, BlockN, Causal>(a, m0);
   const int blocks =
-      key_end > key_begin ? (key_end - key_begin + BlockN - 1) / BlockN : 0;
+      fusec_attention_key_blocks<BlockM, BlockN, Causal>(a, m0, key_begin);
 
   if (threadIdx.x == 0) {
     fusec_mbarrier_init(q_full, 128);
