@@ -281,10 +281,14 @@ buildAttentionKernel(FusionOp fusion, unsigned index, fusec::Target target,
         desc.dynamicGrid = fusec::KernelDesc::DynamicGrid{
             pairs * sizes.queryLen, params.blockX / 32};
       } else {
-        desc.dynamicGridY = fusec::KernelDesc::DynamicGrid{pairs, 1};
-        if (params.kernel == "tensor-cores" || params.kernel == "wgmma")
-          desc.dynamicGrid =
-              fusec::KernelDesc::DynamicGrid{sizes.queryLen, params.blockM};
+        fusec::KernelDesc::DynamicGrid pairGrid{pairs, 1};
+        desc.dynamicGridY = pairGrid;
+        if (params.kernel == "tensor-cores" || params.kernel == "wgmma") {
+          fusec::KernelDesc::DynamicGrid queryGrid{sizes.queryLen,
+                                                   params.blockM};
+          desc.dynamicGrid = params.headsInGridX ? pairGrid : queryGrid;
+          desc.dynamicGridY = params.headsInGridX ? queryGrid : pairGrid;
+        }
       }
     }
   } else {

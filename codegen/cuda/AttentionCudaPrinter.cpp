@@ -38,6 +38,7 @@ std::string printCudaAttentionKernel(const std::string &name,
   printAttentionArguments(
       os, shape, signature,
       [](int input) { return "in" + std::to_string(input); }, "out0");
+  os << "  args.heads_in_grid_x = " << (params.headsInGridX ? 1 : 0) << ";\n";
   if (params.kernel == "split-keys")
     os << "  fusec_attention_split_keys<" << traits << ", " << shape.headDim
        << ", " << shape.valueHeadDim << ", " << params.decodeRows << ", "

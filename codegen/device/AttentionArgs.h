@@ -25,5 +25,9 @@ struct fusec_attention_args {
   int zero_masked_rows;
   int zero_nan_rows; // every row whose softmax is NaN is zero
   int parallel; // C++: split the tiles among OpenMP threads
+  // CUDA tensor-core kernels: the (batch, head) pairs run along blockIdx.x
+  // and the query blocks along blockIdx.y, as gridDim.y (65535 at most)
+  // cannot hold that many pairs; else the other way round.
+  int heads_in_grid_x;
 };
 

@@ -352,6 +352,16 @@ fusec_attention_store_tile(uint16_t *out, const fusec_attention_args &a, int i0,
   }
 }
 
+// The query block of this block of threads: causal blocks with the most key
+// blocks (the last) start first.
+template <bool Causal>
+static __device__ __forceinline__ int
+fusec_attention_query_block(const fusec_attention_args &a) {
+  const int block = a.heads_in_grid_x ? blockIdx.y : blockIdx.x;
+  const int blocks = a.heads_in_grid_x ? gridDim.y : gridDim.x;
+  return Causal ? blocks - 1 - block : block;
+}
+
 // The key blocks query rows [m0, m0 + BlockM) may see: from the first key
 // (0, or the sliding window's first, rounded down to a block), as many
 // blocks of BlockN as reach the last key any of them sees (every key, or
@@ -398,10 +408,9 @@ fusec_attention_tensor_cores(const fusec_attention_args &a) {
   };
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
-  // Causal blocks with the most key blocks (the last) start first.
-  const int m_block = Causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int m_block = fusec_attention_query_block<Causal>(a);
   const int m0 = m_block * BlockM;
-  const int bh = blockIdx.y;
+  const int bh = a.heads_in_grid_x ? blockIdx.x : blockIdx.y;
   const int h = bh % a.heads, bb = bh / a.heads;
   const int kvh = h / (a.heads / a.kv_heads);
   const uint16_t *query = (const uint16_t *)a.query + a.q.offset +
@@ -783,10 +792,9 @@ fusec_attention_wgmma(const fusec_attention_args &a) {
     TileBytes = BlockN * HeadDim * 2
   };
   const int warpgroup = threadIdx.x >> 7;
-  // Causal blocks with the most key blocks (the last) start first.
-  const int m_block = Causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int m_block = fusec_attention_query_block<Causal>(a);
   const int m0 = m_block * BlockM;
-  const int bh = blockIdx.y;
+  const int bh = a.heads_in_grid_x ? blockIdx.x : blockIdx.y;
   const int h = bh % a.heads, bb = bh / a.heads;
   const int kvh = h / (a.heads / a.kv_heads);
   // Tiles start at the swizzle's period (1024 bytes): q, two stages of k,

@@ -26,8 +26,8 @@ auto fields(const AttentionParams &p) {
   return std::tie(p.target, p.kernel, p.cpuQueryTile, p.cpuKeyTile,
                   p.warpsPerBlock, p.blockM, p.blockN, p.rowTiles,
                   p.queryInRegisters, p.decodeRows, p.splits, p.splitKeys,
-                  p.vectorKeys, p.vectorValues, p.stages, p.blockX, p.gridX,
-                  p.gridY, p.sharedBytes, p.scratchBytes);
+                  p.vectorKeys, p.vectorValues, p.stages, p.headsInGridX,
+                  p.blockX, p.gridX, p.gridY, p.sharedBytes, p.scratchBytes);
 }
 
 /// Whether every row of `layout` starts 16-byte aligned (8 elements).
@@ -49,6 +49,20 @@ constexpr int64_t kSMs = 132, kDecodeBlocks = 4 * kSMs,
 /// let two blocks share an SM's 228 KiB with their static shared memory.
 constexpr int64_t kStageTileBytes = 4096, kMaxStages = 3,
                   kSharedPerTwoBlocks = 113 * 1024;
+
+/// A grid's y holds this many blocks at most.
+constexpr int64_t kMaxGridY = 65535;
+
+/// The grid of a tensor-core kernel: query blocks by (batch, head) pairs,
+/// the pairs along x when y cannot hold them.
+void setQueryBlockGrid(AttentionParams &params, const AttentionShape &shape) {
+  int64_t queryBlocks = (shape.queryLen + params.blockM - 1) / params.blockM;
+  int64_t pairs = shape.batch * shape.heads;
+  params.headsInGridX = pairs > kMaxGridY;
+  params.gridX = params.headsInGridX ? pairs : queryBlocks;
+  params.gridY =
+      static_cast<unsigned>(params.headsInGridX ? queryBlocks : pairs);
+}
 
 /// The tensor-core kernel: f16/bf16, head dims equal and 64, 128 or 256
 /// (swizzled rows of at least 8 16-byte chunks), rows 16-byte aligned.
@@ -164,8 +178,7 @@ AttentionParams scheduleAttention(const AttentionShape &shape,
     params.blockM = 128;
     params.blockN = 128;
     params.blockX = static_cast<unsigned>(32 * params.warpsPerBlock);
-    params.gridX = (shape.queryLen + params.blockM - 1) / params.blockM;
-    params.gridY = static_cast<unsigned>(shape.batch * shape.heads);
+    setQueryBlockGrid(params, shape);
     params.sharedBytes = static_cast<unsigned>(
         (params.blockM + 4 * params.blockN) * shape.headDim * 2 + 1024 + 128);
     return params;
@@ -183,12 +196,10 @@ AttentionParams scheduleAttention(const AttentionShape &shape,
     params.blockN = wide ? 32 : 64;
     params.queryInRegisters = shape.headDim == 64;
     params.blockM = 16 * params.rowTiles * kWarpsPerBlock;
-    int64_t blockM = params.blockM;
     params.blockX = static_cast<unsigned>(32 * kWarpsPerBlock);
-    params.gridX = (shape.queryLen + blockM - 1) / blockM;
-    params.gridY = static_cast<unsigned>(shape.batch * shape.heads);
-    params.sharedBytes =
-        static_cast<unsigned>((blockM + 4 * params.blockN) * shape.headDim * 2);
+    setQueryBlockGrid(params, shape);
+    params.sharedBytes = static_cast<unsigned>(
+        (params.blockM + 4 * params.blockN) * shape.headDim * 2);
     return params;
   }
   params.kernel = "warp-per-row";
@@ -225,6 +236,8 @@ std::string AttentionParams::toString() const {
     os << " rows=" << decodeRows << " splits=" << splits
        << " split_keys=" << splitKeys << " vector_keys=" << (vectorKeys ? 1 : 0)
        << " vector_values=" << (vectorValues ? 1 : 0) << " stages=" << stages;
+  if (headsInGridX)
+    os << " heads_in_grid_x=1";
   os << " block=" << blockX << " grid=" << gridX;
   if (gridY > 1)
     os << "x" << gridY;
@@ -239,8 +252,8 @@ size_t AttentionParams::hash() const {
   return llvm::hash_combine(static_cast<int>(target), kernel, cpuQueryTile,
                             cpuKeyTile, warpsPerBlock, blockM, blockN, rowTiles,
                             queryInRegisters, decodeRows, splits, splitKeys,
-                            vectorKeys, vectorValues, stages, blockX, gridX,
-                            gridY, sharedBytes, scratchBytes);
+                            vectorKeys, vectorValues, stages, headsInGridX,
+                            blockX, gridX, gridY, sharedBytes, scratchBytes);
 }
 
 bool AttentionParams::operator==(const AttentionParams &other) const {

@@ -112,6 +112,9 @@ struct AttentionParams {
   /// "split-keys": key and value tiles stream through shared memory by
   /// cp.async this many stages deep (0: read straight into registers).
   int64_t stages = 0;
+  /// Tensor cores: the (batch, head) pairs run along the grid's x and the
+  /// query blocks along y (there are more pairs than a grid's y holds).
+  bool headsInGridX = false;
   /// CUDA: the launch.
   unsigned blockX = 1;
   int64_t gridX = 1;

@@ -502,6 +502,15 @@ void checkCases(Target target, const std::string &gpuArch = "") {
   }
 }
 
+/// The GPU's arch without its own instructions ("sm_90a" -> "sm_90"): on
+/// sm_90a, f16/bf16 prefill then runs the mma.sync kernel other GPUs get.
+std::string portableArch() {
+  std::string arch = cuda::deviceArch();
+  if (!std::isdigit(static_cast<unsigned char>(arch.back())))
+    arch.pop_back();
+  return arch;
+}
+
 } // namespace
 
 TEST_CASE("attention in every form matches an f64 reference", "[attention]") {
@@ -514,15 +523,43 @@ TEST_CASE("attention in every form matches an f64 reference on the GPU",
   checkCases(Target::Cuda);
 }
 
+TEST_CASE("attention over more (batch, head) pairs than a grid's y holds",
+          "[attention][gpu]") {
+  // 65920 pairs of two query rows: the tensor-core kernels put the pairs
+  // along the grid's x (test/codegen/schedule/attention.test pins the
+  // schedule). GPU only: the C++ kernel would walk 65920 whole tiles.
+  FUSEC_SKIP_IF(cuda::unavailableReason());
+  const AttentionCase c{"op, more (batch, head) pairs than a grid's y holds",
+                        DType::F16,
+                        1030,
+                        64,
+                        1,
+                        2,
+                        9,
+                        64,
+                        64,
+                        Form::Op,
+                        Mask::Causal,
+                        7};
+  INFO("case: " << describe(c));
+  Built built = build(c, 77);
+  for (const std::string &arch : {std::string(), portableArch()}) {
+    INFO("arch: " << (arch.empty() ? "the GPU's own" : arch));
+    CompileOptions options = test::testOptions(true, Target::Cuda);
+    options.gpuArch = arch;
+    CompiledModel model = compile(built.graph, options);
+    std::vector<Tensor> outputs = model.run(built.inputs);
+    REQUIRE(outputs.size() == 1);
+    checkOutput(c, outputs[0], reference(c, built));
+  }
+}
+
 TEST_CASE("attention matches an f64 reference with the GPU's portable kernels",
           "[attention][gpu]") {
   // On sm_90a the f16/bf16 prefill runs wgmma; the same cases compiled for
   // plain sm_90 run the mma.sync kernel sm_80 GPUs get.
   FUSEC_SKIP_IF(cuda::unavailableReason());
-  std::string arch = cuda::deviceArch();
-  if (!std::isdigit(static_cast<unsigned char>(arch.back())))
-    arch.pop_back();
-  checkCases(Target::Cuda, arch);
+  checkCases(Target::Cuda, portableArch());
 }
 
 TEST_CASE("attention formation stops with a remark where the chain differs",
