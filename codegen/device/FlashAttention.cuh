@@ -366,7 +366,7 @@ fusec_attention_query_block(const fusec_attention_args &a) {
 // (0, or the sliding window's first, rounded down to a block), as many
 // blocks of BlockN as reach the last key any of them sees (every key, or
 // up to the causal diagonal).
-template <int BlockM, int BlockN, bool Causal>
+template <int BlockN, bool Causal>
 static __device__ __forceinline__ int
 fusec_attention_first_key(const fusec_attention_args &a, int m0) {
   if (!Causal || a.window_left < 0)
@@ -426,8 +426,7 @@ fusec_attention_tensor_cores(const fusec_attention_args &a) {
   const unsigned v_tiles = k_tiles + 2 * BlockN * HeadDim * 2;
   const unsigned tile_bytes = BlockN * HeadDim * 2;
 
-  const int key_begin =
-      fusec_attention_first_key<BlockM, BlockN, Causal>(a, m0);
+  const int key_begin = fusec_attention_first_key<BlockN, Causal>(a, m0);
   const int blocks =
       fusec_attention_key_blocks<BlockM, BlockN, Causal>(a, m0, key_begin);
 
@@ -810,8 +809,7 @@ fusec_attention_wgmma(const fusec_attention_args &a) {
   const unsigned k_full = q_full + 8, v_full = k_full + 16;
   const unsigned k_empty = v_full + 16, v_empty = k_empty + 16;
 
-  const int key_begin =
-      fusec_attention_first_key<BlockM, BlockN, Causal>(a, m0);
+  const int key_begin = fusec_attention_first_key<BlockN, Causal>(a, m0);
   const int blocks =
       fusec_attention_key_blocks<BlockM, BlockN, Causal>(a, m0, key_begin);
 
