@@ -101,6 +101,11 @@ static void fusec_attention_cpu(const fusec_attention_args &a) {
     const int64_t i0 = tile * QueryTile;
     const int64_t rows = a.query_len - i0 < QueryTile ? a.query_len - i0
                                                       : QueryTile;
+    // The products run over the row blocks that hold a row of the tile
+    // (one for a decode step, not QueryTile / FUSEC_ATTENTION_ROWS), and
+    // below over the column blocks that hold a key.
+    const int64_t row_blocks_end = (rows + FUSEC_ATTENTION_ROWS - 1) /
+                                   FUSEC_ATTENTION_ROWS * FUSEC_ATTENTION_ROWS;
     A(*q)[HeadDim] = tiles->q;
     A(*acc)[PaddedValueHeadDim] = tiles->acc;
     A(*s)[KeyTile] = tiles->s;
@@ -140,9 +145,13 @@ static void fusec_attention_cpu(const fusec_attention_args &a) {
         for (int64_t d = 0; d < PaddedValueHeadDim; ++d)
           vt[c][d] = d < ValueHeadDim ? Traits::load(vrow[d]) : (A)0;
       }
-      // A last, partial tile: zero keys past the end (the loops below run
-      // over whole tiles to vectorize; their probabilities are 0).
-      for (int64_t c = keys; c < KeyTile; ++c) {
+      // A last, partial tile: zero keys past the end up to a whole column
+      // block (the products below run over whole blocks; their
+      // probabilities are 0).
+      const int64_t key_blocks_end =
+          (keys + FUSEC_ATTENTION_COLUMNS - 1) / FUSEC_ATTENTION_COLUMNS *
+          FUSEC_ATTENTION_COLUMNS;
+      for (int64_t c = keys; c < key_blocks_end; ++c) {
         for (int64_t d = 0; d < HeadDim; ++d)
           kt[d][c] = 0;
         for (int64_t d = 0; d < PaddedValueHeadDim; ++d)
@@ -151,8 +160,9 @@ static void fusec_attention_cpu(const fusec_attention_args &a) {
       // Scores of FUSEC_ATTENTION_ROWS rows by FUSEC_ATTENTION_COLUMNS keys
       // at a time, their sums in registers: each key element loaded feeds
       // a row block's worth of multiply-adds.
-      for (int64_t r0 = 0; r0 < QueryTile; r0 += FUSEC_ATTENTION_ROWS)
-        for (int64_t c0 = 0; c0 < KeyTile; c0 += FUSEC_ATTENTION_COLUMNS) {
+      for (int64_t r0 = 0; r0 < row_blocks_end; r0 += FUSEC_ATTENTION_ROWS)
+        for (int64_t c0 = 0; c0 < key_blocks_end;
+             c0 += FUSEC_ATTENTION_COLUMNS) {
           A block[FUSEC_ATTENTION_ROWS][FUSEC_ATTENTION_COLUMNS] = {};
           for (int64_t d = 0; d < HeadDim; ++d)
             for (int64_t r = 0; r < FUSEC_ATTENTION_ROWS; ++r) {
@@ -165,7 +175,7 @@ static void fusec_attention_cpu(const fusec_attention_args &a) {
             for (int64_t c = 0; c < FUSEC_ATTENTION_COLUMNS; ++c)
               s[r0 + r][c0 + c] = block[r][c];
         }
-      for (int64_t r = 0; r < QueryTile; ++r) {
+      for (int64_t r = 0; r < row_blocks_end; ++r) {
         const int64_t i = i0 + r;
         A *srow = s[r];
         correction[r] = 1;
@@ -224,7 +234,7 @@ static void fusec_attention_cpu(const fusec_attention_args &a) {
       }
       // acc = acc * correction + p v, a row block by a column chunk at a
       // time in registers.
-      for (int64_t r0 = 0; r0 < QueryTile; r0 += FUSEC_ATTENTION_ROWS)
+      for (int64_t r0 = 0; r0 < row_blocks_end; r0 += FUSEC_ATTENTION_ROWS)
         for (int64_t d0 = 0; d0 < PaddedValueHeadDim;
              d0 += FUSEC_ATTENTION_COLUMNS) {
           A block[FUSEC_ATTENTION_ROWS][FUSEC_ATTENTION_COLUMNS];
