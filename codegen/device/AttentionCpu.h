@@ -76,8 +76,16 @@ static void fusec_attention_cpu(const fusec_attention_args &a) {
   const T *value = (const T *)a.value;
   T *output = (T *)a.output;
   const int64_t group = a.heads / a.kv_heads;
-  const int64_t query_tiles = (a.query_len + QueryTile - 1) / QueryTile;
-  const int64_t tasks = a.batch * a.heads * query_tiles;
+  // Few query rows per head (a decode step) with grouped heads: one tile
+  // holds every query row of the heads that share a kv head, which then
+  // read each key and value tile once, for rows that fill the register
+  // blocks. Else a tile holds QueryTile rows of one head.
+  const bool grouped =
+      group > 1 && a.query_len > 0 && group * a.query_len <= QueryTile;
+  const int64_t query_tiles =
+      grouped ? 1 : (a.query_len + QueryTile - 1) / QueryTile;
+  const int64_t task_heads = grouped ? a.kv_heads : a.heads;
+  const int64_t tasks = a.batch * task_heads * query_tiles;
   const A minus_inf = -(A)INFINITY;
   enum {
     PaddedValueHeadDim = (ValueHeadDim + FUSEC_ATTENTION_COLUMNS - 1) /
@@ -95,12 +103,23 @@ static void fusec_attention_cpu(const fusec_attention_args &a) {
 #pragma omp for schedule(dynamic, 1)
   for (int64_t task = 0; task < tasks; ++task) {
     const int64_t tile = task % query_tiles;
-    const int64_t h = task / query_tiles % a.heads;
-    const int64_t bb = task / query_tiles / a.heads;
-    const int64_t kvh = h / group;
+    const int64_t task_head = task / query_tiles % task_heads;
+    const int64_t bb = task / query_tiles / task_heads;
+    const int64_t kvh = grouped ? task_head : task_head / group;
     const int64_t i0 = tile * QueryTile;
-    const int64_t rows = a.query_len - i0 < QueryTile ? a.query_len - i0
-                                                      : QueryTile;
+    const int64_t rows =
+        grouped ? group * a.query_len
+                : (a.query_len - i0 < QueryTile ? a.query_len - i0 : QueryTile);
+    // The head and the query position of the tile's row r; the first and
+    // last query positions among its rows.
+    auto head_of = [&](int64_t r) {
+      return grouped ? kvh * group + r / a.query_len : task_head;
+    };
+    auto query_of = [&](int64_t r) {
+      return grouped ? r % a.query_len : i0 + r;
+    };
+    const int64_t first_query = grouped ? 0 : i0;
+    const int64_t last_query = grouped ? a.query_len - 1 : i0 + rows - 1;
     // The products run over the row blocks that hold a row of the tile
     // (one for a decode step, not QueryTile / FUSEC_ATTENTION_ROWS), and
     // below over the column blocks that hold a key.
@@ -114,8 +133,8 @@ static void fusec_attention_cpu(const fusec_attention_args &a) {
     A *row_max = tiles->row_max, *row_sum = tiles->row_sum,
       *correction = tiles->correction;
     for (int64_t r = 0; r < QueryTile; ++r) {
-      const T *qrow = query + a.q.offset + bb * a.q.batch + h * a.q.head +
-                      (i0 + r) * a.q.row;
+      const T *qrow = query + a.q.offset + bb * a.q.batch +
+                      head_of(r) * a.q.head + query_of(r) * a.q.row;
       for (int64_t d = 0; d < HeadDim; ++d)
         q[r][d] = r < rows ? Traits::load(qrow[d]) * (A)a.scale : (A)0;
       for (int64_t d = 0; d < PaddedValueHeadDim; ++d)
@@ -126,10 +145,10 @@ static void fusec_attention_cpu(const fusec_attention_args &a) {
     // Keys some row of the tile may see.
     int64_t key_begin = 0, key_end = a.key_len;
     if (a.causal) {
-      const int64_t last = i0 + rows - 1 + a.causal_offset + 1;
+      const int64_t last = last_query + a.causal_offset + 1;
       key_end = last < key_end ? (last > 0 ? last : 0) : key_end;
       if (a.window_left >= 0) {
-        const int64_t first = i0 + a.causal_offset - a.window_left;
+        const int64_t first = first_query + a.causal_offset - a.window_left;
         key_begin = first > 0 ? first : 0;
       }
     }
@@ -176,7 +195,7 @@ static void fusec_attention_cpu(const fusec_attention_args &a) {
               s[r0 + r][c0 + c] = block[r][c];
         }
       for (int64_t r = 0; r < row_blocks_end; ++r) {
-        const int64_t i = i0 + r;
+        const int64_t i = query_of(r);
         A *srow = s[r];
         correction[r] = 1;
         if (r >= rows) { // a row past the end: computes nothing
@@ -186,7 +205,8 @@ static void fusec_attention_cpu(const fusec_attention_args &a) {
         }
         // The bias, then the hidden keys.
         if (a.bias_kind != 0) {
-          const int64_t base = a.b.offset + bb * a.b.batch + h * a.b.head +
+          const int64_t base = a.b.offset + bb * a.b.batch +
+                               head_of(r) * a.b.head +
                                i * a.b.row;
           for (int64_t c = 0; c < keys; ++c) {
             const int64_t at = base + (j0 + c) * a.b.column;
@@ -255,8 +275,8 @@ static void fusec_attention_cpu(const fusec_attention_args &a) {
         }
     }
     for (int64_t r = 0; r < rows; ++r) {
-      T *orow = output + a.o.offset + bb * a.o.batch + h * a.o.head +
-                (i0 + r) * a.o.row;
+      T *orow = output + a.o.offset + bb * a.o.batch + head_of(r) * a.o.head +
+                query_of(r) * a.o.row;
       // A row that saw no key: zeros (ONNX Attention) or NaN (softmax).
       const bool masked = row_max[r] == minus_inf;
       const bool zero = a.zero_nan_rows && (masked || row_sum[r] != row_sum[r] ||
