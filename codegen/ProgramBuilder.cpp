@@ -263,12 +263,15 @@ public:
         fusec::targetName(program.target) + ".\n" +
         (program.target == fusec::Target::Cuda ? cudaPrelude()
                                                : cppPrelude(usesHalfTypes));
-    // The attention kernels' templates, once for all of them.
+    // The attention kernels' templates, once for all of them (sm_90a's
+    // compile only there).
     if (usesAttention)
       program.prelude +=
           std::string("\n") + kAttentionArgsSource + "\n" +
-          (program.target == fusec::Target::Cuda ? kFlashAttentionSource
-                                                 : kAttentionCpuSource);
+          (program.target == fusec::Target::Cuda
+               ? std::string(kFlashAttentionSource) + "\n" +
+                     kFlashAttentionSm90Source
+               : std::string(kAttentionCpuSource));
     program.source = program.prelude;
     for (const fusec::KernelDesc &kernel : program.kernels)
       program.source += "\n" + kernel.source;

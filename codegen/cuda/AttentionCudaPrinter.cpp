@@ -1,9 +1,9 @@
 //===- AttentionCudaPrinter.cpp - Fused attention as CUDA -----------------===//
 //
-// The kernels are device/FlashAttention.cuh's templates; this prints the
-// `extern "C"` entry: the signature, a traits struct for the dtype
-// (storage conversions, exp) and the args with every size and stride a
-// literal (shapes are static).
+// The kernels are device/FlashAttention.cuh's and FlashAttentionSm90.cuh's
+// templates; this prints the `extern "C"` entry: the signature, a traits
+// struct for the dtype (storage conversions, exp) and the args with every
+// size and stride a literal (shapes are static).
 //
 //===----------------------------------------------------------------------===//
 
