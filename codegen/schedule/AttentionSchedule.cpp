@@ -169,8 +169,8 @@ AttentionParams scheduleAttention(const AttentionShape &shape,
     // A producer warpgroup and two consumers of 64 query rows each (the
     // wgmma's M) against key blocks of 128; q and two stages of k and v in
     // shared memory, the slack that aligns them to the swizzle's 1024
-    // bytes, and the stages' mbarriers. On an H200, bf16, B x T = 16k, T
-    // 4k: 543 TFLOP/s at head dim 128 (446 causal), 347 at 64 (232
+    // bytes, and the stages' mbarriers. On an H200, bf16, B x T = 16k:
+    // 543 TFLOP/s at head dim 128, T 4k (446 causal), 347 at 64, T 2k (232
     // causal); without the producer (consumers copying, a block barrier a
     // key block) 342 and 245.
     params.kernel = "wgmma";
