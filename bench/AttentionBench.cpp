@@ -187,12 +187,11 @@ void runAttention(Target target, const std::vector<std::string> &only,
     } else {
       std::printf(", \"TFLOPs\": %.3f", bench.flops() / us / 1e6);
     }
-    // On sm_90a, f16/bf16 prefill runs the wgmma kernel; the portable
-    // sm_90 schedule (mma.sync) on the same inputs, for comparison.
-    if (target == Target::Cuda && !bench.decode && bench.dtype != DType::F32 &&
-        resolveGpuArch(options) == "sm_90a") {
+    // Where the wgmma kernel runs (sm_90a), the same case compiled for the
+    // plain arch (sm_90: mma.sync) on the same inputs, for comparison.
+    if (schedule.find("kernel=wgmma") != std::string::npos) {
       CompileOptions portable = options;
-      portable.gpuArch = "sm_90";
+      portable.gpuArch = cuda::plainArch(resolveGpuArch(options));
       CompiledModel mma = compile(fusedGraph(bench), portable);
       std::vector<Tensor> mmaOut;
       double mmaUs = timeModel(mma, target, inputs, mmaOut, reps);

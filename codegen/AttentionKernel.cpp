@@ -186,7 +186,7 @@ void printAttentionArguments(std::ostream &os, const AttentionShape &shape,
                              llvm::function_ref<std::string(int)> input,
                              const std::string &output) {
   const AttentionSizes &sizes = signature.sizes;
-  os << "  fusec_attention_args args;\n";
+  os << "  fusec_attention_args args = {};\n";
   os << "  args.query = " << input(signature.query) << ";\n";
   os << "  args.key = " << input(signature.key) << ";\n";
   os << "  args.value = " << input(signature.value) << ";\n";

@@ -147,7 +147,6 @@ public:
   Graph convert(onnx::ModelProto &model);
 
   int64_t opset = 0;
-  std::unordered_map<std::string, const onnx::NodeProto *> producers;
 
   /// The constant value of `name`, or null when it is computed at run time.
   const Tensor *constantOrNull(const std::string &name) const {
@@ -320,6 +319,8 @@ private:
   /// computed at run time from the symbols' sizes: converted with the
   /// result's symbolic dims (false when they read constants).
   bool convertSymbolicShapeReader(const onnx::NodeProto &node);
+  /// The main graph's node computing each value (producerOf).
+  std::unordered_map<std::string, const onnx::NodeProto *> producers;
   std::optional<int> symbolIndex(const std::string &name) const;
   /// One axis of a Slice, its bounds as sizes.
   struct SymbolicSlice {

@@ -678,9 +678,8 @@ bool OnnxConverter::foldToSymbolicSizes(const onnx::NodeProto &node) {
     return false;
   const std::vector<SymbolicSize> &sizes = value->second;
   // A negated size (-seq) is no size: the node computes it as it is.
-  if (std::any_of(sizes.begin(), sizes.end(), [](const SymbolicSize &size) {
-        return !size.isStatic() && size.factor < 0;
-      }))
+  if (std::any_of(sizes.begin(), sizes.end(),
+                  [](const SymbolicSize &size) { return size.isNegated(); }))
     return false;
   Shape staticShape = evaluateShape(*shape, {});
   if (std::all_of(sizes.begin(), sizes.end(),

@@ -912,9 +912,8 @@ void OnnxConverter::recordSymbolicShapes(const onnx::NodeProto &node) {
     // A negated size (-seq) is only a Slice's bound: arithmetic on it
     // (other than negating it back) is not followed.
     if (op != "Neg" &&
-        std::any_of(value->begin(), value->end(), [](const SymbolicSize &v) {
-          return !v.isStatic() && v.factor < 0;
-        }))
+        std::any_of(value->begin(), value->end(),
+                    [](const SymbolicSize &v) { return v.isNegated(); }))
       return;
     if (value->size() != 1 && length != 1 && value->size() != length)
       return;
@@ -931,10 +930,8 @@ void OnnxConverter::recordSymbolicShapes(const onnx::NodeProto &node) {
       const SymbolicSize &a = at(0, k), &b = at(1, k);
       if (op == "Add" || op == "Sub") {
         element = op == "Add" ? add(a, b, symbols) : subtract(a, b, symbols);
-        if (!element && op == "Sub" && a == SymbolicSize::constant(0)) {
-          element = b; // 0 - seq, as Neg
-          element->factor = -element->factor;
-        }
+        if (!element && op == "Sub" && a == SymbolicSize::constant(0))
+          element = b.negated(); // 0 - seq, as Neg
         if (!element && (!a.isStatic() || !b.isStatic()))
           symbolicGaps[node.output(0)] =
               "'" + node.output(0) + "' is " + sizeText(a) +
@@ -962,8 +959,7 @@ void OnnxConverter::recordSymbolicShapes(const onnx::NodeProto &node) {
       // -seq: a Slice's start counted from the back (T5's
       // position_bias[:, :, -seq:]); a negative value is no size, and
       // only a Slice reads one (symbolicSlices).
-      element = at(0, k);
-      element->factor = -element->factor;
+      element = at(0, k).negated();
     }
     if (!element)
       return;
@@ -1010,10 +1006,8 @@ OnnxConverter::symbolicSlices(const onnx::NodeProto &node) const {
     slice.axis = *at;
     // A bound counted back from the end by exactly the dim's own size
     // (-seq on a seq-long dim) is its start.
-    auto fromBack = [&](SymbolicSize bound) {
-      SymbolicSize back = bound;
-      back.factor = -back.factor;
-      if (!bound.isStatic() && bound.factor < 0 && back == (*in)[*at])
+    auto fromBack = [&](const SymbolicSize &bound) {
+      if (bound.isNegated() && bound.negated() == (*in)[*at])
         return SymbolicSize::constant(0);
       return bound;
     };

@@ -32,6 +32,9 @@ struct SymbolicSize {
   static SymbolicSize constant(int64_t size) { return {size, {}}; }
   static SymbolicSize symbol(int index) { return {1, {index}}; }
   bool isStatic() const { return symbols.empty(); }
+  /// -seq: a symbolic size negated, which only a Slice's bound can be.
+  bool isNegated() const { return !isStatic() && factor < 0; }
+  SymbolicSize negated() const { return {-factor, symbols}; }
   int64_t evaluate(const std::vector<int64_t> &values) const;
   /// "768", "batch", "batch*seq*768".
   std::string format(const std::vector<DimSymbol> &names) const;

@@ -7,6 +7,7 @@
 #include "runtime/core/Trace.h"
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -296,6 +297,13 @@ std::string deviceArch() {
   if (!identified.error.empty())
     throw Error("fusec: the CUDA target is unavailable: " + identified.error);
   return identified.device.arch();
+}
+
+std::string plainArch(std::string arch) {
+  while (!arch.empty() &&
+         !std::isdigit(static_cast<unsigned char>(arch.back())))
+    arch.pop_back();
+  return arch;
 }
 
 Device &device() {

@@ -226,6 +226,10 @@ void orderStreamAfter(CUstream caller);
 /// context is created. Throws fusec::Error when there is no usable GPU.
 std::string deviceArch();
 
+/// `arch` without its arch-specific features ("sm_90a" -> "sm_90"): what
+/// later GPUs' PTX is compiled for.
+std::string plainArch(std::string arch);
+
 /// Why the CUDA target cannot run here (no driver, no GPU), or "" when a
 /// GPU is there; needs only the driver's first stage, not the context.
 std::string unavailableReason();

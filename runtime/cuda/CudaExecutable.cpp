@@ -218,10 +218,7 @@ ExecutableImage compileCudaImage(const Program &program, KernelCache &cache,
   image.arch = options.arch;
   // PTX without arch-specific features, which later GPUs compile; a unit
   // that needs them (sm_90a's wgmma) has none.
-  image.ptxArch = options.arch;
-  while (!image.ptxArch.empty() &&
-         !std::isdigit(static_cast<unsigned char>(image.ptxArch.back())))
-    image.ptxArch.pop_back();
+  image.ptxArch = cuda::plainArch(options.arch);
   image.code.resize(units.sources.size());
   image.ptx.resize(units.sources.size());
   std::vector<std::string> nvrtcOptions = cuda::nvrtcOptions(options.fastMath);

@@ -20,7 +20,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <cctype>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -504,12 +503,7 @@ void checkCases(Target target, const std::string &gpuArch = "") {
 
 /// The GPU's arch without its own instructions ("sm_90a" -> "sm_90"): on
 /// sm_90a, f16/bf16 prefill then runs the mma.sync kernel other GPUs get.
-std::string portableArch() {
-  std::string arch = cuda::deviceArch();
-  if (!std::isdigit(static_cast<unsigned char>(arch.back())))
-    arch.pop_back();
-  return arch;
-}
+std::string portableArch() { return cuda::plainArch(cuda::deviceArch()); }
 
 } // namespace
 
